@@ -1,0 +1,94 @@
+// The ring file's on-disk layout: header, communicator table, record slots. Shared by writer and
+// readers in other processes, so every field that changes after creation is a lock-free atomic.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "trace/record.h"
+
+namespace ncclscope::trace {
+
+inline constexpr char kRingMagic[8] = {'N', 'C', 'S', 'C', 'O', 'P', 'E', 'R'};
+inline constexpr uint32_t kRingFormatVersion = 1;
+inline constexpr size_t kHeaderBytes = 4096;
+inline constexpr size_t kHostBytes = 64;
+inline constexpr size_t kJobIdBytes = 64;
+inline constexpr size_t kCommNameBytes = 64;
+
+// Header flags.
+inline constexpr uint32_t kHeaderSuspect = 1u << 0;   // the local watchdog suspects a stall
+inline constexpr uint32_t kHeaderFinished = 1u << 1;  // the process exited normally
+
+// One slot: a commit word (seqlock) and the payload as relaxed atomic words, so a reader in another
+// process can copy a slot while it is being written and detect the tear instead of racing on it.
+struct RecordSlot {
+  std::atomic<uint64_t> commit;  // slot index + 1 once complete; 0 while being written
+  std::atomic<uint64_t> words[15];
+};
+static_assert(sizeof(RecordSlot) == 128);
+inline constexpr size_t kDeviceDoneWord = offsetof(RecordData, t_device_done_ns) / 8;
+
+inline constexpr uint32_t kCommEntryEmpty = 0;
+inline constexpr uint32_t kCommEntryWriting = 1;
+inline constexpr uint32_t kCommEntryValid = 2;
+
+// How a communicator was created (CommEntry::origin).
+inline constexpr uint32_t kCommFromUniqueId = 1;
+inline constexpr uint32_t kCommFromSplit = 2;
+inline constexpr uint32_t kCommFromShrink = 3;
+inline constexpr uint32_t kCommFromInitAll = 4;
+
+struct CommEntry {
+  std::atomic<uint32_t> state;  // kCommEntry*
+  uint32_t origin;              // kCommFrom*
+  uint64_t id;
+  uint64_t parent_id;  // 0 unless split or shrunk
+  int32_t rank;
+  int32_t nranks;
+  int32_t color;         // split color, -1 otherwise
+  int32_t key;           // split key, -1 otherwise
+  uint32_t split_index;  // n-th split/shrink of the parent on this rank (1-based)
+  int32_t cuda_device;   // -1 when unknown
+  int64_t created_monotonic_ns;
+  uint64_t handle;            // ncclComm_t as an integer, to tell two live instances apart
+  char name[kCommNameBytes];  // ncclConfig_t.commName when given, else derived ("world", ...)
+};
+static_assert(sizeof(CommEntry) == 128);
+
+struct FileHeader {
+  char magic[8];
+  uint32_t format_version;
+  uint32_t header_bytes;
+  uint32_t record_bytes;
+  uint32_t comm_capacity;
+  uint64_t record_capacity;  // power of two
+  uint64_t comm_table_offset;
+  uint64_t records_offset;
+  uint64_t file_bytes;
+  int32_t pid;
+  int32_t local_rank;  // -1 when unknown
+  char host[kHostBytes];
+  char job_id[kJobIdBytes];
+  int64_t start_realtime_ns;
+  int64_t start_monotonic_ns;
+  uint32_t nccl_version;  // NCCL_VERSION_CODE of the library found, 0 when unknown
+  uint32_t reserved0;
+  std::atomic<int64_t> heartbeat_monotonic_ns;
+  std::atomic<uint64_t> write_pos;  // slots claimed so far; overwritten = write_pos - capacity
+  std::atomic<uint64_t> dropped_records;        // calls that could not be recorded
+  std::atomic<uint64_t> dropped_comms;          // communicators beyond the table's capacity
+  std::atomic<uint64_t> untracked_completions;  // device completions that could not be tracked
+  std::atomic<uint32_t> comm_count;             // comm table entries claimed
+  std::atomic<uint32_t> flags;                  // kHeader*
+  // Global rank and world size: from the environment at creation, else learnt from the first
+  // communicator that spans the job; -1 until known.
+  std::atomic<int32_t> global_rank;
+  std::atomic<int32_t> world_size;
+};
+static_assert(sizeof(FileHeader) <= kHeaderBytes);
+static_assert(std::atomic<uint64_t>::is_always_lock_free &&
+              std::atomic<int64_t>::is_always_lock_free);
+
+}  // namespace ncclscope::trace

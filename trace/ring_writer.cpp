@@ -1,0 +1,187 @@
+#include "trace/ring_writer.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "trace/clock.h"
+#include "trace/trace_dir.h"
+
+namespace ncclscope::trace {
+namespace {
+
+uint64_t RoundUpPow2(uint64_t v) {
+  uint64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+void CopyTruncated(char* dst, size_t cap, const std::string& src) {
+  size_t n = src.size() < cap - 1 ? src.size() : cap - 1;
+  std::memcpy(dst, src.data(), n);
+  dst[n] = '\0';
+}
+
+std::string HostName() {
+  char host[kHostBytes] = {};
+  if (gethostname(host, sizeof host - 1) != 0) return "unknown-host";
+  return host;
+}
+
+}  // namespace
+
+std::unique_ptr<RingWriter> RingWriter::Create(const RingOptions& options, std::string* error) {
+  if (!EnsurePrivateDir(options.dir, error)) return nullptr;
+  const uint64_t capacity =
+      RoundUpPow2(options.record_capacity < 64 ? 64 : options.record_capacity);
+  const uint32_t comm_capacity = options.comm_capacity == 0 ? 1 : options.comm_capacity;
+  const size_t comm_table_bytes = (comm_capacity * sizeof(CommEntry) + 4095) & ~size_t{4095};
+  const size_t bytes = kHeaderBytes + comm_table_bytes + capacity * sizeof(RecordSlot);
+
+  // A random nonce keeps names unique when a pid is reused inside one job directory.
+  std::random_device rd;
+  const std::string host = HostName();
+  char name[kHostBytes + 64];
+  snprintf(name, sizeof name, "%s-%d-%08x.ring", host.c_str(), static_cast<int>(getpid()), rd());
+  const std::string path = options.dir + "/" + name;
+
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *error = path + ": cannot create: " + std::strerror(errno);
+    return nullptr;
+  }
+  // Reserve every block now: a lazily allocated mapping would SIGBUS the host on a full disk.
+  int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (rc != 0) {
+    *error = path + ": cannot reserve " + std::to_string(bytes) + " bytes: " + std::strerror(rc);
+    close(fd);
+    unlink(path.c_str());
+    return nullptr;
+  }
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (base == MAP_FAILED) {
+    *error = path + ": mmap failed: " + std::strerror(errno);
+    unlink(path.c_str());
+    return nullptr;
+  }
+
+  std::unique_ptr<RingWriter> w(new RingWriter());
+  w->path_ = path;
+  w->base_ = base;
+  w->bytes_ = bytes;
+  w->mask_ = capacity - 1;
+  auto* bytes_base = static_cast<char*>(base);
+  w->header_ = new (bytes_base) FileHeader();
+  w->comms_ = reinterpret_cast<CommEntry*>(bytes_base + kHeaderBytes);
+  w->slots_ = reinterpret_cast<RecordSlot*>(bytes_base + kHeaderBytes + comm_table_bytes);
+
+  FileHeader* h = w->header_;
+  h->format_version = kRingFormatVersion;
+  h->header_bytes = kHeaderBytes;
+  h->record_bytes = sizeof(RecordSlot);
+  h->comm_capacity = comm_capacity;
+  h->record_capacity = capacity;
+  h->comm_table_offset = kHeaderBytes;
+  h->records_offset = kHeaderBytes + comm_table_bytes;
+  h->file_bytes = bytes;
+  h->pid = static_cast<int32_t>(getpid());
+  h->local_rank = options.local_rank;
+  CopyTruncated(h->host, kHostBytes, host);
+  CopyTruncated(h->job_id, kJobIdBytes, options.job_id);
+  h->start_realtime_ns = RealtimeNs();
+  h->start_monotonic_ns = MonotonicNs();
+  h->nccl_version = options.nccl_version;
+  h->heartbeat_monotonic_ns.store(h->start_monotonic_ns, std::memory_order_relaxed);
+  h->global_rank.store(options.global_rank, std::memory_order_relaxed);
+  h->world_size.store(options.world_size, std::memory_order_relaxed);
+  // The magic goes last: a reader never accepts a header that is still being filled in.
+  std::atomic_thread_fence(std::memory_order_release);
+  std::memcpy(h->magic, kRingMagic, sizeof kRingMagic);
+  return w;
+}
+
+RingWriter::~RingWriter() {
+  if (base_ != nullptr) munmap(base_, bytes_);
+}
+
+uint64_t RingWriter::Append(const RecordData& record, bool track_completion) {
+  const uint64_t index = header_->write_pos.fetch_add(1, std::memory_order_relaxed);
+  RecordSlot& slot = slots_[index & mask_];
+  uint64_t words[15];
+  std::memcpy(words, &record, sizeof words);
+  words[kDeviceDoneWord] =
+      static_cast<uint64_t>(track_completion ? PendingMarker(index) : kDoneUntracked);
+  // Seqlock: readers see commit != index + 1 while the words change and discard the copy.
+  slot.commit.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  for (int i = 0; i < 15; ++i) slot.words[i].store(words[i], std::memory_order_relaxed);
+  slot.commit.store(index + 1, std::memory_order_release);
+  return index;
+}
+
+bool RingWriter::CompleteDevice(uint64_t slot_index, int64_t t_done_ns) {
+  RecordSlot& slot = slots_[slot_index & mask_];
+  // The pending marker is unique to this index, so a wrapped slot's newer record is never touched.
+  auto expected = static_cast<uint64_t>(PendingMarker(slot_index));
+  return slot.words[kDeviceDoneWord].compare_exchange_strong(
+      expected, static_cast<uint64_t>(t_done_ns), std::memory_order_release,
+      std::memory_order_relaxed);
+}
+
+bool RingWriter::AddComm(const CommInfo& comm) {
+  const uint32_t i = header_->comm_count.fetch_add(1, std::memory_order_relaxed);
+  if (i >= header_->comm_capacity) {
+    header_->comm_count.fetch_sub(1, std::memory_order_relaxed);
+    header_->dropped_comms.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  CommEntry& e = comms_[i];
+  e.state.store(kCommEntryWriting, std::memory_order_relaxed);
+  e.origin = comm.origin;
+  e.id = comm.id;
+  e.parent_id = comm.parent_id;
+  e.rank = comm.rank;
+  e.nranks = comm.nranks;
+  e.color = comm.color;
+  e.key = comm.key;
+  e.split_index = comm.split_index;
+  e.cuda_device = comm.cuda_device;
+  e.created_monotonic_ns = comm.created_monotonic_ns;
+  e.handle = comm.handle;
+  CopyTruncated(e.name, kCommNameBytes, comm.name);
+  e.state.store(kCommEntryValid, std::memory_order_release);
+  return true;
+}
+
+void RingWriter::Heartbeat(int64_t monotonic_ns) {
+  header_->heartbeat_monotonic_ns.store(monotonic_ns, std::memory_order_relaxed);
+}
+
+void RingWriter::SetFlags(uint32_t flags) {
+  header_->flags.fetch_or(flags, std::memory_order_relaxed);
+}
+
+void RingWriter::SetGlobalRank(int global_rank, int world_size) {
+  header_->global_rank.store(global_rank, std::memory_order_relaxed);
+  header_->world_size.store(world_size, std::memory_order_relaxed);
+}
+
+int RingWriter::GlobalRank() const {
+  return header_->global_rank.load(std::memory_order_relaxed);
+}
+
+void RingWriter::CountDroppedRecord() {
+  header_->dropped_records.fetch_add(1, std::memory_order_relaxed);
+}
+
+void RingWriter::CountUntrackedCompletion() {
+  header_->untracked_completions.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace ncclscope::trace

@@ -1,0 +1,69 @@
+// Writes one process's ring file: created once, then appended to lock-free by any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "trace/comm_info.h"
+#include "trace/record.h"
+#include "trace/ring_layout.h"
+
+namespace ncclscope::trace {
+
+struct RingOptions {
+  std::string dir;                   // created 0700 when missing; must be owned by this user
+  uint64_t record_capacity = 65536;  // rounded up to a power of two
+  uint32_t comm_capacity = 256;
+  int global_rank = -1;
+  int local_rank = -1;
+  int world_size = -1;
+  std::string job_id;
+  uint32_t nccl_version = 0;
+};
+
+class RingWriter {
+ public:
+  // Creates <dir>/<host>-<pid>-<nonce>.ring (mode 0600) with all its blocks allocated up front, so
+  // a full disk fails here and never as SIGBUS later. Returns nullptr and sets *error on failure.
+  // Not thread-safe; call once.
+  static std::unique_ptr<RingWriter> Create(const RingOptions& options, std::string* error);
+  ~RingWriter();
+  RingWriter(const RingWriter&) = delete;
+  RingWriter& operator=(const RingWriter&) = delete;
+
+  // Hot path. Thread-safe, lock-free, no allocation, no system call. Returns the slot index, which
+  // CompleteDevice takes later. t_device_done_ns should be kDoneUntracked or the value returned by
+  // PendingMarker(index) for the index about to be claimed; pass track_completion instead.
+  uint64_t Append(const RecordData& record, bool track_completion);
+
+  // Thread-safe. Stores the device completion time if the slot still holds that record (it may have
+  // been overwritten by a wrap). Returns whether it was stored.
+  bool CompleteDevice(uint64_t slot_index, int64_t t_done_ns);
+
+  // Thread-safe. Publishes a communicator; counts it as dropped when the table is full.
+  bool AddComm(const CommInfo& comm);
+
+  // Thread-safe.
+  void Heartbeat(int64_t monotonic_ns);
+  void SetFlags(uint32_t flags);
+  void SetGlobalRank(int global_rank, int world_size);
+  int GlobalRank() const;
+  void CountDroppedRecord();
+  void CountUntrackedCompletion();
+
+  const std::string& path() const { return path_; }
+  const FileHeader& header() const { return *header_; }
+
+ private:
+  RingWriter() = default;
+  std::string path_;
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  FileHeader* header_ = nullptr;
+  CommEntry* comms_ = nullptr;
+  RecordSlot* slots_ = nullptr;
+  uint64_t mask_ = 0;
+};
+
+}  // namespace ncclscope::trace
