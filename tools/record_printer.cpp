@@ -1,0 +1,162 @@
+#include "tools/record_printer.h"
+
+#include <fmt/format.h>
+
+#include "trace/nccl_names.h"
+#include "trace/record.h"
+#include "trace/ring_layout.h"
+
+namespace ncclscope::tools {
+namespace {
+
+using trace::OpType;
+
+std::string RankText(int rank) { return rank < 0 ? "?" : std::to_string(rank); }
+
+std::string CommName(const CommNames& names, uint64_t id) {
+  if (id == 0) return "-";
+  auto it = names.find(id);
+  return it == names.end() ? HexId(id) : it->second;
+}
+
+const char* OriginName(uint32_t origin) {
+  switch (origin) {
+    case trace::kCommFromUniqueId: return "unique_id";
+    case trace::kCommFromSplit: return "split";
+    case trace::kCommFromShrink: return "shrink";
+    case trace::kCommFromInitAll: return "init_all";
+    default: return "unknown";
+  }
+}
+
+// Device completion relative to the call's entry, the latency a user cares about.
+std::string DeviceText(const trace::RecordData& r) {
+  if (r.t_device_done_ns == trace::kDoneUntracked) return "untracked";
+  if (trace::IsPending(r.t_device_done_ns)) return "pending";
+  return fmt::format("{:.1f}us", (r.t_device_done_ns - r.t_enter_ns) / 1e3);
+}
+
+const char* DeviceState(const trace::RecordData& r) {
+  if (r.t_device_done_ns == trace::kDoneUntracked) return "untracked";
+  return trace::IsPending(r.t_device_done_ns) ? "pending" : "done";
+}
+
+}  // namespace
+
+CommNames CommNamesOf(const trace::RingSnapshot& file) {
+  CommNames names;
+  for (const auto& c : file.comms) names[c.id] = c.name.empty() ? HexId(c.id) : c.name;
+  return names;
+}
+
+std::string HexId(uint64_t id) { return fmt::format("{:016x}", id); }
+
+std::string HeaderText(const trace::RingSnapshot& f) {
+  return fmt::format(
+      "# rank {} local_rank {} world_size {} host {} pid {} job {} nccl {} records {} "
+      "overwritten {} dropped {} torn {} untracked_completions {} file {}",
+      RankText(f.global_rank), RankText(f.local_rank), RankText(f.world_size), f.host, f.pid,
+      f.job_id.empty() ? "-" : f.job_id, f.nccl_version, f.records.size(), f.overwritten,
+      f.dropped_records, f.torn_records, f.untracked_completions, f.path);
+}
+
+std::string CommText(const trace::CommInfo& c) {
+  return fmt::format("# comm {} id {} rank {}/{} origin {} parent {} color {} key {}",
+                     c.name.empty() ? "-" : c.name, HexId(c.id), c.rank, c.nranks,
+                     OriginName(c.origin), c.parent_id == 0 ? "-" : HexId(c.parent_id), c.color,
+                     c.key);
+}
+
+std::string RecordText(const trace::RingSnapshot& f, const CommNames& names,
+                       const trace::StoredRecord& rec) {
+  const trace::RecordData& r = rec.data;
+  const auto op = static_cast<OpType>(r.op);
+  std::string line = fmt::format("rank {} #{} t={:.6f}s {} comm={}", RankText(f.global_rank),
+                                 rec.index, (r.t_enter_ns - f.start_monotonic_ns) / 1e9,
+                                 trace::OpTypeName(op), CommName(names, r.comm_id));
+  if (trace::IsCollective(op) || trace::IsP2P(op)) {
+    line += fmt::format(" seq={} count={} dtype={}", r.seq, r.count, trace::DataTypeName(r.dtype));
+    if (r.redop >= 0) line += " redop=" + trace::RedOpName(r.redop);
+    if (r.peer >= 0) line += fmt::format(" {}={}", trace::IsP2P(op) ? "peer" : "root", r.peer);
+    if (r.group_id != 0) line += fmt::format(" group={}", r.group_id);
+    line += fmt::format(" stream={:#x} device={}", r.stream, DeviceText(r));
+  } else if (r.group_id != 0) {
+    line += fmt::format(" group={}", r.group_id);
+  }
+  line += fmt::format(" host={:.1f}us result={}", (r.t_exit_ns - r.t_enter_ns) / 1e3,
+                      trace::ResultName(r.result));
+  return line;
+}
+
+nlohmann::json HeaderJson(const trace::RingSnapshot& f) {
+  return {{"type", "header"},
+          {"file", f.path},
+          {"format_version", f.format_version},
+          {"rank", f.global_rank},
+          {"local_rank", f.local_rank},
+          {"world_size", f.world_size},
+          {"host", f.host},
+          {"pid", f.pid},
+          {"job_id", f.job_id},
+          {"nccl_version", f.nccl_version},
+          {"start_realtime_ns", f.start_realtime_ns},
+          {"start_monotonic_ns", f.start_monotonic_ns},
+          {"heartbeat_monotonic_ns", f.heartbeat_monotonic_ns},
+          {"flags", f.flags},
+          {"record_capacity", f.record_capacity},
+          {"records", f.records.size()},
+          {"write_pos", f.write_pos},
+          {"overwritten", f.overwritten},
+          {"dropped_records", f.dropped_records},
+          {"dropped_comms", f.dropped_comms},
+          {"torn_records", f.torn_records},
+          {"untracked_completions", f.untracked_completions}};
+}
+
+nlohmann::json CommJson(const trace::RingSnapshot& f, const trace::CommInfo& c) {
+  return {{"type", "comm"},
+          {"rank", f.global_rank},
+          {"name", c.name},
+          {"comm_id", HexId(c.id)},
+          {"parent_id", c.parent_id == 0 ? "" : HexId(c.parent_id)},
+          {"origin", OriginName(c.origin)},
+          {"comm_rank", c.rank},
+          {"comm_nranks", c.nranks},
+          {"color", c.color},
+          {"key", c.key},
+          {"split_index", c.split_index},
+          {"cuda_device", c.cuda_device},
+          {"created_monotonic_ns", c.created_monotonic_ns}};
+}
+
+nlohmann::json RecordJson(const trace::RingSnapshot& f, const CommNames& names,
+                          const trace::StoredRecord& rec) {
+  const trace::RecordData& r = rec.data;
+  nlohmann::json j = {{"type", "record"},
+                      {"rank", f.global_rank},
+                      {"index", rec.index},
+                      {"op", trace::OpTypeName(static_cast<OpType>(r.op))},
+                      {"comm_id", r.comm_id == 0 ? "" : HexId(r.comm_id)},
+                      {"comm_name", r.comm_id == 0 ? "" : CommName(names, r.comm_id)},
+                      {"seq", r.seq},
+                      {"group_id", r.group_id},
+                      {"count", r.count},
+                      {"dtype", trace::DataTypeName(r.dtype)},
+                      {"redop", trace::RedOpName(r.redop)},
+                      {"peer", r.peer},
+                      {"stream", r.stream},
+                      {"aux", r.aux},
+                      {"t_enter_ns", r.t_enter_ns},
+                      {"t_exit_ns", r.t_exit_ns},
+                      {"device", DeviceState(r)},
+                      {"result", trace::ResultName(r.result)},
+                      {"in_group", (r.flags & trace::kFlagInGroup) != 0},
+                      {"in_place", (r.flags & trace::kFlagInPlace) != 0},
+                      {"tid", r.tid}};
+  if (!trace::IsPending(r.t_device_done_ns) && r.t_device_done_ns != trace::kDoneUntracked) {
+    j["t_device_done_ns"] = r.t_device_done_ns;
+  }
+  return j;
+}
+
+}  // namespace ncclscope::tools
