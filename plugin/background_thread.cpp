@@ -1,0 +1,77 @@
+// The one background thread: polls completion events and writes the heartbeat. It is detached and
+// holds no lock, so it neither keeps the process alive nor blocks exit or fork.
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#include <algorithm>
+
+#include "plugin/runtime.h"
+#include "plugin/warn.h"
+#include "trace/clock.h"
+
+namespace ncclscope::plugin {
+namespace {
+
+// After this long without outstanding events the poll interval backs off to kIdleSleepNs, so an
+// idle process does not wake thousands of times a second. The first completion after an idle
+// period is then stamped up to kIdleSleepNs late.
+constexpr int64_t kIdleAfterNs = 100'000'000;
+constexpr int64_t kIdleSleepNs = 2'000'000;
+
+void SleepNs(int64_t ns) {
+  timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+  nanosleep(&ts, nullptr);
+}
+
+void* Loop(void* arg) {
+  auto* rt = static_cast<Runtime*>(arg);
+  const int64_t poll_ns = rt->config.completion_poll_us * 1000;
+  const int64_t heartbeat_ns = rt->config.heartbeat_ms * 1'000'000;
+  int64_t last_heartbeat = 0;
+  int64_t last_busy = trace::MonotonicNs();
+  while (!rt->stop.load(std::memory_order_acquire)) {
+    const int64_t now = trace::MonotonicNs();
+    const size_t outstanding = rt->tracker != nullptr ? rt->tracker->PollOnce(now) : 0;
+    if (now - last_heartbeat >= heartbeat_ns) {
+      rt->ring->Heartbeat(now);
+      last_heartbeat = now;
+    }
+    if (outstanding != 0) last_busy = now;
+    int64_t sleep_ns = poll_ns;
+    if (rt->tracker == nullptr) {
+      sleep_ns = heartbeat_ns;
+    } else if (now - last_busy > kIdleAfterNs) {
+      sleep_ns = std::max(poll_ns, std::min(kIdleSleepNs, heartbeat_ns));
+    }
+    SleepNs(sleep_ns);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool StartBackgroundThread(Runtime* rt) noexcept {
+  // Signals belong to the application (Python, PyTorch): the thread inherits a full block mask.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  const int rc = pthread_create(&thread, &attr, Loop, rt);
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) {
+    WarnOnce(WarnKey::kPoller,
+             "cannot start the background thread (error %d); device completion "
+             "tracking and heartbeat disabled",
+             rc);
+    return false;
+  }
+  pthread_setname_np(thread, "ncclscope");
+  return true;
+}
+
+}  // namespace ncclscope::plugin

@@ -1,0 +1,51 @@
+// ncclComm_t -> CommState, read lock-free on every intercepted call.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "plugin/comm_state.h"
+
+namespace ncclscope::plugin {
+
+// Fixed-size open-addressing table. Keys are never removed: a destroyed handle keeps its slot with
+// a null value, and a reused address (the allocator hands it out again) gets a new state in place.
+// States are kept until the process ends, because a concurrent lookup may still hold one.
+class CommMap {
+ public:
+  // capacity is rounded up to a power of two. Not thread-safe (construction).
+  explicit CommMap(size_t capacity = 4096);
+  CommMap(const CommMap&) = delete;
+  CommMap& operator=(const CommMap&) = delete;
+
+  // Hot path. Thread-safe, lock-free, no allocation. Null for an unknown or destroyed handle.
+  CommState* Find(const void* handle) const noexcept;
+
+  // Takes ownership of state and maps handle to it, replacing a previous mapping. Returns the
+  // state, or null when the table is full (the state is then discarded). Thread-safe (locks).
+  CommState* Insert(const void* handle, std::unique_ptr<CommState> state);
+
+  // Unmaps handle (its state stays owned by the map). Thread-safe (locks).
+  void Erase(const void* handle);
+
+  // Locked by fork handlers so a child never inherits a half-done insert. Thread-safe.
+  std::mutex& insert_mutex() { return mutex_; }
+
+ private:
+  struct Slot {
+    std::atomic<uintptr_t> key{0};
+    std::atomic<CommState*> value{nullptr};
+  };
+  size_t IndexOf(uintptr_t key) const noexcept;
+
+  size_t mask_;
+  std::unique_ptr<Slot[]> slots_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<CommState>> owned_;  // guarded by mutex_
+};
+
+}  // namespace ncclscope::plugin

@@ -1,0 +1,116 @@
+#include "plugin/comm_registry.h"
+
+#include <cstddef>
+#include <memory>
+
+#include "plugin/nccl_symbols.h"
+#include "plugin/warn.h"
+#include "trace/clock.h"
+#include "trace/ring_layout.h"
+
+namespace ncclscope::plugin {
+namespace {
+
+constexpr unsigned kConfigMagic = 0xcafebeef;  // NCCL_CONFIG_INITIALIZER's magic
+
+template <typename Fn>
+int QueryInt(Fn fn, ncclComm_t comm) {
+  int value = -1;
+  if (fn == nullptr || fn(comm, &value) != ncclSuccess) return -1;
+  return value;
+}
+
+void Publish(Runtime& rt, ncclComm_t comm, CommState* st, int cuda_device) {
+  trace::CommInfo info;
+  info.id = st->id;
+  info.parent_id = st->parent_id;
+  info.origin = st->origin;
+  info.rank = st->rank.load(std::memory_order_relaxed);
+  info.nranks = st->nranks.load(std::memory_order_relaxed);
+  info.color = st->color;
+  info.key = st->key;
+  info.split_index = st->split_index;
+  info.cuda_device = cuda_device;
+  info.created_monotonic_ns = trace::MonotonicNs();
+  info.handle = reinterpret_cast<uintptr_t>(comm);
+  info.name = st->name;
+  rt.ring->AddComm(info);
+  st->published.store(true, std::memory_order_release);
+  if (st->origin == trace::kCommFromUniqueId && rt.ring->GlobalRank() < 0 && info.rank >= 0) {
+    rt.ring->SetGlobalRank(info.rank, info.nranks);
+  }
+}
+
+}  // namespace
+
+std::string CommNameFromConfig(const ncclConfig_t* config, const std::string& fallback) {
+  // An application built against an older nccl.h passes a shorter struct: check size and magic
+  // before reading the field.
+  constexpr size_t kNameEnd = offsetof(ncclConfig_t, commName) + sizeof(config->commName);
+  if (config == nullptr || config->magic != kConfigMagic || config->size < kNameEnd ||
+      config->commName == nullptr || config->commName[0] == '\0') {
+    return fallback;
+  }
+  return config->commName;
+}
+
+CommState* RegisterComm(Runtime& rt, ncclComm_t comm, const CommSpec& spec) noexcept {
+  try {
+    auto st = std::make_unique<CommState>();
+    st->id = spec.id;
+    st->parent_id = spec.parent_id;
+    st->origin = spec.origin;
+    st->split_index = spec.split_index;
+    st->color = spec.color;
+    st->key = spec.key;
+    st->name = spec.name;
+    int rank = spec.rank;
+    int nranks = spec.nranks;
+    int device = spec.cuda_device;
+    if (spec.complete) {
+      if (rank < 0) rank = QueryInt(NCCLSCOPE_REAL(CommUserRank), comm);
+      if (nranks < 0) nranks = QueryInt(NCCLSCOPE_REAL(CommCount), comm);
+      if (device < 0) device = QueryInt(NCCLSCOPE_REAL(CommCuDevice), comm);
+    }
+    if (nranks > 0) st->SetRanks(rank, nranks);
+    CommState* raw = rt.comms.Insert(comm, std::move(st));
+    if (raw == nullptr) {
+      WarnOnce(WarnKey::kCommTableFull,
+               "more communicators than the probe's map holds; calls on the newest are recorded "
+               "with communicator id 0");
+      return nullptr;
+    }
+    if (nranks > 0) Publish(rt, comm, raw, device);
+    return raw;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void CompleteDeferredComm(Runtime& rt, ncclComm_t comm, CommState* st) noexcept {
+  if (st->published.load(std::memory_order_acquire)) return;
+  if (st->completing.exchange(true, std::memory_order_acq_rel)) return;
+  try {
+    const int nranks = QueryInt(NCCLSCOPE_REAL(CommCount), comm);
+    if (nranks <= 0) {
+      st->completing.store(false, std::memory_order_release);
+      return;
+    }
+    if (st->nranks.load(std::memory_order_acquire) <= 0) {
+      st->SetRanks(QueryInt(NCCLSCOPE_REAL(CommUserRank), comm), nranks);
+    }
+    Publish(rt, comm, st, QueryInt(NCCLSCOPE_REAL(CommCuDevice), comm));
+  } catch (...) {
+    // Stays unpublished: its records still carry its id.
+  }
+}
+
+void ForgetComm(Runtime& rt, ncclComm_t comm) noexcept {
+  try {
+    rt.comms.Erase(comm);
+  } catch (...) {
+    // A failed lock leaves the mapping; a reused handle replaces it at its next creation.
+  }
+}
+
+}  // namespace ncclscope::plugin

@@ -1,0 +1,66 @@
+// What the probe keeps per live communicator handle: identity and the sequence counters that make
+// records of different ranks matchable.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <nccl.h>
+
+namespace ncclscope::plugin {
+
+struct CommState {
+  uint64_t id = 0;         // trace identity, equal on every member rank
+  uint64_t parent_id = 0;  // 0 unless split or shrunk
+  uint32_t origin = 0;     // trace::kCommFrom*
+  uint32_t split_index = 0;
+  int color = -1;
+  int key = -1;
+  std::string name;  // written before publication, read-only afterwards
+
+  // Collectives issued on this handle so far; the next one gets coll_seq + 1.
+  std::atomic<uint64_t> coll_seq{0};
+  // Splits and shrinks of this communicator so far (they share one index, as in trace/identity.h).
+  std::atomic<uint32_t> children{0};
+  // Last asynchronous error recorded, so a polling loop records a persisting error once.
+  std::atomic<int> last_async_error{ncclSuccess};
+
+  // Rank and size; -1 until known (a non-blocking split learns them when creation completes).
+  std::atomic<int> rank{-1};
+  std::atomic<int> nranks{-1};
+  // Per-peer p2p counters, nranks entries each; null until nranks is known. Owned by this state.
+  std::atomic<std::atomic<uint64_t>*> send_seq{nullptr};
+  std::atomic<std::atomic<uint64_t>*> recv_seq{nullptr};
+  std::unique_ptr<std::atomic<uint64_t>[]> send_storage;
+  std::unique_ptr<std::atomic<uint64_t>[]> recv_storage;
+  // Whether the comm table entry has been written (deferred for non-blocking splits).
+  std::atomic<bool> published{false};
+  // Claimed by the one thread that completes a deferred (non-blocking) creation.
+  std::atomic<bool> completing{false};
+
+  // Allocates the per-peer counters and publishes rank/nranks. Call once, from creation paths only
+  // (never concurrently for one state).
+  void SetRanks(int my_rank, int size) {
+    if (size > 0) {
+      send_storage = std::make_unique<std::atomic<uint64_t>[]>(size);
+      recv_storage = std::make_unique<std::atomic<uint64_t>[]>(size);
+      send_seq.store(send_storage.get(), std::memory_order_release);
+      recv_seq.store(recv_storage.get(), std::memory_order_release);
+    }
+    rank.store(my_rank, std::memory_order_relaxed);
+    nranks.store(size, std::memory_order_release);
+  }
+
+  // Next per-(comm, peer) sequence number for a send (or recv) with peer; 0 when peer is out of
+  // range or the size is not yet known. Hot path: thread-safe, lock-free.
+  uint64_t NextP2PSeq(bool send, int peer) {
+    const int n = nranks.load(std::memory_order_acquire);
+    std::atomic<uint64_t>* counters = (send ? send_seq : recv_seq).load(std::memory_order_acquire);
+    if (counters == nullptr || peer < 0 || peer >= n) return 0;
+    return counters[peer].fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+};
+
+}  // namespace ncclscope::plugin

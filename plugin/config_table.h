@@ -1,0 +1,34 @@
+// The one table of every NCCLSCOPE_* environment variable. The parser, the Config struct and the
+// generated docs/config.md all expand this list, so a variable cannot exist in one and not the
+// others.
+#pragma once
+
+// X(field, kind, default, constraint, doc)
+//   kind:       Bool, Int, Size, String or Enum
+//   default:    text, parsed by the same parser as user values (a unit test checks each one)
+//   constraint: "min..max" for Int and Size, "a|b|c" for Enum, "" otherwise
+#define NCCLSCOPE_CONFIG_TABLE(X)                                                                 \
+  X(enable, Bool, "1", "",                                                                        \
+    "Record NCCL calls. 0 makes the library a pure pass-through (one branch per call).")          \
+  X(dir, String, "", "",                                                                          \
+    "Directory of the ring files. Empty: ${TMPDIR:-/tmp}/ncclscope-<uid>/<job id>.")              \
+  X(job_id, String, "", "",                                                                       \
+    "Job id naming the default directory. Empty: SLURM_JOB_ID, TORCHELASTIC_RUN_ID, else local.") \
+  X(ring_records, Size, "65536", "64..67108864",                                                  \
+    "Record slots of the ring file (128 bytes each), rounded up to a power of two.")              \
+  X(comm_capacity, Int, "256", "1..65536",                                                        \
+    "Communicator table entries in the ring file; later communicators are counted as dropped.")   \
+  X(track_completion, Bool, "1", "",                                                              \
+    "Record a CUDA event after each collective and send/recv to time its device completion.")     \
+  X(completion_poll_us, Int, "200", "10..1000000",                                                \
+    "Poll interval of the completion thread while device work is outstanding, microseconds.")     \
+  X(event_pool, Int, "1024", "1..65536",                                                          \
+    "CUDA events in the completion pool; calls beyond it are counted as untracked.")              \
+  X(heartbeat_ms, Int, "100", "1..60000",                                                         \
+    "Interval of the heartbeat written into the ring header, milliseconds.")                      \
+  X(cuda_library, String, "libcuda.so.1", "",                                                     \
+    "CUDA driver library opened (dlopen) for completion tracking.")                               \
+  X(fork, Enum, "reinit", "reinit|off",                                                           \
+    "In a forked child: reinit opens a new ring file at its first NCCL call, off stops "          \
+    "recording.")                                                                                 \
+  X(warn, Bool, "1", "", "Print warning lines (prefix 'ncclscope: warning: ') on stderr.")

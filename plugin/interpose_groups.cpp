@@ -1,0 +1,58 @@
+// Interposed group calls: group nesting and ids, and the completion events of grouped calls.
+#include <nccl.h>
+
+#include "plugin/export.h"
+#include "plugin/group_tracker.h"
+#include "plugin/nccl_symbols.h"
+#include "plugin/recorder.h"
+
+namespace ncclscope::plugin {
+namespace {
+
+template <typename Forward>
+ncclResult_t GroupStart(Forward&& forward) noexcept {
+  CallFrame f;
+  if (!BeginCall(&f)) return forward();
+  const ncclResult_t r = forward();
+  const int err = errno;
+  if (r == ncclSuccess) OnGroupStart(*f.ts);
+  trace::RecordData d = MakeRecord(f, trace::OpType::kGroupStart, r);
+  d.flags &= ~trace::kFlagInGroup;
+  EmitHostRecord(f, d);
+  EndCall(&f, err);
+  return r;
+}
+
+// GroupEnd launches the group's work; GroupSimulateEnd closes the group without launching.
+template <typename Forward>
+ncclResult_t GroupEnd(trace::OpType op, Forward&& forward) noexcept {
+  CallFrame f;
+  if (!BeginCall(&f)) return forward();
+  const ncclResult_t r = forward();
+  const int err = errno;
+  const bool launched = op == trace::OpType::kGroupEnd && r == ncclSuccess;
+  trace::RecordData d = MakeRecord(f, op, r);
+  d.flags &= ~trace::kFlagInGroup;
+  d.group_id = OnGroupEnd(*f.ts, f.rt->tracker.get(), launched);
+  EmitHostRecord(f, d);
+  EndCall(&f, err);
+  return r;
+}
+
+}  // namespace
+}  // namespace ncclscope::plugin
+
+using ncclscope::plugin::GroupEnd;
+using ncclscope::trace::OpType;
+
+NCCLSCOPE_API ncclResult_t ncclGroupStart() {
+  return ncclscope::plugin::GroupStart(NCCLSCOPE_FORWARD(GroupStart));
+}
+
+NCCLSCOPE_API ncclResult_t ncclGroupEnd() {
+  return GroupEnd(OpType::kGroupEnd, NCCLSCOPE_FORWARD(GroupEnd));
+}
+
+NCCLSCOPE_API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  return GroupEnd(OpType::kGroupSimulateEnd, NCCLSCOPE_FORWARD(GroupSimulateEnd, simInfo));
+}

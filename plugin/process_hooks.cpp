@@ -1,0 +1,67 @@
+// Fork and exit handling: a forked child must never write the parent's ring mapping (it is shared
+// with the parent), and a normal exit marks the ring finished.
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdlib>
+
+#include "plugin/runtime.h"
+#include "plugin/thread_state.h"
+#include "plugin/warn.h"
+#include "trace/clock.h"
+#include "trace/ring_layout.h"
+
+namespace ncclscope::plugin {
+namespace {
+
+// Forked children that stopped recording because NCCLSCOPE_FORK=off (visible in a debugger/core).
+std::atomic<uint64_t> g_children_not_recorded{0};
+
+void BeforeFork() {
+  InitMutex().lock();
+}
+
+void AfterForkInParent() {
+  InitMutex().unlock();
+}
+
+void AfterForkInChild() {
+  InitMutex().unlock();
+  ResetThreadStateAfterFork();
+  ResetWarnOnceAfterFork();
+  Runtime* rt = g_runtime.load(std::memory_order_acquire);
+  if (rt == nullptr || rt == kRuntimeOff) return;
+  // The parent's runtime (ring mapping, poller that does not exist here) is left untouched.
+  if (rt->config.fork == "off") {
+    g_children_not_recorded.fetch_add(1, std::memory_order_relaxed);
+    g_runtime.store(kRuntimeOff, std::memory_order_release);
+  } else {
+    g_runtime.store(nullptr, std::memory_order_release);
+  }
+}
+
+void AtExit() {
+  Runtime* rt = g_runtime.load(std::memory_order_acquire);
+  if (rt == nullptr || rt == kRuntimeOff) return;
+  rt->stop.store(true, std::memory_order_release);
+  rt->ring->Heartbeat(trace::MonotonicNs());
+  rt->ring->SetFlags(trace::kHeaderFinished);
+  const uint64_t unknown = rt->unknown_comm_calls.load(std::memory_order_relaxed);
+  if (unknown != 0) {
+    Warn(
+        "%llu calls on communicators created before ncclscope was loaded were recorded with "
+        "communicator id 0",
+        static_cast<unsigned long long>(unknown));
+  }
+}
+
+}  // namespace
+
+void InstallProcessHooks() {
+  static std::atomic<bool> installed{false};
+  if (installed.exchange(true)) return;
+  pthread_atfork(BeforeFork, AfterForkInParent, AfterForkInChild);
+  std::atexit(AtExit);
+}
+
+}  // namespace ncclscope::plugin

@@ -1,0 +1,90 @@
+#include "plugin/recorder.h"
+
+#include "plugin/group_tracker.h"
+
+namespace ncclscope::plugin {
+
+trace::RecordData MakeRecord(const CallFrame& f, trace::OpType op, ncclResult_t result) noexcept {
+  trace::RecordData d{};
+  d.op = static_cast<uint32_t>(op);
+  d.result = static_cast<int32_t>(result);
+  d.t_enter_ns = f.t_enter;
+  d.t_exit_ns = trace::MonotonicNs();
+  d.t_device_done_ns = trace::kDoneUntracked;
+  d.dtype = -1;
+  d.redop = -1;
+  d.peer = -1;
+  d.tid = CachedTid();
+  d.group_id = f.ts->group_id;
+  if (f.ts->group_depth != 0) d.flags |= trace::kFlagInGroup;
+  return d;
+}
+
+CommState* LookupComm(const CallFrame& f, const void* comm) noexcept {
+  CommState* cs = f.rt->comms.Find(comm);
+  // A null handle is the caller's error (NCCL rejects it), not a communicator we missed.
+  if (cs == nullptr && comm != nullptr) {
+    f.rt->unknown_comm_calls.fetch_add(1, std::memory_order_relaxed);
+  }
+  return cs;
+}
+
+void EmitHostRecord(const CallFrame& f, const trace::RecordData& d) noexcept {
+  f.rt->ring->Append(d, false);
+}
+
+void EmitDeviceRecord(const CallFrame& f, trace::RecordData& d, cudaStream_t stream) noexcept {
+  trace::RingWriter& ring = *f.rt->ring;
+  CompletionTracker* tracker = f.rt->tracker.get();
+  d.stream = reinterpret_cast<uintptr_t>(stream);
+  // Only a successful call has device work whose end an event can observe; ncclInProgress (a
+  // non-blocking communicator) may not have enqueued anything yet.
+  if (tracker == nullptr || d.result != ncclSuccess || !tracker->Ready()) {
+    ring.Append(d, false);
+    return;
+  }
+  ThreadState& ts = *f.ts;
+  if (ts.group_depth != 0) {
+    if (ts.pending_count >= kMaxPendingInGroup) {
+      ring.Append(d, false);
+      ring.CountUntrackedCompletion();
+      return;
+    }
+    d.flags |= trace::kFlagCompletionTracked;
+    AddPending(ts, ring.Append(d, true), stream);
+    return;
+  }
+  const int32_t token = tracker->RecordOn(stream);
+  if (token < 0) {
+    ring.Append(d, false);
+    return;
+  }
+  d.flags |= trace::kFlagCompletionTracked;
+  const uint64_t slot = ring.Append(d, true);
+  tracker->Submit(token, &slot, 1);
+}
+
+size_t DtypeSize(ncclDataType_t dtype) noexcept {
+  switch (dtype) {
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2:
+      return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+      return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+      return 4;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace ncclscope::plugin

@@ -1,0 +1,129 @@
+#include "plugin/runtime.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+
+#include "plugin/launch_env.h"
+#include "plugin/nccl_symbols.h"
+#include "plugin/warn.h"
+#include "trace/clock.h"
+#include "trace/ring_layout.h"
+
+namespace ncclscope::plugin {
+
+std::atomic<Runtime*> g_runtime{nullptr};
+
+std::mutex& InitMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+namespace {
+
+const char* GetEnv(const char* name) {
+  return std::getenv(name);
+}
+
+// posix_fallocate beyond RLIMIT_FSIZE raises SIGXFSZ, which kills a process that has not ignored
+// it: refuse up front instead of hurting the host.
+bool FitsFileSizeLimit(const Config& c, std::string* error) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_FSIZE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return true;
+  uint64_t records = 64;
+  while (records < c.ring_records) records <<= 1;
+  const uint64_t need = trace::kHeaderBytes + static_cast<uint64_t>(c.comm_capacity) * 136 + 4096 +
+                        records * sizeof(trace::RecordSlot);
+  if (need <= lim.rlim_cur) return true;
+  *error = "the ring file needs " + std::to_string(need) + " bytes but RLIMIT_FSIZE is " +
+           std::to_string(static_cast<uint64_t>(lim.rlim_cur));
+  return false;
+}
+
+uint32_t NcclVersion() {
+  int version = 0;
+  auto get_version = NCCLSCOPE_REAL(GetVersion);
+  if (get_version == nullptr || get_version(&version) != ncclSuccess) return 0;
+  return static_cast<uint32_t>(version);
+}
+
+Runtime* CreateRuntime() {
+  std::vector<std::string> warnings;
+  const EnvLookup env = GetEnv;
+  Config config = ParseConfig(env, &warnings);
+  SetWarningsEnabled(config.warn);
+  for (const std::string& w : warnings) Warn("%s", w.c_str());
+  if (!config.enable) return nullptr;
+
+  warnings.clear();
+  const LaunchIdentity identity = ReadLaunchIdentity(env, config, &warnings);
+  for (const std::string& w : warnings) Warn("%s", w.c_str());
+
+  trace::RingOptions options;
+  options.dir = TraceDir(env, config, identity);
+  options.record_capacity = config.ring_records;
+  options.comm_capacity = static_cast<uint32_t>(config.comm_capacity);
+  options.global_rank = identity.global_rank;
+  options.local_rank = identity.local_rank;
+  options.world_size = identity.world_size;
+  options.job_id = identity.job_id;
+  options.nccl_version = NcclVersion();
+
+  std::string error;
+  std::unique_ptr<trace::RingWriter> ring;
+  if (FitsFileSizeLimit(config, &error)) ring = trace::RingWriter::Create(options, &error);
+  if (ring == nullptr) {
+    WarnOnce(WarnKey::kRingCreate, "cannot create the trace ring in %s: %s; recording disabled",
+             options.dir.c_str(), error.c_str());
+    return nullptr;
+  }
+
+  auto rt = std::make_unique<Runtime>();
+  rt->config = std::move(config);
+  rt->ring = std::move(ring);
+  rt->process_nonce =
+      static_cast<uint64_t>(getpid()) << 32 ^ static_cast<uint64_t>(trace::RealtimeNs());
+  if (rt->config.track_completion) {
+    const std::string library = rt->config.cuda_library;
+    rt->tracker = std::make_unique<CompletionTracker>(
+        rt->ring.get(), static_cast<uint32_t>(rt->config.event_pool),
+        [library](CudaDriver* driver, std::string* err) {
+          return LoadCudaDriver(library, driver, err);
+        });
+  }
+  InstallProcessHooks();
+  // Without the poller no completion would ever be stamped: drop tracking, keep recording.
+  if (!StartBackgroundThread(rt.get())) rt->tracker.reset();
+  return rt.release();
+}
+
+}  // namespace
+
+Runtime* InitRuntimeSlow() noexcept {
+  const int saved_errno = errno;
+  Runtime* result = nullptr;
+  try {
+    std::lock_guard<std::mutex> lock(InitMutex());
+    Runtime* rt = g_runtime.load(std::memory_order_acquire);
+    if (rt == nullptr) {
+      rt = CreateRuntime();
+      g_runtime.store(rt != nullptr ? rt : kRuntimeOff, std::memory_order_release);
+    }
+    result = rt == kRuntimeOff ? nullptr : rt;
+  } catch (...) {
+    g_runtime.store(kRuntimeOff, std::memory_order_release);
+    WarnOnce(WarnKey::kInit, "initialization failed; recording disabled");
+  }
+  errno = saved_errno;
+  return result;
+}
+
+void DisableRecording(const char* why) noexcept {
+  g_runtime.store(kRuntimeOff, std::memory_order_release);
+  WarnOnce(WarnKey::kInternal, "%s; recording disabled", why);
+}
+
+}  // namespace ncclscope::plugin

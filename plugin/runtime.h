@@ -1,0 +1,52 @@
+// The probe's per-process state, created lazily at the first recorded NCCL call and never destroyed
+// (a detached poller thread and concurrent callers may use it until the process is gone).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "plugin/comm_map.h"
+#include "plugin/completion_tracker.h"
+#include "plugin/config.h"
+#include "trace/ring_writer.h"
+
+namespace ncclscope::plugin {
+
+struct Runtime {
+  Config config;
+  std::unique_ptr<trace::RingWriter> ring;
+  CommMap comms;
+  std::unique_ptr<CompletionTracker> tracker;  // null when completion tracking is off
+  uint64_t process_nonce = 0;                  // distinguishes InitAll communicators of processes
+  std::atomic<uint32_t> root_comms{0};         // for default names "comm<N>"
+  std::atomic<uint32_t> init_all_calls{0};
+  // Calls on handles we never saw created (made before we were loaded, or the map was full).
+  std::atomic<uint64_t> unknown_comm_calls{0};
+  std::atomic<bool> stop{false};  // tells the background thread to finish
+};
+
+// nullptr: not initialized yet; kRuntimeOff: recording is off for good (in this process).
+inline Runtime* const kRuntimeOff = reinterpret_cast<Runtime*>(uintptr_t{1});
+extern std::atomic<Runtime*> g_runtime;
+
+// Reads the configuration and creates the ring, tracker and background thread, once. Returns null
+// when recording is off (disabled, or a failure printed its one warning). Thread-safe (locks);
+// keeps errno. Must not be called from inside our own code (the caller holds the re-entrancy
+// guard).
+Runtime* InitRuntimeSlow() noexcept;
+
+// Turns recording off after an internal failure, with one warning. Thread-safe.
+void DisableRecording(const char* why) noexcept;
+
+// Starts the detached background thread (completion polling, heartbeat). Returns false with one
+// warning when it cannot. Call once per runtime.
+bool StartBackgroundThread(Runtime* rt) noexcept;
+
+// Registers the fork and exit handlers, once per process. Thread-safe.
+void InstallProcessHooks();
+
+// The init lock, taken by the fork handlers so a child never inherits it locked.
+std::mutex& InitMutex();
+
+}  // namespace ncclscope::plugin
