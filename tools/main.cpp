@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   ncclscope::tools::RegisterRunCommand(app, after_double_dash, &exit_code);
   ncclscope::tools::RegisterDumpCommand(app, &exit_code);
-  //SIMTODO ncclscope::tools::RegisterSimCommand(app, &exit_code);
+  ncclscope::tools::RegisterSimCommand(app, &exit_code);
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,104 @@
+// Checks that need the whole file: names used before they are defined, faults pointing at steps
+// or ops that do not exist, and faults that make no sense for the op they address.
+#include <fmt/format.h>
+
+#include <set>
+
+#include "sim/scenario/names.h"
+#include "sim/scenario/scenario_parser.h"
+
+namespace ncclscope::sim {
+namespace {
+
+class Checker {
+ public:
+  explicit Checker(const Scenario& s) : s_(s) {
+    known_.insert("world");
+    for (const CommSpec& c : s.comms) known_.insert(c.name);
+  }
+
+  void fail(const std::string& path, const std::string& msg) const {
+    throw ScenarioError(s_.file, path, msg);
+  }
+
+  void checkComm(const std::string& name, const std::string& path) const {
+    if (!known_.count(name)) {
+      std::string list;
+      for (const auto& k : known_) list += (list.empty() ? "" : ", ") + k;
+      fail(path, fmt::format("unknown communicator '{}' (defined: {})", name, list));
+    }
+  }
+
+  void checkFault(const FaultSpec& f, const std::string& path) const {
+    if (f.kind == FaultKind::kNeverJoin) {
+      checkComm(f.comm, path + ".comm");
+      return;
+    }
+    if (f.step >= s_.totalSteps()) {
+      fail(path + ".step", fmt::format("step {} does not exist ({} steps x repeat {} = {})", f.step,
+                                       s_.steps.size(), s_.repeat, s_.totalSteps()));
+    }
+    if (!f.op) return;
+    const StepSpec& step = s_.stepAt(f.step);
+    if (*f.op >= static_cast<int>(step.ops.size())) {
+      fail(path + ".op",
+           fmt::format("step {} has {} ops (indices from 0)", f.step, step.ops.size()));
+    }
+    checkFitsOp(f, step.ops[static_cast<size_t>(*f.op)], path);
+  }
+
+ private:
+  void checkFitsOp(const FaultSpec& f, const OpSpec& op, const std::string& path) const {
+    const std::string_view name = opKindName(op.kind);
+    switch (f.kind) {
+      case FaultKind::kExtraOp:
+        if (f.extra) checkComm(f.extra->comm, path + ".extra.comm");
+        break;
+      case FaultKind::kWrongCount:
+        if (f.count && *f.count == op.count) fail(path + ".count", "equals the op's count");
+        break;
+      case FaultKind::kWrongDtype:
+        if (f.dtype && *f.dtype == op.dtype) fail(path + ".dtype", "equals the op's dtype");
+        break;
+      case FaultKind::kWrongOp:
+        if (op.kind == OpKind::kPipeline) fail(path + ".op", "wrong_op applies to collectives");
+        if (f.as_op && (*f.as_op == op.kind || *f.as_op == OpKind::kPipeline)) {
+          fail(path + ".as_op", "must name a different collective");
+        }
+        break;
+      case FaultKind::kWrongRedop:
+        if (!opReduces(op.kind)) fail(path + ".op", fmt::format("{} does not reduce", name));
+        if (f.redop && *f.redop == op.redop) fail(path + ".redop", "equals the op's redop");
+        break;
+      case FaultKind::kWrongRoot:
+        if (!opHasRoot(op.kind)) fail(path + ".op", fmt::format("{} has no root", name));
+        if (f.root && *f.root == op.root) fail(path + ".root", "equals the op's root");
+        break;
+      case FaultKind::kWrongPeer:
+        if (op.kind != OpKind::kPipeline) {
+          fail(path + ".op", fmt::format("wrong_peer applies to pipeline ops, this is {}", name));
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  const Scenario& s_;
+  std::set<std::string> known_;
+};
+
+}  // namespace
+
+void checkReferences(const Scenario& s) {
+  const Checker check(s);
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    for (size_t j = 0; j < s.steps[i].ops.size(); ++j) {
+      check.checkComm(s.steps[i].ops[j].comm, fmt::format("steps[{}].ops[{}].comm", i, j));
+    }
+  }
+  for (size_t i = 0; i < s.faults.size(); ++i)
+    check.checkFault(s.faults[i], fmt::format("faults[{}]", i));
+}
+
+}  // namespace ncclscope::sim

@@ -1,0 +1,33 @@
+// The launcher behind `ncclscope sim`: validates a scenario, starts N ncclscope-sim-rank processes
+// over the emulator (with the probe preloaded unless disabled), relays their output, enforces the
+// timeout, and says which ranks failed and why.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ncclscope::sim {
+
+struct SimOptions {
+  int ranks = 0;
+  std::string scenario;      // path of the scenario file
+  std::string trace_dir;     // NCCLSCOPE_DIR of the job; empty: a new directory under $TMPDIR
+  bool probe = true;         // LD_PRELOAD libncclscope.so into every rank
+  double timeout_s = 0;      // > 0: kill the job when it runs longer and report a hang
+  std::string probe_path;    // empty: <dir of this executable>/../lib/libncclscope.so
+  std::string rank_program;  // empty: <dir of this executable>/ncclscope-sim-rank
+  std::vector<std::pair<std::string, std::string>> extra_env;  // set last, overriding ours
+};
+
+// Exit codes of runSim.
+enum SimExit : int { kSimOk = 0, kSimJobFailed = 1, kSimSetupError = 2 };
+
+// Runs the job to the end and returns a SimExit. The start line and success go to `out`; setup
+// errors, the timeout and one line per failed rank go to `err`. Ranks' stdout lines go to `out`
+// and their stderr lines to `err`, each prefixed "[rank R] ". Not thread-safe (spawns and reaps
+// children); call from one thread.
+int runSim(const SimOptions& opt, std::ostream& out, std::ostream& err);
+
+}  // namespace ncclscope::sim

@@ -1,0 +1,56 @@
+#include "sim/scenario/launcher_env.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace ncclscope::sim {
+
+std::vector<std::string> rankEnvironment(const JobEnv& job, int rank, char** base) {
+  std::map<std::string, std::string> env;
+  for (char** e = base; e != nullptr && *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const size_t eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  env["NCCLSIM_JOB_TAG"] = job.tag;
+  env["NCCLSCOPE_JOB_ID"] = job.job_id;
+  env["NCCLSCOPE_DIR"] = job.trace_dir;
+  env["NCCLSCOPE_SIM_RUN_DIR"] = job.trace_dir;
+  env["RANK"] = std::to_string(rank);
+  env["WORLD_SIZE"] = std::to_string(job.nranks);
+  // One simulated node holds the whole job, as on a single multi-GPU machine.
+  env["LOCAL_RANK"] = std::to_string(rank);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(job.nranks);
+  if (!job.probe.empty()) {
+    const auto old = env.find("LD_PRELOAD");
+    env["LD_PRELOAD"] =
+        old == env.end() || old->second.empty() ? job.probe : job.probe + ":" + old->second;
+  }
+  for (const auto& [k, v] : job.extra) env[k] = v;
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+std::string newJobTag() {
+  uint64_t noise = 0;
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  urandom.read(reinterpret_cast<char*>(&noise), sizeof noise);
+  noise ^= static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return fmt::format("{:x}{:06x}", static_cast<unsigned>(getpid()), noise & 0xffffff);
+}
+
+std::string selfExeDir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+}  // namespace ncclscope::sim

@@ -1,0 +1,129 @@
+#include "sim/scenario/op_data.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "sim/scenario/dtype_codec.h"
+#include "sim/scenario/names.h"
+
+namespace ncclscope::sim {
+namespace {
+
+PatternShape shapeOf(const OpCall& c, int n) {
+  return PatternShape{c.kind, c.redop, c.dtype, c.redop == RedOp::kPreMulSum ? c.scalar : 1.0, n};
+}
+
+int mod(int a, int n) {
+  return ((a % n) + n) % n;
+}
+
+// Expected value at receive offset i, or nullopt when this rank's buffer is not defined there.
+std::optional<double> expectedAt(const OpCall& c, const PatternKey& key, int me, int n,
+                                 const OpBuffers& b, size_t i) {
+  const PatternShape s = shapeOf(c, n);
+  const size_t cnt = c.count;
+  switch (c.kind) {
+    case OpKind::kAllReduce:
+      return reducedValue(key, s, i);
+    case OpKind::kReduce:
+      if (me != c.root) return std::nullopt;
+      return reducedValue(key, s, i);
+    case OpKind::kBroadcast:
+      return inputValue(key, s, c.root, i);
+    case OpKind::kAllGather:
+      return inputValue(key, s, static_cast<int>(i / cnt), i % cnt);
+    case OpKind::kReduceScatter:
+      return reducedValue(key, s, me * cnt + i);
+    case OpKind::kAllToAll:
+      return inputValue(key, s, static_cast<int>(i / cnt), me * cnt + i % cnt);
+    case OpKind::kGather:
+      if (me != c.root) return std::nullopt;
+      return inputValue(key, s, static_cast<int>(i / cnt), i % cnt);
+    case OpKind::kScatter:
+      return inputValue(key, s, c.root, me * cnt + i);
+    case OpKind::kPipeline:
+      if (b.recv_peer < 0) return std::nullopt;
+      return inputValue(key, s, b.recv_peer, i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+OpCall callFromSpec(const OpSpec& spec, int comm_index) {
+  OpCall c;
+  c.kind = spec.kind;
+  c.comm = comm_index;
+  c.count = spec.count;
+  c.dtype = spec.dtype;
+  c.redop = spec.redop;
+  c.scalar = spec.premul_scalar;
+  c.root = spec.root;
+  c.forward = spec.forward;
+  c.grouped = spec.grouped;
+  return c;
+}
+
+OpBuffers prepareBuffers(const OpCall& c, const PatternKey& key, int me, int n) {
+  OpBuffers b;
+  const size_t cnt = c.count;
+  const auto all = cnt * static_cast<size_t>(n);
+  switch (c.kind) {
+    case OpKind::kAllReduce:
+    case OpKind::kBroadcast:
+    case OpKind::kReduce:
+      b.send_count = cnt;
+      b.recv_count = cnt;
+      break;
+    case OpKind::kAllGather:
+    case OpKind::kGather:
+      b.send_count = cnt;
+      b.recv_count = all;
+      break;
+    case OpKind::kReduceScatter:
+    case OpKind::kScatter:
+      b.send_count = all;
+      b.recv_count = cnt;
+      break;
+    case OpKind::kAllToAll:
+      b.send_count = all;
+      b.recv_count = all;
+      break;
+    case OpKind::kPipeline: {
+      const int step = c.forward ? 1 : -1;
+      if (me + step >= 0 && me + step < n) b.send_peer = mod(me + step + c.peer_shift, n);
+      if (me - step >= 0 && me - step < n) b.recv_peer = me - step;
+      b.send_count = b.send_peer >= 0 ? cnt : 0;
+      b.recv_count = b.recv_peer >= 0 ? cnt : 0;
+      break;
+    }
+  }
+  const size_t es = dtypeSize(c.dtype);
+  // Never hand the library a null pointer, even for an empty or unused buffer.
+  b.send.assign(std::max<size_t>(b.send_count, 1) * es, 0);
+  b.recv.assign(std::max<size_t>(b.recv_count, 1) * es, 0xff);
+  const PatternShape s = shapeOf(c, n);
+  for (size_t k = 0; k < b.send_count; ++k) {
+    encodeValue(inputValue(key, s, me, k), c.dtype, &b.send[k * es]);
+  }
+  return b;
+}
+
+std::optional<std::string> checkResult(const OpCall& c, const PatternKey& key, int me, int n,
+                                       const OpBuffers& b) {
+  const size_t es = dtypeSize(c.dtype);
+  const double tol = tolerance(shapeOf(c, n));
+  for (size_t i = 0; i < b.recv_count; ++i) {
+    const auto want = expectedAt(c, key, me, n, b, i);
+    if (!want) return std::nullopt;  // undefined here means undefined for the whole buffer
+    const double got = decodeValue(&b.recv[i * es], c.dtype);
+    if (!(std::fabs(got - *want) <= tol)) {
+      return fmt::format("offset {}: got {} expected {}{}", i, got, *want,
+                         tol > 0 ? fmt::format(" (tolerance {})", tol) : "");
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace ncclscope::sim

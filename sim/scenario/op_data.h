@@ -1,0 +1,49 @@
+// Buffers of one op on one rank: sizes by NCCL's count semantics, send data from the pattern,
+// and the check of what arrived against what the pattern says every peer sent.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/scenario/data_pattern.h"
+#include "sim/scenario/scenario.h"
+
+namespace ncclscope::sim {
+
+// What one rank actually issues for one op, after faults changed it.
+struct OpCall {
+  OpKind kind = OpKind::kAllReduce;
+  int comm = 0;  // index in JobLayout::comms()
+  size_t count = 0;
+  ncclDataType_t dtype = ncclFloat32;
+  RedOp redop = RedOp::kSum;
+  double scalar = 1.0;
+  int root = 0;
+  bool forward = true;
+  bool grouped = true;
+  int peer_shift = 0;  // pipeline: added to the send peer (wrong_peer)
+};
+
+OpCall callFromSpec(const OpSpec& spec, int comm_index);
+
+// Owns host buffers for one op instance on one rank. Not thread-safe.
+struct OpBuffers {
+  std::vector<unsigned char> send;
+  std::vector<unsigned char> recv;
+  size_t send_count = 0;  // elements
+  size_t recv_count = 0;
+  int send_peer = -1;  // pipeline only, comm ranks; -1 = none
+  int recv_peer = -1;
+};
+
+// Sizes the buffers for rank `me` of a communicator of `n` ranks, fills the send buffer from the
+// pattern and the receive buffer with 0xff bytes (no dtype's pattern value looks like that).
+OpBuffers prepareBuffers(const OpCall& call, const PatternKey& key, int me, int n);
+
+// First element of the receive buffer that differs from the pattern, as a message naming offset,
+// got and expected; nullopt when all is right or the op leaves this rank's buffer undefined.
+std::optional<std::string> checkResult(const OpCall& call, const PatternKey& key, int me, int n,
+                                       const OpBuffers& buffers);
+
+}  // namespace ncclscope::sim

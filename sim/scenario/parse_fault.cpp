@@ -1,0 +1,171 @@
+// One fault: {"kind": "hang", "ranks": [3], "step": 2, "op": 0, ...}. Which keys a fault takes
+// depends on its kind; unknown keys are errors so a misspelt option never silently defaults.
+#include <fmt/format.h>
+
+#include <string_view>
+#include <vector>
+
+#include "sim/scenario/names.h"
+#include "sim/scenario/scenario_parser.h"
+
+namespace ncclscope::sim {
+namespace {
+
+constexpr int64_t kMaxStep = 1 << 30;
+
+std::vector<int> parseRanks(const JsonNode& node) {
+  const JsonNode list = node.at("ranks");
+  if (list.arraySize() == 0) list.fail("needs at least one rank");
+  std::vector<int> ranks;
+  for (size_t i = 0; i < list.arraySize(); ++i) {
+    ranks.push_back(static_cast<int>(list.at(i).asInt(-(1 << 20), 1 << 20)));
+  }
+  return ranks;
+}
+
+// Keys each kind accepts besides kind, ranks, comment.
+std::vector<std::string_view> keysFor(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::kHang:
+    case FaultKind::kStuckBefore:
+    case FaultKind::kSkip:
+      return {"step", "op"};
+    case FaultKind::kExtraOp:
+      return {"step", "op", "extra"};
+    case FaultKind::kWrongCount:
+      return {"step", "op", "count"};
+    case FaultKind::kWrongDtype:
+      return {"step", "op", "dtype"};
+    case FaultKind::kWrongOp:
+      return {"step", "op", "as_op"};
+    case FaultKind::kWrongRedop:
+      return {"step", "op", "redop"};
+    case FaultKind::kWrongRoot:
+      return {"step", "op", "root"};
+    case FaultKind::kWrongPeer:
+      return {"step", "op", "peer_shift"};
+    case FaultKind::kComputeSlowdown:
+      return {"step", "until_step", "extra_ms", "factor"};
+    case FaultKind::kSlowLink:
+      return {"step", "until_step", "factor"};
+    case FaultKind::kCrash:
+      return {"step", "op", "mode"};
+    case FaultKind::kFreeze:
+    case FaultKind::kEarlyExit:
+      return {"step", "op"};
+    case FaultKind::kNeverJoin:
+      return {"comm"};
+  }
+  return {};
+}
+
+bool opRequired(FaultKind kind) {
+  return kind != FaultKind::kComputeSlowdown && kind != FaultKind::kSlowLink &&
+         kind != FaultKind::kCrash && kind != FaultKind::kFreeze && kind != FaultKind::kEarlyExit &&
+         kind != FaultKind::kNeverJoin;
+}
+
+template <typename T, typename Parse>
+T parseName(const JsonNode& node, Parse parse, std::string_view what, const std::string& choices) {
+  const std::string name = node.asString();
+  const auto v = parse(name);
+  if (!v) node.fail(fmt::format("unknown {} '{}' (expected one of: {})", what, name, choices));
+  return *v;
+}
+
+void parseKindOptions(const JsonNode& node, FaultSpec& f) {
+  switch (f.kind) {
+    case FaultKind::kExtraOp:
+      if (node.has("extra")) f.extra = parseOp(node.at("extra"));
+      break;
+    case FaultKind::kWrongCount:
+      if (node.has("count")) f.count = static_cast<size_t>(node.at("count").asInt(0, 1 << 28));
+      break;
+    case FaultKind::kWrongDtype:
+      if (node.has("dtype")) {
+        f.dtype = parseName<ncclDataType_t>(node.at("dtype"), parseDtype, "dtype",
+                                            "ncclInt8 .. ncclFloat8e5m2, or float32, half, ...");
+      }
+      break;
+    case FaultKind::kWrongOp:
+      if (node.has("as_op")) {
+        f.as_op = parseName<OpKind>(node.at("as_op"), parseOpKind, "op", opKindChoices());
+      }
+      break;
+    case FaultKind::kWrongRedop:
+      if (node.has("redop")) {
+        f.redop = parseName<RedOp>(node.at("redop"), parseRedOp, "redop", redOpChoices());
+      }
+      break;
+    case FaultKind::kWrongRoot:
+      if (node.has("root")) f.root = static_cast<int>(node.at("root").asInt(0, 1 << 20));
+      break;
+    case FaultKind::kWrongPeer:
+      if (node.has("peer_shift")) {
+        f.peer_shift = static_cast<int>(node.at("peer_shift").asInt(-(1 << 20), 1 << 20));
+        if (f.peer_shift == 0) node.at("peer_shift").fail("0 would send to the right peer");
+      }
+      break;
+    case FaultKind::kComputeSlowdown:
+      if (node.has("extra_ms") == node.has("factor")) {
+        node.fail("compute_slowdown needs exactly one of 'extra_ms' or 'factor'");
+      }
+      if (node.has("extra_ms")) f.extra_ms = node.at("extra_ms").asNumber(0, 3.6e6);
+      if (node.has("factor")) f.factor = node.at("factor").asNumber(0, 1e6);
+      break;
+    case FaultKind::kSlowLink:
+      f.factor = node.at("factor").asNumber(1e-3, 1e6);
+      break;
+    case FaultKind::kCrash:
+      if (node.has("mode")) {
+        f.crash_mode = parseName<CrashMode>(node.at("mode"), parseCrashMode, "crash mode",
+                                            "sigkill, abort, segfault");
+      }
+      break;
+    case FaultKind::kNeverJoin:
+      f.comm = node.at("comm").asString();
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
+FaultSpec parseFault(const JsonNode& node) {
+  node.keys();  // a non-object fails here, naming its type
+  const JsonNode kind = node.at("kind");
+  FaultSpec f;
+  f.kind = parseName<FaultKind>(kind, parseFaultKind, "fault kind", faultKindChoices());
+
+  std::vector<std::string_view> allowed{"kind", "ranks"};
+  for (std::string_view k : keysFor(f.kind)) allowed.push_back(k);
+  for (const std::string& key : node.keys()) {
+    bool ok = key == "comment";
+    for (std::string_view a : allowed) ok = ok || a == key;
+    if (!ok) {
+      std::string list;
+      for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      node.at(key).fail(
+          fmt::format("unknown key for a {} fault (allowed: {})", faultKindName(f.kind), list));
+    }
+  }
+
+  f.ranks = parseRanks(node);
+  if (f.kind != FaultKind::kNeverJoin)
+    f.step = static_cast<int>(node.at("step").asInt(0, kMaxStep));
+  if (node.has("op")) {
+    f.op = static_cast<int>(node.at("op").asInt(0, 1 << 20));
+  } else if (opRequired(f.kind)) {
+    node.at("op");  // throws "required key is missing" at faults[i].op
+  }
+  if (node.has("until_step")) {
+    const JsonNode u = node.at("until_step");
+    f.until_step = static_cast<int>(u.asInt(0, kMaxStep));
+    if (f.until_step < f.step) u.fail(fmt::format("ends before it starts (step {})", f.step));
+  }
+  parseKindOptions(node, f);
+  return f;
+}
+
+}  // namespace ncclscope::sim

@@ -1,0 +1,91 @@
+// One op of a step: {"op": "allreduce", "comm": "tp", "count": 1024, "dtype": "float32", ...}.
+#include <fmt/format.h>
+
+#include "sim/scenario/names.h"
+#include "sim/scenario/scenario_parser.h"
+
+namespace ncclscope::sim {
+namespace {
+
+// Keeps buffers of a many-rank run on a 2-core machine bounded; scenarios are about behavior.
+constexpr int64_t kMaxCount = int64_t{1} << 28;
+
+}  // namespace
+
+OpSpec parseOp(const JsonNode& node) {
+  node.expectObject(
+      {"op", "comm", "count", "bytes", "dtype", "redop", "scalar", "root", "direction", "grouped"});
+  OpSpec op;
+  const JsonNode kind = node.at("op");
+  const std::string kind_name = kind.asString();
+  const auto parsed = parseOpKind(kind_name);
+  if (!parsed)
+    kind.fail(fmt::format("unknown op '{}' (expected one of: {})", kind_name, opKindChoices()));
+  op.kind = *parsed;
+  if (node.has("comm")) op.comm = node.at("comm").asString();
+
+  if (node.has("dtype")) {
+    const JsonNode d = node.at("dtype");
+    const std::string name = d.asString();
+    const auto dtype = parseDtype(name);
+    if (!dtype) {
+      d.fail(
+          fmt::format("unknown dtype '{}' (expected an NCCL name such as ncclFloat32, "
+                      "float16, bfloat16, int8, uint64, float8e4m3)",
+                      name));
+    }
+    op.dtype = *dtype;
+  }
+
+  if (node.has("count") == node.has("bytes")) {
+    node.fail("give the size as exactly one of 'count' (elements) or 'bytes'");
+  }
+  if (node.has("count")) {
+    op.count = static_cast<size_t>(node.at("count").asInt(0, kMaxCount));
+  } else {
+    const JsonNode b = node.at("bytes");
+    const auto bytes = static_cast<size_t>(b.asInt(0, kMaxCount));
+    if (bytes % dtypeSize(op.dtype) != 0) {
+      b.fail(fmt::format("{} bytes is not a whole number of {} elements ({} bytes each)", bytes,
+                         dtypeName(op.dtype), dtypeSize(op.dtype)));
+    }
+    op.count = bytes / dtypeSize(op.dtype);
+  }
+
+  if (node.has("redop")) {
+    const JsonNode r = node.at("redop");
+    if (!opReduces(op.kind)) r.fail(fmt::format("{} does not reduce", kind_name));
+    const std::string name = r.asString();
+    const auto redop = parseRedOp(name);
+    if (!redop)
+      r.fail(fmt::format("unknown redop '{}' (expected one of: {})", name, redOpChoices()));
+    op.redop = *redop;
+  }
+  if (node.has("scalar")) {
+    const JsonNode sc = node.at("scalar");
+    if (op.redop != RedOp::kPreMulSum) sc.fail("'scalar' only applies to redop premulsum");
+    op.premul_scalar = sc.asNumber(-1e6, 1e6);
+  }
+  if (node.has("root")) {
+    const JsonNode r = node.at("root");
+    if (!opHasRoot(op.kind)) r.fail(fmt::format("{} has no root", kind_name));
+    op.root = static_cast<int>(r.asInt(0, 1 << 20));
+  }
+  if (node.has("direction") || node.has("grouped")) {
+    if (op.kind != OpKind::kPipeline) {
+      node.fail("'direction' and 'grouped' only apply to op pipeline");
+    }
+  }
+  if (node.has("direction")) {
+    const JsonNode d = node.at("direction");
+    const std::string dir = d.asString();
+    if (dir != "forward" && dir != "backward") {
+      d.fail(fmt::format("unknown direction '{}' (expected forward or backward)", dir));
+    }
+    op.forward = dir == "forward";
+  }
+  if (node.has("grouped")) op.grouped = node.at("grouped").asBool();
+  return op;
+}
+
+}  // namespace ncclscope::sim

@@ -1,0 +1,219 @@
+#include "sim/scenario/rank_runner.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+#include "sim/emulator/ncclsim_control.h"
+#include "sim/scenario/comm_layout.h"
+#include "sim/scenario/fault_actions.h"
+#include "sim/scenario/issue_op.h"
+#include "sim/scenario/names.h"
+#include "sim/scenario/rank_comms.h"
+#include "sim/scenario/rank_exit_codes.h"
+#include "sim/scenario/rank_faults.h"
+#include "sim/scenario/scenario_parser.h"
+
+namespace ncclscope::sim {
+namespace {
+
+// One issued op awaiting its check after the step's synchronization.
+struct Pending {
+  OpCall call;
+  PatternKey key;
+  OpBuffers buffers;
+  bool check = false;
+};
+
+class Runner {
+ public:
+  Runner(const Scenario& s, const RankOptions& opt)
+      : s_(s), opt_(opt), job_(s, opt.nranks), faults_(s, opt.rank, opt.nranks) {}
+
+  int run() {
+    std::string error;
+    if (!setupDevice(opt_.local_rank, error)) return fail(kRankLibraryError, error);
+    if (const int rc = createComms(opt_, job_, faults_, comms_, error); rc != kRankOk) {
+      return fail(rc, error);
+    }
+    for (int g = 0; g < s_.totalSteps(); ++g) {
+      if (const int rc = runStep(g); rc != kRankOk) return rc;
+    }
+    if (!destroyComms(comms_, error)) return fail(kRankLibraryError, error);
+    return kRankOk;
+  }
+
+ private:
+  int fail(int code, const std::string& what) const {
+    logLine(fmt::format("rank {}: {}", opt_.rank, what));
+    return code;
+  }
+
+  void processFaults(int g, std::optional<int> op) const {
+    for (const FaultSpec* f : faults_.processFaults(g, op)) {
+      const std::string what = describeFault(*f);
+      if (f->kind == FaultKind::kCrash)
+        crashNow(f->crash_mode, what + " (" + std::string(crashModeName(f->crash_mode)) + ")");
+      if (f->kind == FaultKind::kFreeze) freezeNow(what);
+      if (f->kind == FaultKind::kEarlyExit) exitEarly(what);
+    }
+  }
+
+  void setLink(int g) {
+    const double factor = faults_.linkFactor(g);
+    if (factor == link_factor_) return;
+    logLine(fmt::format("slow_link: link slowdown x{} from step {}", factor, g));
+    ncclsimSetLinkSlowdown(factor);
+    link_factor_ = factor;
+  }
+
+  int runStep(int g) {
+    const StepSpec& step = s_.stepAt(g);
+    setLink(g);
+    processFaults(g, std::nullopt);
+    const double ms = faults_.computeMs(step.compute ? *step.compute : s_.compute, g);
+    if (ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
+    // Buffers live on the heap inside Pending, so growing the vector never moves enqueued data.
+    std::vector<Pending> pending;
+    for (size_t k = 0; k < step.ops.size(); ++k) {
+      if (const int rc = runOp(g, static_cast<int>(k), step.ops[k], pending); rc != kRankOk)
+        return rc;
+    }
+    for (size_t i = 0; i < comms_.streams.size(); ++i) {
+      const CUresult rc = cuStreamSynchronize(comms_.streams[i]);
+      if (rc != CUDA_SUCCESS) {
+        return fail(kRankLibraryError,
+                    fmt::format("cuStreamSynchronize of '{}' at step {}: error {}",
+                                job_.comms()[i].name, g, static_cast<int>(rc)));
+      }
+    }
+    return checkStep(g, pending);
+  }
+
+  int runOp(int g, int k, const OpSpec& spec, std::vector<Pending>& pending) {
+    processFaults(g, k);
+    const int comm = job_.indexOf(spec.comm);
+    const CommLayout& layout = job_.comms()[static_cast<size_t>(comm)];
+    const int me = layout.rank[static_cast<size_t>(opt_.rank)];
+    const int n = layout.sizeFor(opt_.rank);
+    OpCall call = callFromSpec(spec, comm);
+    bool skip = false;
+    std::optional<OpCall> extra;
+    for (const FaultSpec* f : faults_.opFaults(g, k)) {
+      const std::string what =
+          fmt::format("{} on '{}' {}", describeFault(*f), spec.comm, opKindName(spec.kind));
+      switch (f->kind) {
+        case FaultKind::kStuckBefore:
+          blockForever(what);
+        case FaultKind::kHang:
+          if (blockStream(comms_.streams[static_cast<size_t>(comm)], what) != CUDA_SUCCESS) {
+            return fail(kRankLibraryError, "cuLaunchHostFunc failed");
+          }
+          break;
+        case FaultKind::kSkip:
+          skip = true;
+          logLine("injecting " + what + ": not issued");
+          break;
+        case FaultKind::kExtraOp:
+          extra = f->extra ? callFromSpec(*f->extra, job_.indexOf(f->extra->comm)) : call;
+          logLine("injecting " + what + ": one more op after it");
+          break;
+        default:
+          applyWrong(*f, n, call);
+          logLine("injecting " + what);
+          break;
+      }
+    }
+    const bool check = !groupDesynced(s_, job_, comm, opt_.rank, g, k);
+    if (!skip) {
+      if (const int rc = issue(call, {s_.seed, comm, g, k}, me, n, check, pending); rc != kRankOk)
+        return rc;
+    }
+    if (extra) {
+      const CommLayout& el = job_.comms()[static_cast<size_t>(extra->comm)];
+      const PatternKey key{s_.seed, extra->comm, g, k + 1000000};  // apart from real ops' data
+      return issue(*extra, key, el.rank[static_cast<size_t>(opt_.rank)], el.sizeFor(opt_.rank),
+                   false, pending);
+    }
+    return kRankOk;
+  }
+
+  static void applyWrong(const FaultSpec& f, int n, OpCall& c) {
+    switch (f.kind) {
+      case FaultKind::kWrongCount:
+        c.count = f.count.value_or(c.count == 0 ? 1 : c.count * 2);
+        break;
+      case FaultKind::kWrongDtype:
+        c.dtype = f.dtype.value_or(c.dtype == ncclFloat32 ? ncclFloat16 : ncclFloat32);
+        break;
+      case FaultKind::kWrongOp:
+        c.kind = f.as_op.value_or(c.kind == OpKind::kAllReduce ? OpKind::kAllGather
+                                                               : OpKind::kAllReduce);
+        break;
+      case FaultKind::kWrongRedop:
+        c.redop = f.redop.value_or(c.redop == RedOp::kSum ? RedOp::kMax : RedOp::kSum);
+        break;
+      case FaultKind::kWrongRoot:
+        c.root = f.root.value_or((c.root + 1) % n);
+        break;
+      case FaultKind::kWrongPeer:
+        c.peer_shift = f.peer_shift;
+        break;
+      default:
+        break;
+    }
+  }
+
+  int issue(const OpCall& call, const PatternKey& key, int me, int n, bool check,
+            std::vector<Pending>& pending) {
+    pending.push_back({call, key, prepareBuffers(call, key, me, n), check});
+    Pending& p = pending.back();
+    const size_t c = static_cast<size_t>(call.comm);
+    const ncclResult_t rc = issueOp(call, p.buffers, comms_.comms[c], comms_.streams[c]);
+    if (rc != ncclSuccess) {
+      return fail(kRankLibraryError,
+                  fmt::format("{} on '{}' at step {} op {}: {}", opKindName(call.kind),
+                              job_.comms()[c].name, key.step, key.op, ncclGetErrorString(rc)));
+    }
+    return kRankOk;
+  }
+
+  int checkStep(int g, const std::vector<Pending>& pending) const {
+    for (const Pending& p : pending) {
+      if (!p.check) continue;
+      const CommLayout& layout = job_.comms()[static_cast<size_t>(p.call.comm)];
+      const auto wrong = checkResult(p.call, p.key, layout.rank[static_cast<size_t>(opt_.rank)],
+                                     layout.sizeFor(opt_.rank), p.buffers);
+      if (wrong) {
+        return fail(kRankWrongResult, fmt::format("wrong result: step {} op {} ({} on '{}', {}) {}",
+                                                  g, p.key.op, opKindName(p.call.kind), layout.name,
+                                                  dtypeName(p.call.dtype), *wrong));
+      }
+    }
+    return kRankOk;
+  }
+
+  const Scenario& s_;
+  const RankOptions& opt_;
+  JobLayout job_;
+  RankFaults faults_;
+  RankComms comms_;
+  double link_factor_ = 1.0;
+};
+
+}  // namespace
+
+int runRank(const RankOptions& opt) {
+  Scenario s;
+  try {
+    s = parseScenarioFile(opt.scenario);
+    checkScenarioForRanks(s, opt.nranks);
+  } catch (const ScenarioError& e) {
+    logLine(e.what());
+    return kRankUsage;
+  }
+  return Runner(s, opt).run();
+}
+
+}  // namespace ncclscope::sim

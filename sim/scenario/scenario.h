@@ -1,0 +1,127 @@
+// The in-memory form of a scenario file (docs/scenarios.md). Plain data: the parser fills it, the
+// rank program and the launcher read it. Ranks in faults and per-rank overrides are stored as
+// written (negative = counted from the end) and resolved against the job size by comm_layout.h.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ncclscope::sim {
+
+enum class OpKind {
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kGather,
+  kScatter,
+  kPipeline,  // send/recv between consecutive ranks of a communicator
+};
+
+// Reduction as written in the scenario; premulsum is turned into a dynamic ncclRedOp_t at issue.
+enum class RedOp { kSum, kProd, kMax, kMin, kAvg, kPreMulSum };
+
+enum class SplitBy { kBlock, kStride };
+enum class SplitKey { kParentRank, kReverse };
+
+struct CommSpec {
+  std::string name;
+  std::string parent;  // "world" or an earlier communicator
+  SplitBy by = SplitBy::kBlock;
+  int group = 1;  // block: ranks per group (color = r / group); stride: color = r % group
+  SplitKey key = SplitKey::kParentRank;
+};
+
+struct OpSpec {
+  OpKind kind = OpKind::kAllReduce;
+  std::string comm = "world";
+  size_t count = 0;  // elements, with NCCL's meaning for the op (per-rank chunk where NCCL says so)
+  ncclDataType_t dtype = ncclFloat32;
+  RedOp redop = RedOp::kSum;
+  double premul_scalar = 2.0;  // only for premulsum; a power of two keeps results exact
+  int root = 0;                // rank within the communicator
+  bool forward = true;         // pipeline: stage i sends to i+1 (false: to i-1)
+  bool grouped = true;         // pipeline: send and recv inside one ncclGroupStart/End
+};
+
+// Compute time of a step, in milliseconds. per_rank keys are world ranks as written.
+struct ComputeSpec {
+  double ms = 0.0;
+  std::map<int, double> per_rank;
+  double jitter_ms = 0.0;  // uniform in [0, jitter_ms), drawn from the seed
+};
+
+struct StepSpec {
+  std::string name;
+  std::optional<ComputeSpec> compute;  // absent: the scenario's default
+  std::vector<OpSpec> ops;
+};
+
+enum class FaultKind {
+  kHang,
+  kStuckBefore,
+  kSkip,
+  kExtraOp,
+  kWrongCount,
+  kWrongDtype,
+  kWrongOp,
+  kWrongRedop,
+  kWrongRoot,
+  kWrongPeer,
+  kComputeSlowdown,
+  kSlowLink,
+  kCrash,
+  kFreeze,
+  kEarlyExit,
+  kNeverJoin,
+};
+
+enum class CrashMode { kSigkill, kAbort, kSegfault };
+
+// One fault; which fields matter depends on kind (see docs/scenarios.md). Steps are global
+// indices (repetitions counted).
+struct FaultSpec {
+  FaultKind kind = FaultKind::kHang;
+  std::vector<int> ranks;  // world ranks as written
+  int step = 0;
+  std::optional<int> op;        // op index within the step; required for per-op faults
+  int until_step = -1;          // compute_slowdown / slow_link: last affected step, -1 = forever
+  double extra_ms = 0.0;        // compute_slowdown
+  double factor = 1.0;          // compute_slowdown, slow_link
+  std::optional<OpSpec> extra;  // extra_op: the op to add (default: a copy of the addressed op)
+  std::optional<size_t> count;  // wrong_count
+  std::optional<ncclDataType_t> dtype;  // wrong_dtype
+  std::optional<OpKind> as_op;          // wrong_op
+  std::optional<RedOp> redop;           // wrong_redop
+  std::optional<int> root;              // wrong_root
+  int peer_shift = 1;                   // wrong_peer: added to the correct send peer
+  CrashMode crash_mode = CrashMode::kSigkill;
+  std::string comm;  // never_join
+};
+
+struct Scenario {
+  std::string file;  // where it was read from, for messages
+  std::string name;
+  std::string description;
+  uint64_t seed = 1;
+  int min_ranks = 1;
+  int repeat = 1;
+  ComputeSpec compute;          // default for steps without their own
+  std::vector<CommSpec> comms;  // splits in creation order; "world" is implicit
+  std::vector<StepSpec> steps;  // one repetition
+  std::vector<FaultSpec> faults;
+
+  int totalSteps() const { return repeat * static_cast<int>(steps.size()); }
+  const StepSpec& stepAt(int global_step) const {
+    return steps[static_cast<size_t>(global_step) % steps.size()];
+  }
+};
+
+}  // namespace ncclscope::sim

@@ -1,0 +1,94 @@
+// Real jobs over the emulator: ncclscope-sim-rank processes started by the launcher, no probe.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <sstream>
+
+#include "sim/scenario/launcher.h"
+
+namespace ncclscope::sim {
+namespace {
+
+struct JobResult {
+  int rc;
+  std::string out;
+  std::string err;
+  double seconds;
+};
+
+class LauncherE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#ifndef NCCLSCOPE_SIM_RANK_PROGRAM
+    GTEST_SKIP() << "the emulator (ncclsim_nccl) is not built, so neither is the rank program";
+#else
+    dir_ = std::filesystem::temp_directory_path() /
+           ("ncclscope-e2e-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+#endif
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+
+  JobResult run(const std::string& scenario, int ranks, double timeout_s) {
+    SimOptions opt;
+    opt.ranks = ranks;
+    opt.scenario = std::string(NCCLSCOPE_SCENARIOS_DIR) + "/" + scenario;
+    opt.trace_dir = dir_.string();
+    opt.probe = false;
+    opt.timeout_s = timeout_s;
+#ifdef NCCLSCOPE_SIM_RANK_PROGRAM
+    opt.rank_program = NCCLSCOPE_SIM_RANK_PROGRAM;
+#endif
+    std::ostringstream out;
+    std::ostringstream err;
+    const auto t0 = std::chrono::steady_clock::now();
+    const int rc = runSim(opt, out, err);
+    const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+    return {rc, out.str(), err.str(), dt.count()};
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(LauncherE2E, HealthyAtFourAndEightRanks) {
+  for (int n : {4, 8}) {
+    const JobResult r = run("healthy.json", n, 30);
+    EXPECT_EQ(r.rc, kSimOk) << n << " ranks\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("all " + std::to_string(n) + " ranks finished with correct results"),
+              std::string::npos);
+  }
+  EXPECT_TRUE(std::filesystem::is_directory(dir_));
+  EXPECT_EQ(std::filesystem::status(dir_).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_all);
+}
+
+TEST_F(LauncherE2E, HangIsReportedAsTimeout) {
+  const JobResult r = run("hang.json", 4, 5);
+  EXPECT_EQ(r.rc, kSimJobFailed) << r.out << r.err;
+  EXPECT_LT(r.seconds, 8.0);
+  EXPECT_NE(r.err.find("timeout after 5 s: ranks "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[rank 1] ncclscope-sim-rank: injecting hang at step 2 op 0"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("rank 1: timed out"), std::string::npos) << r.err;
+}
+
+TEST_F(LauncherE2E, CrashReportsTheSignal) {
+  const JobResult r = run("crash-segfault.json", 4, 3);
+  EXPECT_EQ(r.rc, kSimJobFailed) << r.out << r.err;
+  EXPECT_NE(r.err.find("rank 3: killed by SIGSEGV"), std::string::npos) << r.err;
+}
+
+TEST_F(LauncherE2E, FrozenRankIsKilledOnTimeout) {
+  const JobResult r = run("freeze.json", 4, 3);
+  EXPECT_EQ(r.rc, kSimJobFailed) << r.out << r.err;
+  EXPECT_LT(r.seconds, 6.0);
+  EXPECT_NE(r.err.find("rank 2: timed out"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ncclscope::sim

@@ -1,0 +1,116 @@
+// The launcher's pieces that need no emulator: output prefixing, rank environment, setup errors.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "sim/scenario/launcher.h"
+#include "sim/scenario/launcher_env.h"
+#include "sim/scenario/line_prefixer.h"
+#include "sim/scenario/rank_bootstrap.h"
+#include "sim/scenario/rank_processes.h"
+
+namespace ncclscope::sim {
+namespace {
+
+TEST(LinePrefixer, PrefixesWholeLinesAcrossChunks) {
+  std::ostringstream out;
+  LinePrefixer p("[rank 3] ", out);
+  p.feed("hel");
+  EXPECT_EQ(out.str(), "");
+  p.feed("lo\nwor");
+  p.feed("ld\n\nlast");
+  p.finish();
+  EXPECT_EQ(out.str(), "[rank 3] hello\n[rank 3] world\n[rank 3] \n[rank 3] last\n");
+}
+
+std::string lookup(const std::vector<std::string>& env, const std::string& name) {
+  for (const std::string& kv : env) {
+    if (kv.rfind(name + "=", 0) == 0) return kv.substr(name.size() + 1);
+  }
+  return "<unset>";
+}
+
+TEST(LauncherEnv, SetsJobVariablesAndPrependsTheProbe) {
+  JobEnv job{"abc", "sim-abc", "/tmp/t", "/x/libncclscope.so", 8, {{"NCCLSCOPE_LEVEL", "2"}}};
+  char a[] = "LD_PRELOAD=/other.so";
+  char b[] = "RANK=99";
+  char c[] = "HOME=/root";
+  char* base[] = {a, b, c, nullptr};
+  const auto env = rankEnvironment(job, 5, base);
+  EXPECT_EQ(lookup(env, "LD_PRELOAD"), "/x/libncclscope.so:/other.so");
+  EXPECT_EQ(lookup(env, "RANK"), "5");
+  EXPECT_EQ(lookup(env, "LOCAL_RANK"), "5");
+  EXPECT_EQ(lookup(env, "WORLD_SIZE"), "8");
+  EXPECT_EQ(lookup(env, "LOCAL_WORLD_SIZE"), "8");
+  EXPECT_EQ(lookup(env, "NCCLSIM_JOB_TAG"), "abc");
+  EXPECT_EQ(lookup(env, "NCCLSCOPE_JOB_ID"), "sim-abc");
+  EXPECT_EQ(lookup(env, "NCCLSCOPE_DIR"), "/tmp/t");
+  EXPECT_EQ(lookup(env, "NCCLSCOPE_LEVEL"), "2");
+  EXPECT_EQ(lookup(env, "HOME"), "/root");
+  job.probe.clear();
+  EXPECT_EQ(lookup(rankEnvironment(job, 0, base), "LD_PRELOAD"), "/other.so");
+}
+
+TEST(LauncherEnv, TagsAreUniqueAndShmSafe) {
+  const std::string a = newJobTag();
+  EXPECT_NE(a, newJobTag());
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos) << a;
+  EXPECT_EQ(signalName(SIGKILL), "SIGKILL");
+  EXPECT_EQ(signalName(SIGSEGV), "SIGSEGV");
+}
+
+TEST(RankBootstrap, PublishedIdIsReadBackAndAMissingOneTimesOut) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::string path = uniqueIdPath(dir, "test" + std::to_string(getpid()));
+  ncclUniqueId id;
+  std::memset(&id, 0x5a, sizeof id);
+  std::string error;
+  ASSERT_TRUE(publishUniqueId(path, id, error)) << error;
+  ncclUniqueId got;
+  ASSERT_TRUE(waitUniqueId(path, 1.0, got, error)) << error;
+  EXPECT_EQ(std::memcmp(&got, &id, sizeof id), 0);
+  std::filesystem::remove(path);
+  EXPECT_FALSE(waitUniqueId(path, 0.1, got, error));
+  EXPECT_NE(error.find("no unique id at " + path + " after 0.1 s"), std::string::npos) << error;
+}
+
+TEST(Launcher, SetupErrorsExitTwoWithAClearMessage) {
+  std::ostringstream out;
+  std::ostringstream err;
+  SimOptions opt;
+  opt.ranks = 4;
+  opt.scenario = std::string(NCCLSCOPE_SCENARIOS_DIR) + "/no-such-file.json";
+  EXPECT_EQ(runSim(opt, out, err), kSimSetupError);
+  EXPECT_NE(err.str().find("no-such-file.json: cannot open the file"), std::string::npos)
+      << err.str();
+
+  err.str("");
+  opt.scenario = std::string(NCCLSCOPE_SCENARIOS_DIR) + "/demo.json";
+  EXPECT_EQ(runSim(opt, out, err), kSimSetupError);  // demo needs 8 ranks
+  EXPECT_NE(err.str().find("min_ranks: this scenario needs at least 8 ranks"), std::string::npos)
+      << err.str();
+
+  err.str("");
+  opt.ranks = 8;
+  opt.rank_program = "/bin/true";
+  opt.probe_path = "/nonexistent/libncclscope.so";
+  EXPECT_EQ(runSim(opt, out, err), kSimSetupError);
+  EXPECT_NE(err.str().find("probe library not found at /nonexistent/libncclscope.so"),
+            std::string::npos)
+      << err.str();
+
+  err.str("");
+  opt.rank_program = "/nonexistent/ncclscope-sim-rank";
+  opt.probe = false;
+  EXPECT_EQ(runSim(opt, out, err), kSimSetupError);
+  EXPECT_NE(err.str().find("rank program not found"), std::string::npos) << err.str();
+}
+
+}  // namespace
+}  // namespace ncclscope::sim

@@ -1,0 +1,158 @@
+// Every validation error names the file, the JSON path and the problem.
+#include <gtest/gtest.h>
+
+#include "sim/scenario/comm_layout.h"
+#include "tests/sim/scenario/test_scenario_text.h"
+
+namespace ncclscope::sim {
+namespace {
+
+using testing::parse;
+using testing::parseError;
+using testing::withFaults;
+
+struct BadCase {
+  const char* json;
+  const char* want;  // expected substring of "test.json: PATH: MESSAGE"
+};
+
+class ScenarioErrors : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ScenarioErrors, NamesFilePathAndProblem) {
+  const std::string err = parseError(GetParam().json);
+  EXPECT_NE(err.find(GetParam().want), std::string::npos) << "got: " << err;
+  EXPECT_EQ(err.rfind("test.json: ", 0), 0u) << err;
+}
+
+constexpr const char* kStep = R"("steps": [{"ops": [{"op": "allreduce", "count": 1}]}])";
+
+INSTANTIATE_TEST_SUITE_P(
+    Format, ScenarioErrors,
+    ::testing::Values(
+        BadCase{"{", "not valid JSON"}, BadCase{"{}", "test.json: steps: required key is missing"},
+        BadCase{R"({"steps": []})", "steps: needs at least one step"},
+        BadCase{R"({"stepz": 1})", "stepz: unknown key"},
+        BadCase{R"({"repeat": 0, "steps": []})", "repeat: 0 is out of range"},
+        BadCase{R"({"steps": [{"ops": [{"op": "allreduce", "count": 1},
+                 {"op": "allreduce", "count": 1, "dtype": "flaot32"}]}]})",
+                "steps[0].ops[1].dtype: unknown dtype 'flaot32'"},
+        BadCase{R"({"steps": [{"ops": [{"op": "alreduce", "count": 1}]}]})",
+                "steps[0].ops[0].op: unknown op 'alreduce'"},
+        BadCase{R"({"steps": [{"ops": [{"op": "allreduce"}]}]})",
+                "steps[0].ops[0]: give the size as exactly one of 'count'"},
+        BadCase{R"({"steps": [{"ops": [{"op": "allreduce", "bytes": 6}]}]})",
+                "steps[0].ops[0].bytes: 6 bytes is not a whole number of ncclFloat32"},
+        BadCase{R"({"steps": [{"ops": [{"op": "allreduce", "count": 1, "redop": "mean"}]}]})",
+                "steps[0].ops[0].redop: unknown redop 'mean'"},
+        BadCase{R"({"steps": [{"ops": [{"op": "allgather", "count": 1, "redop": "sum"}]}]})",
+                "steps[0].ops[0].redop: allgather does not reduce"},
+        BadCase{R"({"steps": [{"ops": [{"op": "allreduce", "count": 1, "root": 1}]}]})",
+                "steps[0].ops[0].root: allreduce has no root"},
+        BadCase{R"({"steps": [{"ops": [{"op": "allreduce", "count": 1, "comm": "tp"}]}]})",
+                "steps[0].ops[0].comm: unknown communicator 'tp'"},
+        BadCase{R"({"steps": [{"ops": [{"op": "allreduce", "count": -3}]}]})",
+                "steps[0].ops[0].count: -3 is out of range"},
+        BadCase{R"({"steps": [{"compute": {"per_rank": {"x": 1}}, "ops": []}]})",
+                "steps[0].compute.per_rank.x: key must be a rank number"},
+        BadCase{R"({"communicators": [{"name": "tp", "split": {"by": "blocks", "size": 2}}],
+                 "steps": []})",
+                "communicators[0].split.by: unknown split 'blocks'"},
+        BadCase{R"({"communicators": [{"name": "tp", "parent": "dp",
+                 "split": {"by": "block", "size": 2}}], "steps": []})",
+                "communicators[0].parent: unknown communicator 'dp'"},
+        BadCase{R"({"communicators": [{"name": "world", "split": {"by": "block", "size": 2}}],
+                 "steps": []})",
+                "communicators[0].name: 'world' is already defined"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, ScenarioErrors,
+    ::testing::Values(
+        BadCase{R"({"faults": [{"kind": "hnag", "ranks": [1]}], "steps": [{"ops": []}]})",
+                "faults[0].kind: unknown fault kind 'hnag'"},
+        BadCase{R"({"faults": [{"kind": "hang", "ranks": [1], "step": 0}],
+                 "steps": [{"ops": []}]})",
+                "faults[0].op: required key is missing"},
+        BadCase{R"({"faults": [{"kind": "hang", "step": 0, "op": 0}], "steps": [{"ops": []}]})",
+                "faults[0].ranks: required key is missing"},
+        BadCase{R"({"faults": [{"kind": "hang", "ranks": [], "step": 0, "op": 0}],
+                 "steps": [{"ops": []}]})",
+                "faults[0].ranks: needs at least one rank"},
+        BadCase{R"({"faults": [{"kind": "hang", "ranks": [1], "step": 0, "op": 0, "mode": "x"}],
+                 "steps": [{"ops": []}]})",
+                "faults[0].mode: unknown key for a hang fault"},
+        BadCase{R"({"faults": [{"kind": "crash", "ranks": [1], "step": 0, "mode": "sigterm"}],
+                 "steps": [{"ops": []}]})",
+                "faults[0].mode: unknown crash mode 'sigterm'"},
+        BadCase{R"({"faults": [{"kind": "compute_slowdown", "ranks": [1], "step": 0}],
+                 "steps": [{"ops": []}]})",
+                "faults[0]: compute_slowdown needs exactly one of 'extra_ms' or 'factor'"},
+        BadCase{R"({"faults": [{"kind": "slow_link", "ranks": [1], "step": 3, "until_step": 1,
+                 "factor": 2}], "steps": [{"ops": []}]})",
+                "faults[0].until_step: ends before it starts"},
+        BadCase{R"({"faults": [{"kind": "never_join", "ranks": [1], "comm": "pp"}],
+                 "steps": [{"ops": []}]})",
+                "faults[0].comm: unknown communicator 'pp'"}));
+
+TEST(ScenarioErrors, FaultsMustFitTheirOp) {
+  struct Case {
+    const char* fault;
+    const char* want;
+  };
+  for (const Case& c : {
+           Case{R"({"kind": "hang", "ranks": [1], "step": 2, "op": 0})",
+                "faults[0].step: step 2 does not exist (1 steps x repeat 2 = 2)"},
+           Case{R"({"kind": "skip", "ranks": [1], "step": 1, "op": 3})",
+                "faults[0].op: step 1 has 3 ops"},
+           Case{R"({"kind": "wrong_peer", "ranks": [1], "step": 0, "op": 0})",
+                "faults[0].op: wrong_peer applies to pipeline ops, this is allreduce"},
+           Case{R"({"kind": "wrong_root", "ranks": [1], "step": 0, "op": 0})",
+                "faults[0].op: allreduce has no root"},
+           Case{R"({"kind": "wrong_redop", "ranks": [1], "step": 0, "op": 1})",
+                "faults[0].op: broadcast does not reduce"},
+           Case{R"({"kind": "wrong_op", "ranks": [1], "step": 0, "op": 0, "as_op": "allreduce"})",
+                "faults[0].as_op: must name a different collective"},
+           Case{R"({"kind": "wrong_count", "ranks": [1], "step": 0, "op": 0, "count": 8})",
+                "faults[0].count: equals the op's count"},
+           Case{R"({"kind": "extra_op", "ranks": [1], "step": 0, "op": 0,
+                    "extra": {"op": "allreduce", "count": 1, "comm": "zz"}})",
+                "faults[0].extra.comm: unknown communicator 'zz'"},
+       }) {
+    const std::string err = parseError(withFaults(std::string("[") + c.fault + "]"));
+    EXPECT_NE(err.find(c.want), std::string::npos) << "fault " << c.fault << "\ngot: " << err;
+  }
+}
+
+std::string rankError(const std::string& json, int nranks) {
+  try {
+    checkScenarioForRanks(parse(json), nranks);
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ScenarioErrors, JobSizeChecksNameThePath) {
+  EXPECT_NE(rankError(withFaults(R"([{"kind": "hang", "ranks": [1, 9], "step": 0, "op": 0}])"), 4)
+                .find("faults[0].ranks[1]: rank 9 does not exist at 4 ranks"),
+            std::string::npos);
+  EXPECT_NE(rankError(withFaults(R"([{"kind": "hang", "ranks": [-5], "step": 0, "op": 0}])"), 4)
+                .find("faults[0].ranks[0]: rank -5 does not exist"),
+            std::string::npos);
+  EXPECT_NE(rankError(R"({"min_ranks": 8, "steps": [{"ops": []}]})", 4)
+                .find("min_ranks: this scenario needs at least 8 ranks, got 4"),
+            std::string::npos);
+  // tp groups of 2 at 5 ranks leave a group {4} of one rank, where root 1 does not exist.
+  EXPECT_NE(rankError(R"({"communicators": [{"name": "tp", "split": {"by": "block", "size": 2}}],
+                         "steps": [{"ops": [{"op": "gather", "comm": "tp", "count": 1, "root": 1}]}]})",
+                      5)
+                .find("steps[0].ops[0].root: root 1 does not exist in every 'tp' group"),
+            std::string::npos);
+  EXPECT_NE(rankError(R"({"steps": [{"compute": {"per_rank": {"7": 1}}, "ops": []}]})", 4)
+                .find("steps[0].compute.per_rank.7: rank 7 does not exist"),
+            std::string::npos);
+  EXPECT_EQ(rankError(withFaults(R"([{"kind": "hang", "ranks": [-1], "step": 0, "op": 0}])"), 4),
+            "");
+}
+
+}  // namespace
+}  // namespace ncclscope::sim
