@@ -27,9 +27,14 @@ ncclResult_t InitFromUniqueId(OpType op, ncclComm_t* comm, int nranks, int rank,
                               Forward&& forward) noexcept {
   CallFrame f;
   if (!BeginCall(&f)) return forward();
+  const uint64_t id = id_bytes != nullptr ? trace::CommIdFromUniqueId(id_bytes, id_size) : 0;
+  trace::RecordData d = MakeRecord(f, op, ncclSuccess);
+  d.comm_id = id;
+  d.aux = PackAux(rank, nranks);
+  // Creation blocks until every member joins: record it now, so a rank stuck here shows it.
+  const uint64_t slot = OpenHostRecord(f, d);
   const ncclResult_t r = forward();
   const int err = errno;
-  const uint64_t id = id_bytes != nullptr ? trace::CommIdFromUniqueId(id_bytes, id_size) : 0;
   if (Created(r) && comm != nullptr && *comm != nullptr && id != 0) {
     CommSpec spec;
     spec.id = id;
@@ -44,10 +49,9 @@ ncclResult_t InitFromUniqueId(OpType op, ncclComm_t* comm, int nranks, int rank,
     }
     RegisterComm(*f.rt, *comm, spec);
   }
-  trace::RecordData d = MakeRecord(f, op, r);
-  d.comm_id = id;
-  d.aux = PackAux(rank, nranks);
-  EmitHostRecord(f, d);
+  d.result = r;
+  d.t_exit_ns = trace::MonotonicNs();
+  CloseHostRecord(f, slot, d);
   EndCall(&f, err);
   return r;
 }
@@ -62,6 +66,11 @@ ncclResult_t Derive(OpType op, ncclComm_t parent, int color, int key, uint64_t a
   CommState* ps = LookupComm(f, parent);
   // Counted before the call and whatever its outcome, so ranks agree on the index.
   const uint32_t index = ps != nullptr ? ps->children.fetch_add(1) + 1 : 0;
+  trace::RecordData d = MakeRecord(f, op, ncclSuccess);
+  d.comm_id = ps != nullptr ? ps->id : 0;
+  d.seq = index;
+  d.aux = aux;
+  const uint64_t slot = OpenHostRecord(f, d);  // a split blocks until every member arrives
   const ncclResult_t r = forward();
   const int err = errno;
   const bool split = op == OpType::kCommSplit;
@@ -85,11 +94,9 @@ ncclResult_t Derive(OpType op, ncclComm_t parent, int color, int key, uint64_t a
     }
     RegisterComm(*f.rt, *newcomm, spec);
   }
-  trace::RecordData d = MakeRecord(f, op, r);
-  d.comm_id = ps != nullptr ? ps->id : 0;
-  d.seq = index;
-  d.aux = aux;
-  EmitHostRecord(f, d);
+  d.result = r;
+  d.t_exit_ns = trace::MonotonicNs();
+  CloseHostRecord(f, slot, d);
   EndCall(&f, err);
   return r;
 }
@@ -100,16 +107,20 @@ ncclResult_t Teardown(OpType op, ncclComm_t comm, uint64_t aux, Forward&& forwar
   CallFrame f;
   if (!BeginCall(&f)) return forward();
   CommState* cs = LookupComm(f, comm);
+  trace::RecordData d = MakeRecord(f, op, ncclSuccess);
+  d.comm_id = cs != nullptr ? cs->id : 0;
+  d.aux = aux;
+  // Finalize and destroy wait for outstanding work, which never ends on a hung communicator.
+  const uint64_t slot = OpenHostRecord(f, d);
   const ncclResult_t r = forward();
   const int err = errno;
   // Abort frees the communicator whatever it returns; a failed destroy leaves it alive.
   if (op == OpType::kCommAbort || (op == OpType::kCommDestroy && r == ncclSuccess)) {
     ForgetComm(*f.rt, comm);
   }
-  trace::RecordData d = MakeRecord(f, op, r);
-  d.comm_id = cs != nullptr ? cs->id : 0;
-  d.aux = aux;
-  EmitHostRecord(f, d);
+  d.result = r;
+  d.t_exit_ns = trace::MonotonicNs();
+  CloseHostRecord(f, slot, d);
   EndCall(&f, err);
   return r;
 }

@@ -28,13 +28,17 @@ template <typename Forward>
 ncclResult_t GroupEnd(trace::OpType op, Forward&& forward) noexcept {
   CallFrame f;
   if (!BeginCall(&f)) return forward();
+  trace::RecordData d = MakeRecord(f, op, ncclSuccess);
+  d.flags &= ~trace::kFlagInGroup;
+  // Connection setup for the group's peers happens here and blocks until they take part.
+  const uint64_t slot = OpenHostRecord(f, d);
   const ncclResult_t r = forward();
   const int err = errno;
   const bool launched = op == trace::OpType::kGroupEnd && r == ncclSuccess;
-  trace::RecordData d = MakeRecord(f, op, r);
-  d.flags &= ~trace::kFlagInGroup;
+  d.result = r;
+  d.t_exit_ns = trace::MonotonicNs();
   d.group_id = OnGroupEnd(*f.ts, f.rt->tracker.get(), launched);
-  EmitHostRecord(f, d);
+  CloseHostRecord(f, slot, d);
   EndCall(&f, err);
   return r;
 }

@@ -46,7 +46,7 @@ void AtExit() {
   rt->stop.store(true, std::memory_order_release);
   rt->ring->Heartbeat(trace::MonotonicNs());
   rt->ring->SetFlags(trace::kHeaderFinished);
-  const uint64_t unknown = rt->unknown_comm_calls.load(std::memory_order_relaxed);
+  const uint64_t unknown = rt->ring->header().unknown_comm_records.load(std::memory_order_relaxed);
   if (unknown != 0) {
     Warn(
         "%llu calls on communicators created before ncclscope was loaded were recorded with "

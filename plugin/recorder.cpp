@@ -24,13 +24,23 @@ CommState* LookupComm(const CallFrame& f, const void* comm) noexcept {
   CommState* cs = f.rt->comms.Find(comm);
   // A null handle is the caller's error (NCCL rejects it), not a communicator we missed.
   if (cs == nullptr && comm != nullptr) {
-    f.rt->unknown_comm_calls.fetch_add(1, std::memory_order_relaxed);
+    f.rt->ring->CountUnknownCommRecord();
   }
   return cs;
 }
 
 void EmitHostRecord(const CallFrame& f, const trace::RecordData& d) noexcept {
   f.rt->ring->Append(d, false);
+}
+
+uint64_t OpenHostRecord(const CallFrame& f, trace::RecordData d) noexcept {
+  d.t_exit_ns = 0;
+  d.result = trace::kResultInCall;
+  return f.rt->ring->Append(d, false);
+}
+
+void CloseHostRecord(const CallFrame& f, uint64_t slot, const trace::RecordData& d) noexcept {
+  f.rt->ring->CloseCall(slot, d);
 }
 
 void EmitDeviceRecord(const CallFrame& f, trace::RecordData& d, cudaStream_t stream) noexcept {

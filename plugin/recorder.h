@@ -19,6 +19,12 @@ CommState* LookupComm(const CallFrame& f, const void* comm) noexcept;
 // Appends a record of a call without device work. Hot path.
 void EmitHostRecord(const CallFrame& f, const trace::RecordData& d) noexcept;
 
+// For calls that may block (creation, split, finalize, destroy, group end): OpenHostRecord appends
+// d at entry marked "in call" and returns its slot; CloseHostRecord rewrites that slot with the
+// final record when the call returns. Thread-safe, no allocation.
+uint64_t OpenHostRecord(const CallFrame& f, trace::RecordData d) noexcept;
+void CloseHostRecord(const CallFrame& f, uint64_t slot, const trace::RecordData& d) noexcept;
+
 // Appends a collective or send/recv record and arranges its device completion: at once on its
 // stream outside a group, at the outermost ncclGroupEnd inside one. Hot path.
 void EmitDeviceRecord(const CallFrame& f, trace::RecordData& d, cudaStream_t stream) noexcept;

@@ -21,8 +21,6 @@ struct Runtime {
   uint64_t process_nonce = 0;                  // distinguishes InitAll communicators of processes
   std::atomic<uint32_t> root_comms{0};         // for default names "comm<N>"
   std::atomic<uint32_t> init_all_calls{0};
-  // Calls on handles we never saw created (made before we were loaded, or the map was full).
-  std::atomic<uint64_t> unknown_comm_calls{0};
   std::atomic<bool> stop{false};  // tells the background thread to finish
 };
 

@@ -1,5 +1,6 @@
-// Subcommands of the ncclscope CLI. Each Register* adds one verb to the app; the callback it installs
-// stores the verb's exit code in *exit_code. Not thread-safe (CLI setup runs once on the main thread).
+// Subcommands of the ncclscope CLI. Each Register* adds one verb to the app; the callback it
+// installs stores the verb's exit code in *exit_code. Not thread-safe (CLI setup runs once on the
+// main thread).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -11,7 +11,9 @@ namespace {
 
 using trace::OpType;
 
-std::string RankText(int rank) { return rank < 0 ? "?" : std::to_string(rank); }
+std::string RankText(int rank) {
+  return rank < 0 ? "?" : std::to_string(rank);
+}
 
 std::string CommName(const CommNames& names, uint64_t id) {
   if (id == 0) return "-";
@@ -21,11 +23,16 @@ std::string CommName(const CommNames& names, uint64_t id) {
 
 const char* OriginName(uint32_t origin) {
   switch (origin) {
-    case trace::kCommFromUniqueId: return "unique_id";
-    case trace::kCommFromSplit: return "split";
-    case trace::kCommFromShrink: return "shrink";
-    case trace::kCommFromInitAll: return "init_all";
-    default: return "unknown";
+    case trace::kCommFromUniqueId:
+      return "unique_id";
+    case trace::kCommFromSplit:
+      return "split";
+    case trace::kCommFromShrink:
+      return "shrink";
+    case trace::kCommFromInitAll:
+      return "init_all";
+    default:
+      return "unknown";
   }
 }
 
@@ -49,15 +56,17 @@ CommNames CommNamesOf(const trace::RingSnapshot& file) {
   return names;
 }
 
-std::string HexId(uint64_t id) { return fmt::format("{:016x}", id); }
+std::string HexId(uint64_t id) {
+  return fmt::format("{:016x}", id);
+}
 
 std::string HeaderText(const trace::RingSnapshot& f) {
   return fmt::format(
       "# rank {} local_rank {} world_size {} host {} pid {} job {} nccl {} records {} "
-      "overwritten {} dropped {} torn {} untracked_completions {} file {}",
+      "overwritten {} dropped {} torn {} untracked_completions {} unknown_comm_records {} file {}",
       RankText(f.global_rank), RankText(f.local_rank), RankText(f.world_size), f.host, f.pid,
       f.job_id.empty() ? "-" : f.job_id, f.nccl_version, f.records.size(), f.overwritten,
-      f.dropped_records, f.torn_records, f.untracked_completions, f.path);
+      f.dropped_records, f.torn_records, f.untracked_completions, f.unknown_comm_records, f.path);
 }
 
 std::string CommText(const trace::CommInfo& c) {
@@ -83,8 +92,12 @@ std::string RecordText(const trace::RingSnapshot& f, const CommNames& names,
   } else if (r.group_id != 0) {
     line += fmt::format(" group={}", r.group_id);
   }
-  line += fmt::format(" host={:.1f}us result={}", (r.t_exit_ns - r.t_enter_ns) / 1e3,
-                      trace::ResultName(r.result));
+  if (r.result == trace::kResultInCall) {
+    line += " host=in-call";  // the rank is still inside this call (or died in it)
+  } else {
+    line += fmt::format(" host={:.1f}us result={}", (r.t_exit_ns - r.t_enter_ns) / 1e3,
+                        trace::ResultName(r.result));
+  }
   return line;
 }
 
@@ -110,7 +123,8 @@ nlohmann::json HeaderJson(const trace::RingSnapshot& f) {
           {"dropped_records", f.dropped_records},
           {"dropped_comms", f.dropped_comms},
           {"torn_records", f.torn_records},
-          {"untracked_completions", f.untracked_completions}};
+          {"untracked_completions", f.untracked_completions},
+          {"unknown_comm_records", f.unknown_comm_records}};
 }
 
 nlohmann::json CommJson(const trace::RingSnapshot& f, const trace::CommInfo& c) {

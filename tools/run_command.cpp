@@ -2,9 +2,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <csignal>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -50,7 +50,8 @@ int ExitCodeOf(int status) {
 
 int Run(const std::string& dir_option, const std::vector<std::string>& command) {
   if (command.empty()) {
-    std::cerr << "ncclscope run: no command given (usage: ncclscope run [--dir D] -- CMD ARGS...)\n";
+    std::cerr
+        << "ncclscope run: no command given (usage: ncclscope run [--dir D] -- CMD ARGS...)\n";
     return 3;
   }
   const std::string probe = ExecutableDir() + "/../lib/libncclscope.so";
@@ -104,7 +105,8 @@ std::string ExecutableDir() {
 
 void RegisterRunCommand(CLI::App& app, const std::vector<std::string>& after_double_dash,
                         int* exit_code) {
-  auto* cmd = app.add_subcommand("run", "Run a command with the probe preloaded (like nsys profile)");
+  auto* cmd =
+      app.add_subcommand("run", "Run a command with the probe preloaded (like nsys profile)");
   struct Options {
     std::string dir;
   };

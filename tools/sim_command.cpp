@@ -13,7 +13,8 @@ void RegisterSimCommand(CLI::App& app, int* exit_code) {
   auto no_probe = std::make_shared<bool>(false);
   cmd->add_option("--ranks", options->ranks, "Number of ranks (processes)")->required();
   cmd->add_option("--scenario", options->scenario, "Scenario file (docs/scenarios.md)")->required();
-  cmd->add_option("--dir", options->trace_dir, "Trace directory (default: a new one under $TMPDIR)");
+  cmd->add_option("--dir", options->trace_dir,
+                  "Trace directory (default: a new one under $TMPDIR)");
   cmd->add_flag("--no-probe", *no_probe, "Run without libncclscope.so preloaded");
   cmd->add_option("--timeout", options->timeout_s,
                   "Seconds before a job that has not finished is killed and reported as hung "

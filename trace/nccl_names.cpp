@@ -26,8 +26,8 @@ constexpr std::array<TypeInfo, 12> kTypes = {{{"int8", 1},
 constexpr std::array<const char*, 5> kRedOps = {"sum", "prod", "max", "min", "avg"};
 // Indexed by ncclResult_t.
 constexpr std::array<const char*, 8> kResults = {
-    "success",      "unhandled_cuda_error", "system_error", "internal_error",
-    "invalid_argument", "invalid_usage",    "remote_error", "in_progress"};
+    "success",          "unhandled_cuda_error", "system_error", "internal_error",
+    "invalid_argument", "invalid_usage",        "remote_error", "in_progress"};
 
 }  // namespace
 
@@ -49,6 +49,7 @@ std::string RedOpName(int32_t redop) {
 }
 
 std::string ResultName(int32_t result) {
+  if (result == -1) return "in_call";  // trace::kResultInCall
   if (result >= 0 && result < static_cast<int32_t>(kResults.size())) return kResults[result];
   return "result" + std::to_string(result);
 }

@@ -13,7 +13,7 @@ std::string DataTypeName(int32_t dtype);
 int DataTypeSize(int32_t dtype);
 // "sum", "prod", "max", "min", "avg", "premulsum<N>" for user-created ops, "-" for -1.
 std::string RedOpName(int32_t redop);
-// "success", "system_error", ... "result<N>" for unknown values.
+// "success", "system_error", ...; "in_call" for kResultInCall; "result<N>" for unknown values.
 std::string ResultName(int32_t result);
 
 }  // namespace ncclscope::trace

@@ -59,6 +59,11 @@ inline constexpr uint32_t kFlagInGroup = 1u << 0;  // issued between GroupStart 
 inline constexpr uint32_t kFlagInPlace = 1u << 1;  // sendbuff == recvbuff
 inline constexpr uint32_t kFlagCompletionTracked = 1u << 2;  // a device event was recorded
 
+// RecordData::result of a record opened at entry to a call that has not returned yet (t_exit_ns 0).
+// Calls that may block (communicator creation, split, finalize, destroy, group end) are recorded
+// at entry, so a rank stuck inside one shows where it is.
+inline constexpr int32_t kResultInCall = -1;
+
 // Sentinels for RecordData::t_device_done_ns.
 inline constexpr int64_t kDoneUntracked =
     INT64_MIN;  // no device completion tracking for this record
@@ -70,6 +75,19 @@ inline constexpr bool IsPending(int64_t t_device_done_ns) {
   return t_device_done_ns < 0 && t_device_done_ns != kDoneUntracked;
 }
 
+// Per-op meaning of the fields that are not self-explanatory:
+//   collectives   seq = per-comm sequence (0 when NCCL rejected the call), peer = root or -1
+//   send / recv   seq = per-(comm, peer, direction) sequence, peer = comm rank of the peer
+//   comm_init_*   comm_id = the new communicator, aux = rank << 32 | nranks
+//   comm_init_all comm_id = the new communicators' id, aux = ndev
+//   comm_split    comm_id = the parent, seq = split index among the parent's splits/shrinks,
+//                 aux = (uint32 color) << 32 | (uint32 key); the child's id is
+//                 CommIdFromSplit(parent, seq, color)
+//   comm_shrink   comm_id = the parent, seq = index as for split, aux = exclude count << 32 | flags
+//   get_unique_id comm_id = the id of the communicators that will be created from this unique id
+//   mem_alloc/free, comm_register, window_register: count = bytes, aux = the pointer
+//   comm_get_async_error: aux = the asynchronous error (recorded when it changes to an error)
+//
 // The payload of one record. Times are CLOCK_MONOTONIC nanoseconds of the writing host; the file
 // header holds a (realtime, monotonic) pair taken together to convert them.
 struct RecordData {

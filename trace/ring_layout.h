@@ -80,6 +80,7 @@ struct FileHeader {
   std::atomic<uint64_t> dropped_records;        // calls that could not be recorded
   std::atomic<uint64_t> dropped_comms;          // communicators beyond the table's capacity
   std::atomic<uint64_t> untracked_completions;  // device completions that could not be tracked
+  std::atomic<uint64_t> unknown_comm_records;   // calls on communicators created before we loaded
   std::atomic<uint32_t> comm_count;             // comm table entries claimed
   std::atomic<uint32_t> flags;                  // kHeader*
   // Global rank and world size: from the environment at creation, else learnt from the first

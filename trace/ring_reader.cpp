@@ -152,6 +152,7 @@ std::optional<RingSnapshot> ParseRing(const void* data, size_t size, const std::
   s.dropped_records = h.dropped_records.load(std::memory_order_relaxed);
   s.dropped_comms = h.dropped_comms.load(std::memory_order_relaxed);
   s.untracked_completions = h.untracked_completions.load(std::memory_order_relaxed);
+  s.unknown_comm_records = h.unknown_comm_records.load(std::memory_order_relaxed);
   ReadComms(base, h, &s);
   ReadRecords(base, h, &s);
   return s;

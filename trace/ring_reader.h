@@ -38,7 +38,8 @@ struct RingSnapshot {
   uint64_t dropped_records = 0;
   uint64_t dropped_comms = 0;
   uint64_t untracked_completions = 0;
-  uint64_t torn_records = 0;  // slots mid-write at read time (or when the writer died)
+  uint64_t unknown_comm_records = 0;  // records of calls on communicators we never saw created
+  uint64_t torn_records = 0;          // slots mid-write at read time (or when the writer died)
   std::vector<CommInfo> comms;
   std::vector<StoredRecord> records;  // oldest first
 };

@@ -125,6 +125,25 @@ uint64_t RingWriter::Append(const RecordData& record, bool track_completion) {
   return index;
 }
 
+bool RingWriter::CloseCall(uint64_t slot_index, const RecordData& record) {
+  RecordSlot& slot = slots_[slot_index & mask_];
+  // Claim the slot back from readers; failing means a wrap gave it to a newer record.
+  uint64_t expected = slot_index + 1;
+  if (!slot.commit.compare_exchange_strong(expected, 0, std::memory_order_acquire,
+                                           std::memory_order_relaxed)) {
+    header_->dropped_records.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+  uint64_t words[15];
+  std::memcpy(words, &record, sizeof words);
+  for (size_t i = 0; i < 15; ++i) {
+    if (i != kDeviceDoneWord) slot.words[i].store(words[i], std::memory_order_relaxed);
+  }
+  slot.commit.store(slot_index + 1, std::memory_order_release);
+  return true;
+}
+
 bool RingWriter::CompleteDevice(uint64_t slot_index, int64_t t_done_ns) {
   RecordSlot& slot = slots_[slot_index & mask_];
   // The pending marker is unique to this index, so a wrapped slot's newer record is never touched.
@@ -178,6 +197,10 @@ int RingWriter::GlobalRank() const {
 
 void RingWriter::CountDroppedRecord() {
   header_->dropped_records.fetch_add(1, std::memory_order_relaxed);
+}
+
+void RingWriter::CountUnknownCommRecord() {
+  header_->unknown_comm_records.fetch_add(1, std::memory_order_relaxed);
 }
 
 void RingWriter::CountUntrackedCompletion() {

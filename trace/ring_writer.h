@@ -37,8 +37,14 @@ class RingWriter {
   // PendingMarker(index) for the index about to be claimed; pass track_completion instead.
   uint64_t Append(const RecordData& record, bool track_completion);
 
+  // Thread-safe, lock-free. Rewrites the record at slot_index with its final contents (exit time,
+  // result, anything learnt during the call) after an Append at entry, unless the ring has wrapped
+  // over it meanwhile (counted as dropped). The device completion word is left alone.
+  bool CloseCall(uint64_t slot_index, const RecordData& record);
+
   // Thread-safe. Stores the device completion time if the slot still holds that record (it may have
-  // been overwritten by a wrap). Returns whether it was stored.
+  // been overwritten by a wrap). Returns whether it was stored. kDoneUntracked is a valid value: it
+  // marks a pending record whose device work will never be observed (a failed group, say).
   bool CompleteDevice(uint64_t slot_index, int64_t t_done_ns);
 
   // Thread-safe. Publishes a communicator; counts it as dropped when the table is full.
@@ -51,6 +57,7 @@ class RingWriter {
   int GlobalRank() const;
   void CountDroppedRecord();
   void CountUntrackedCompletion();
+  void CountUnknownCommRecord();
 
   const std::string& path() const { return path_; }
   const FileHeader& header() const { return *header_; }

@@ -124,6 +124,44 @@ TEST(Ring, PendingCompletionIsVisibleToReaders) {
   EXPECT_TRUE(IsPending(s->records[0].data.t_device_done_ns));
 }
 
+TEST(Ring, CallOpenedAtEntryIsVisibleThenClosedInPlace) {
+  testing::TempDir tmp;
+  auto w = MakeWriter(tmp.path(), 64);
+  RecordData open = MakeRecord(1);
+  open.t_exit_ns = 0;
+  open.result = kResultInCall;
+  const uint64_t slot = w->Append(open, false);
+  std::string error;
+  auto during = ReadRingFile(w->path(), &error);
+  ASSERT_TRUE(during) << error;
+  EXPECT_EQ(during->records.at(0).data.result, kResultInCall);
+
+  RecordData closed = open;
+  closed.t_exit_ns = open.t_enter_ns + 99;
+  closed.result = 3;
+  closed.aux = 77;
+  EXPECT_TRUE(w->CloseCall(slot, closed));
+  auto after = ReadRingFile(w->path(), &error);
+  ASSERT_TRUE(after) << error;
+  EXPECT_EQ(after->records.at(0).data.result, 3);
+  EXPECT_EQ(after->records.at(0).data.aux, 77u);
+  EXPECT_EQ(after->records.at(0).data.t_exit_ns, open.t_enter_ns + 99);
+  EXPECT_EQ(after->records.at(0).data.t_device_done_ns, kDoneUntracked);
+}
+
+TEST(Ring, ClosingARecordTheRingWrappedOverIsDropped) {
+  testing::TempDir tmp;
+  auto w = MakeWriter(tmp.path(), 64);
+  const uint64_t slot = w->Append(MakeRecord(1), false);
+  for (int i = 0; i < 64; ++i) w->Append(MakeRecord(2 + i), false);
+  EXPECT_FALSE(w->CloseCall(slot, MakeRecord(999)));
+  std::string error;
+  auto s = ReadRingFile(w->path(), &error);
+  ASSERT_TRUE(s) << error;
+  EXPECT_EQ(s->dropped_records, 1u);
+  for (const auto& r : s->records) EXPECT_NE(r.data.seq, 999u);
+}
+
 TEST(Ring, CommTableOverflowIsCounted) {
   testing::TempDir tmp;
   RingOptions o;
