@@ -46,6 +46,7 @@ void* Loop(void* arg) {
     }
     SleepNs(sleep_ns);
   }
+  rt->poller_exited.store(true, std::memory_order_release);
   return nullptr;
 }
 
@@ -71,6 +72,7 @@ bool StartBackgroundThread(Runtime* rt) noexcept {
     return false;
   }
   pthread_setname_np(thread, "ncclscope");
+  rt->poller_started.store(true, std::memory_order_release);
   return true;
 }
 

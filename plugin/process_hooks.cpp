@@ -1,6 +1,7 @@
 // Fork and exit handling: a forked child must never write the parent's ring mapping (it is shared
 // with the parent), and a normal exit marks the ring finished.
 #include <pthread.h>
+#include <time.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -40,10 +41,26 @@ void AfterForkInChild() {
   }
 }
 
+// Work that completed since the poller's last pass (typically the final step's, synchronized just
+// before exit) would otherwise stay "pending" in the trace. The poller is asked to stop, and once it
+// has left its loop one last pass runs here; the wait is bounded so exit is never held up.
+void StampLastCompletions(Runtime* rt) {
+  if (rt->tracker == nullptr || !rt->poller_started.load(std::memory_order_acquire)) return;
+  constexpr int kWaitSteps = 100;  // 100 x 200 us = 20 ms at most
+  for (int i = 0; i < kWaitSteps && !rt->poller_exited.load(std::memory_order_acquire); ++i) {
+    timespec ts{0, 200'000};
+    nanosleep(&ts, nullptr);
+  }
+  if (rt->poller_exited.load(std::memory_order_acquire)) {
+    rt->tracker->PollOnce(trace::MonotonicNs());
+  }
+}
+
 void AtExit() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (rt == nullptr || rt == kRuntimeOff) return;
   rt->stop.store(true, std::memory_order_release);
+  StampLastCompletions(rt);
   rt->ring->Heartbeat(trace::MonotonicNs());
   rt->ring->SetFlags(trace::kHeaderFinished);
   const uint64_t unknown = rt->ring->header().unknown_comm_records.load(std::memory_order_relaxed);

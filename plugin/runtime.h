@@ -22,6 +22,8 @@ struct Runtime {
   std::atomic<uint32_t> root_comms{0};         // for default names "comm<N>"
   std::atomic<uint32_t> init_all_calls{0};
   std::atomic<bool> stop{false};  // tells the background thread to finish
+  std::atomic<bool> poller_started{false};
+  std::atomic<bool> poller_exited{false};  // the thread left its loop: PollOnce is free to call
 };
 
 // nullptr: not initialized yet; kRuntimeOff: recording is off for good (in this process).
