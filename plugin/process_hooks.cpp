@@ -42,8 +42,8 @@ void AfterForkInChild() {
 }
 
 // Work that completed since the poller's last pass (typically the final step's, synchronized just
-// before exit) would otherwise stay "pending" in the trace. The poller is asked to stop, and once it
-// has left its loop one last pass runs here; the wait is bounded so exit is never held up.
+// before exit) would otherwise stay "pending" in the trace. The poller is asked to stop, and once
+// it has left its loop one last pass runs here; the wait is bounded so exit is never held up.
 void StampLastCompletions(Runtime* rt) {
   if (rt->tracker == nullptr || !rt->poller_started.load(std::memory_order_acquire)) return;
   constexpr int kWaitSteps = 100;  // 100 x 200 us = 20 ms at most

@@ -24,6 +24,9 @@ build_and_test() {  # dir, ctest label filter ("" = all), targets ("" = all), ex
   fi
 }
 
+echo "== format: .clang-format applies to all C++"
+git ls-files '*.cpp' '*.h' '*.cc' '*.hpp' | xargs clang-format --dry-run --Werror
+
 echo "== main build: every test"
 build_and_test build "" ""
 [ "${1:-}" = "--quick" ] && exit 0

@@ -11,8 +11,11 @@ namespace ncclscope::sim {
 struct JobEnv {
   std::string tag;        // NCCLSIM_JOB_TAG: names the emulator's shm objects
   std::string job_id;     // NCCLSCOPE_JOB_ID
-  std::string trace_dir;  // NCCLSCOPE_DIR and the rank program's run directory
-  std::string probe;      // LD_PRELOAD'ed ahead of anything already there; empty = none
+  std::string trace_dir;  // NCCLSCOPE_DIR
+  // NCCLSCOPE_SIM_RUN_DIR, where rank 0 publishes the unique id: apart from the trace directory,
+  // so a job whose trace directory is unwritable or full still runs (the probe fails open).
+  std::string run_dir;
+  std::string probe;  // LD_PRELOAD'ed ahead of anything already there; empty = none
   int nranks = 0;
   std::vector<std::pair<std::string, std::string>> extra;  // applied last
 };

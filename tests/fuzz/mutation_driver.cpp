@@ -1,6 +1,6 @@
 // Runs a fuzz target without libFuzzer (gcc builds, CI): each seed as is, then a fixed number of
-// deterministic mutations of it (bit flips, byte stores, word stores of boundary values, truncation).
-// Usage: <target> SEED_FILE... [--iterations N]
+// deterministic mutations of it (bit flips, byte stores, word stores of boundary values,
+// truncation). Usage: <target> SEED_FILE... [--iterations N]
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -20,8 +20,12 @@ void Mutate(std::string& s, std::mt19937_64& rng) {
   if (s.empty()) return;
   std::uniform_int_distribution<size_t> pos(0, s.size() - 1);
   switch (rng() % 4) {
-    case 0: s[pos(rng)] ^= static_cast<char>(1u << (rng() % 8)); break;
-    case 1: s[pos(rng)] = static_cast<char>(rng()); break;
+    case 0:
+      s[pos(rng)] ^= static_cast<char>(1u << (rng() % 8));
+      break;
+    case 1:
+      s[pos(rng)] = static_cast<char>(rng());
+      break;
     case 2: {
       // Header fields are 4- and 8-byte integers: boundary values find the overflow bugs.
       static const uint64_t kValues[] = {0, 1, 0x7fffffff, 0xffffffff, ~0ull, 1ull << 40, 4096};
@@ -30,7 +34,9 @@ void Mutate(std::string& s, std::mt19937_64& rng) {
       if (p + 8 <= s.size()) std::memcpy(&s[p], &v, 8);
       break;
     }
-    default: s.resize(pos(rng)); break;
+    default:
+      s.resize(pos(rng));
+      break;
   }
 }
 
