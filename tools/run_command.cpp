@@ -76,6 +76,7 @@ int Run(const std::string& dir_option, const std::vector<std::string>& command) 
   }
   if (child == 0) {
     std::vector<char*> argv;
+    argv.reserve(command.size() + 1);
     for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());

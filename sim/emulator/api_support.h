@@ -6,8 +6,9 @@
 
 // Defines `nccl<X>` as a weak alias of `pnccl<X>`, as NCCL does, so a profiler that interposes
 // nccl<X> can still reach the implementation through pnccl<X>.
-#define NCCLSIM_ALIAS(name) \
-  extern "C" __attribute__((weak, alias("p" #name))) decltype(p##name) name;
+#define NCCLSIM_ALIAS(name)                                            \
+  extern "C" __attribute__((weak, alias("p" #name))) decltype(p##name) \
+      name;  // NOLINT(bugprone-macro-parentheses): a declarator
 
 namespace ncclsim {
 

@@ -171,7 +171,8 @@ __attribute__((destructor)) void drainStreamsAtExit() {
 #undef cuEventDestroy
 #undef cuEventElapsedTime
 #define NCCLSIM_ALIAS(name, target) \
-  extern "C" __attribute__((alias(#target))) decltype(target) name;
+  extern "C" __attribute__((        \
+      alias(#target))) decltype(target) name;  // NOLINT(bugprone-macro-parentheses): a declarator
 NCCLSIM_ALIAS(cuStreamDestroy, cuStreamDestroy_v2)
 NCCLSIM_ALIAS(cuEventDestroy, cuEventDestroy_v2)
 NCCLSIM_ALIAS(cuEventElapsedTime, cuEventElapsedTime_v2)

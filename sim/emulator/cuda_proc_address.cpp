@@ -16,7 +16,7 @@ struct Entry {
 // variant, the versioned function is the one with the base name's current signature.
 const Entry kEntries[] = {
 #define E(name, fn) \
-  { name, reinterpret_cast<void*>(&fn) }
+  { name, reinterpret_cast<void*>(&fn) }  // NOLINT(bugprone-macro-parentheses)
     E("cuInit", cuInit),
     E("cuDriverGetVersion", cuDriverGetVersion),
     E("cuDeviceGetCount", cuDeviceGetCount),
