@@ -20,47 +20,48 @@ ncclRedOp_t builtinOp(RedOp op) {
   }
 }
 
-ncclResult_t issuePipeline(const OpCall& c, OpBuffers& b, ncclComm_t comm, cudaStream_t s) {
+ncclResult_t issuePipeline(RankBackend& nccl, const OpCall& c, OpBuffers& b, ncclComm_t comm,
+                           CUstream s) {
   ncclResult_t rc = ncclSuccess;
-  if (c.grouped) rc = ncclGroupStart();
+  if (c.grouped) rc = nccl.groupStart();
   // Ungrouped, a stage receives before it sends, so the chain drains from the first stage on.
   if (rc == ncclSuccess && !c.grouped && b.recv_peer >= 0) {
-    rc = ncclRecv(b.recv.data(), b.recv_count, c.dtype, b.recv_peer, comm, s);
+    rc = nccl.recv(b.recv.data(), b.recv_count, c.dtype, b.recv_peer, comm, s);
   }
   if (rc == ncclSuccess && b.send_peer >= 0) {
-    rc = ncclSend(b.send.data(), b.send_count, c.dtype, b.send_peer, comm, s);
+    rc = nccl.send(b.send.data(), b.send_count, c.dtype, b.send_peer, comm, s);
   }
   if (rc == ncclSuccess && c.grouped && b.recv_peer >= 0) {
-    rc = ncclRecv(b.recv.data(), b.recv_count, c.dtype, b.recv_peer, comm, s);
+    rc = nccl.recv(b.recv.data(), b.recv_count, c.dtype, b.recv_peer, comm, s);
   }
   if (c.grouped) {
-    const ncclResult_t end = ncclGroupEnd();
+    const ncclResult_t end = nccl.groupEnd();
     if (rc == ncclSuccess) rc = end;
   }
   return rc;
 }
 
-ncclResult_t issueCollective(const OpCall& c, OpBuffers& b, ncclRedOp_t op, ncclComm_t comm,
-                             cudaStream_t s) {
+ncclResult_t issueCollective(RankBackend& nccl, const OpCall& c, OpBuffers& b, ncclRedOp_t op,
+                             ncclComm_t comm, CUstream s) {
   const void* in = b.send.data();
   void* out = b.recv.data();
   switch (c.kind) {
     case OpKind::kAllReduce:
-      return ncclAllReduce(in, out, c.count, c.dtype, op, comm, s);
+      return nccl.allReduce(in, out, c.count, c.dtype, op, comm, s);
     case OpKind::kBroadcast:
-      return ncclBroadcast(in, out, c.count, c.dtype, c.root, comm, s);
+      return nccl.broadcast(in, out, c.count, c.dtype, c.root, comm, s);
     case OpKind::kReduce:
-      return ncclReduce(in, out, c.count, c.dtype, op, c.root, comm, s);
+      return nccl.reduce(in, out, c.count, c.dtype, op, c.root, comm, s);
     case OpKind::kAllGather:
-      return ncclAllGather(in, out, c.count, c.dtype, comm, s);
+      return nccl.allGather(in, out, c.count, c.dtype, comm, s);
     case OpKind::kReduceScatter:
-      return ncclReduceScatter(in, out, c.count, c.dtype, op, comm, s);
+      return nccl.reduceScatter(in, out, c.count, c.dtype, op, comm, s);
     case OpKind::kAllToAll:
-      return ncclAlltoAll(in, out, c.count, c.dtype, comm, s);
+      return nccl.allToAll(in, out, c.count, c.dtype, comm, s);
     case OpKind::kGather:
-      return ncclGather(in, out, c.count, c.dtype, c.root, comm, s);
+      return nccl.gather(in, out, c.count, c.dtype, c.root, comm, s);
     case OpKind::kScatter:
-      return ncclScatter(in, out, c.count, c.dtype, c.root, comm, s);
+      return nccl.scatter(in, out, c.count, c.dtype, c.root, comm, s);
     case OpKind::kPipeline:
       break;
   }
@@ -69,16 +70,19 @@ ncclResult_t issueCollective(const OpCall& c, OpBuffers& b, ncclRedOp_t op, nccl
 
 }  // namespace
 
-ncclResult_t issueOp(const OpCall& c, OpBuffers& b, ncclComm_t comm, CUstream stream) {
-  if (c.kind == OpKind::kPipeline) return issuePipeline(c, b, comm, stream);
-  if (c.redop != RedOp::kPreMulSum) return issueCollective(c, b, builtinOp(c.redop), comm, stream);
+ncclResult_t issueOp(RankBackend& nccl, const OpCall& c, OpBuffers& b, ncclComm_t comm,
+                     CUstream stream) {
+  if (c.kind == OpKind::kPipeline) return issuePipeline(nccl, c, b, comm, stream);
+  if (c.redop != RedOp::kPreMulSum) {
+    return issueCollective(nccl, c, b, builtinOp(c.redop), comm, stream);
+  }
   unsigned char scalar[8];
   encodeValue(c.scalar, c.dtype, scalar);
   ncclRedOp_t op;
-  ncclResult_t rc = ncclRedOpCreatePreMulSum(&op, scalar, c.dtype, ncclScalarHostImmediate, comm);
+  ncclResult_t rc = nccl.redOpCreatePreMulSum(&op, scalar, c.dtype, ncclScalarHostImmediate, comm);
   if (rc != ncclSuccess) return rc;
-  rc = issueCollective(c, b, op, comm, stream);
-  const ncclResult_t destroyed = ncclRedOpDestroy(op, comm);
+  rc = issueCollective(nccl, c, b, op, comm, stream);
+  const ncclResult_t destroyed = nccl.redOpDestroy(op, comm);
   return rc != ncclSuccess ? rc : destroyed;
 }
 

@@ -13,7 +13,6 @@
 
 #include "sim/scenario/comm_layout.h"
 #include "sim/scenario/launcher_env.h"
-#include "sim/scenario/rank_bootstrap.h"
 #include "sim/scenario/rank_exit_codes.h"
 #include "sim/scenario/rank_processes.h"
 #include "sim/scenario/scenario_parser.h"
@@ -38,6 +37,19 @@ bool makeTraceDir(std::string& dir, const std::string& tag, std::string& error) 
     error = fmt::format("{} exists and is not a directory", dir);
     return false;
   }
+  return true;
+}
+
+// A private directory for the job's unique id file, removed by the caller.
+bool makeRunDir(const std::string& tag, std::string& dir, std::string& error) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = fmt::format("{}/ncclscope-sim-{}-run-XXXXXX",
+                                 tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", tag);
+  if (mkdtemp(path.data()) == nullptr) {
+    error = fmt::format("cannot create a run directory {}: {}", path, std::strerror(errno));
+    return false;
+  }
+  dir = path;
   return true;
 }
 
@@ -131,7 +143,7 @@ int runSim(const SimOptions& opt, std::ostream& out, std::ostream& err) {
   job.nranks = opt.ranks;
   job.extra = opt.extra_env;
   std::string error;
-  if (!makeTraceDir(job.trace_dir, job.tag, error)) {
+  if (!makeTraceDir(job.trace_dir, job.tag, error) || !makeRunDir(job.tag, job.run_dir, error)) {
     err << "ncclscope sim: " << error << '\n';
     return kSimSetupError;
   }
@@ -143,7 +155,7 @@ int runSim(const SimOptions& opt, std::ostream& out, std::ostream& err) {
   std::vector<std::vector<std::string>> env;
   for (int r = 0; r < opt.ranks; ++r) {
     argv.push_back({program, scenario, "--rank", std::to_string(r), "--nranks",
-                    std::to_string(opt.ranks), "--run-dir", job.trace_dir});
+                    std::to_string(opt.ranks), "--run-dir", job.run_dir});
     env.push_back(rankEnvironment(job, r, environ));
   }
   std::vector<int> late;
@@ -156,8 +168,8 @@ int runSim(const SimOptions& opt, std::ostream& out, std::ostream& err) {
     outcomes = procs.outcomes();
   }
   removeShm(job.tag);
-  std::error_code ignored;  // absent when rank 0 never got that far
-  std::filesystem::remove(uniqueIdPath(job.trace_dir, job.tag), ignored);
+  std::error_code ignored;
+  std::filesystem::remove_all(job.run_dir, ignored);
   if (!started) {
     err << "ncclscope sim: " << error << '\n';
     return kSimSetupError;

@@ -21,7 +21,7 @@ std::vector<std::string> rankEnvironment(const JobEnv& job, int rank, char** bas
   env["NCCLSIM_JOB_TAG"] = job.tag;
   env["NCCLSCOPE_JOB_ID"] = job.job_id;
   env["NCCLSCOPE_DIR"] = job.trace_dir;
-  env["NCCLSCOPE_SIM_RUN_DIR"] = job.trace_dir;
+  env["NCCLSCOPE_SIM_RUN_DIR"] = job.run_dir;
   env["RANK"] = std::to_string(rank);
   env["WORLD_SIZE"] = std::to_string(job.nranks);
   // One simulated node holds the whole job, as on a single multi-GPU machine.

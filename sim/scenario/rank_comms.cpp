@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "sim/scenario/fault_actions.h"
 #include "sim/scenario/rank_bootstrap.h"
 #include "sim/scenario/rank_exit_codes.h"
 
@@ -15,31 +14,41 @@ std::string cuError(CUresult rc) {
   return s != nullptr ? s : fmt::format("CUresult {}", static_cast<int>(rc));
 }
 
-void joinOrBlock(const RankFaults& faults, const std::string& comm, int rank) {
+void joinOrBlock(RankBackend& backend, const RankFaults& faults, const std::string& comm,
+                 int rank) {
   if (faults.neverJoins(comm)) {
-    blockForever(fmt::format("never_join of '{}' (rank {} never calls its creation)", comm, rank));
+    backend.blockForever(
+        fmt::format("never_join of '{}' (rank {} never calls its creation)", comm, rank));
   }
 }
 
-int bootstrapWorld(const RankOptions& opt, const RankFaults& faults, ncclComm_t& world,
-                   std::string& error) {
+// The scenario's name shows in traces; ncclConfig_t is otherwise left at NCCL's defaults.
+ncclConfig_t namedConfig(const std::string& name) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.commName = name.c_str();
+  return config;
+}
+
+int bootstrapWorld(RankBackend& backend, const RankOptions& opt, const RankFaults& faults,
+                   const CommLayout& layout, ncclComm_t& world, std::string& error) {
   const std::string path = uniqueIdPath(opt.run_dir, opt.job_tag);
   ncclUniqueId id;
   if (opt.rank == 0) {
-    const ncclResult_t rc = ncclGetUniqueId(&id);
+    const ncclResult_t rc = backend.getUniqueId(&id);
     if (rc != ncclSuccess) {
       error = fmt::format("ncclGetUniqueId: {}", ncclGetErrorString(rc));
       return kRankLibraryError;
     }
     // Published before a never_join block, so the other ranks do reach the init that hangs.
-    if (!publishUniqueId(path, id, error)) return kRankLibraryError;
-  } else if (!waitUniqueId(path, opt.bootstrap_timeout_s, id, error)) {
+    if (!backend.publishUniqueId(path, id, error)) return kRankLibraryError;
+  } else if (!backend.waitUniqueId(path, opt.bootstrap_timeout_s, id, error)) {
     return kRankBootstrapTimeout;
   }
-  joinOrBlock(faults, "world", opt.rank);
-  const ncclResult_t rc = ncclCommInitRank(&world, opt.nranks, id, opt.rank);
+  joinOrBlock(backend, faults, layout.name, opt.rank);
+  ncclConfig_t config = namedConfig(layout.name);
+  const ncclResult_t rc = backend.commInitRankConfig(&world, opt.nranks, id, opt.rank, &config);
   if (rc != ncclSuccess) {
-    error = fmt::format("ncclCommInitRank: {}", ncclGetErrorString(rc));
+    error = fmt::format("ncclCommInitRankConfig: {}", ncclGetErrorString(rc));
     return kRankLibraryError;
   }
   return kRankOk;
@@ -47,39 +56,29 @@ int bootstrapWorld(const RankOptions& opt, const RankFaults& faults, ncclComm_t&
 
 }  // namespace
 
-bool setupDevice(int local_rank, std::string& error) {
-  int count = 0;
-  CUdevice dev;
-  CUcontext ctx;
-  CUresult rc = cuInit(0);
-  if (rc == CUDA_SUCCESS) rc = cuDeviceGetCount(&count);
-  if (rc == CUDA_SUCCESS && count <= 0) rc = CUDA_ERROR_NO_DEVICE;
-  if (rc == CUDA_SUCCESS) rc = cuDeviceGet(&dev, local_rank % count);
-  if (rc == CUDA_SUCCESS) rc = cuDevicePrimaryCtxRetain(&ctx, dev);
-  if (rc == CUDA_SUCCESS) rc = cuCtxSetCurrent(ctx);
-  if (rc != CUDA_SUCCESS) error = "device setup: " + cuError(rc);
-  return rc == CUDA_SUCCESS;
-}
-
-int createComms(const RankOptions& opt, const JobLayout& job, const RankFaults& faults,
-                RankComms& out, std::string& error) {
+int createComms(RankBackend& backend, const RankOptions& opt, const JobLayout& job,
+                const RankFaults& faults, RankComms& out, std::string& error) {
   const auto& layouts = job.comms();
   out.comms.assign(layouts.size(), nullptr);
   out.streams.assign(layouts.size(), nullptr);
-  if (const int rc = bootstrapWorld(opt, faults, out.comms[0], error); rc != kRankOk) return rc;
+  if (const int rc = bootstrapWorld(backend, opt, faults, layouts[0], out.comms[0], error);
+      rc != kRankOk) {
+    return rc;
+  }
   const auto me = static_cast<size_t>(opt.rank);
   for (size_t i = 1; i < layouts.size(); ++i) {
     const CommLayout& c = layouts[i];
-    joinOrBlock(faults, c.name, opt.rank);
-    const ncclResult_t rc = ncclCommSplit(out.comms[static_cast<size_t>(c.parent)], c.color[me],
-                                          c.key[me], &out.comms[i], nullptr);
+    joinOrBlock(backend, faults, c.name, opt.rank);
+    ncclConfig_t config = namedConfig(c.name);
+    const ncclResult_t rc = backend.commSplit(out.comms[static_cast<size_t>(c.parent)], c.color[me],
+                                              c.key[me], &out.comms[i], &config);
     if (rc != ncclSuccess) {
       error = fmt::format("ncclCommSplit of '{}': {}", c.name, ncclGetErrorString(rc));
       return kRankLibraryError;
     }
   }
   for (size_t i = 0; i < layouts.size(); ++i) {
-    const CUresult rc = cuStreamCreate(&out.streams[i], CU_STREAM_NON_BLOCKING);
+    const CUresult rc = backend.streamCreate(&out.streams[i]);
     if (rc != CUDA_SUCCESS) {
       error = fmt::format("cuStreamCreate for '{}': {}", layouts[i].name, cuError(rc));
       return kRankLibraryError;
@@ -88,10 +87,10 @@ int createComms(const RankOptions& opt, const JobLayout& job, const RankFaults& 
   return kRankOk;
 }
 
-bool destroyComms(RankComms& rc, std::string& error) {
+bool destroyComms(RankBackend& backend, RankComms& rc, std::string& error) {
   for (size_t i = rc.comms.size(); i-- > 0;) {
     if (rc.comms[i] == nullptr) continue;
-    const ncclResult_t r = ncclCommDestroy(rc.comms[i]);
+    const ncclResult_t r = backend.commDestroy(rc.comms[i]);
     rc.comms[i] = nullptr;
     if (r != ncclSuccess && error.empty()) {
       error = fmt::format("ncclCommDestroy: {}", ncclGetErrorString(r));
@@ -99,7 +98,7 @@ bool destroyComms(RankComms& rc, std::string& error) {
   }
   for (CUstream& s : rc.streams) {
     if (s == nullptr) continue;
-    const CUresult r = cuStreamDestroy(s);
+    const CUresult r = backend.streamDestroy(s);
     s = nullptr;
     if (r != CUDA_SUCCESS && error.empty()) error = "cuStreamDestroy: " + cuError(r);
   }

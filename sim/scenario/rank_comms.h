@@ -1,5 +1,6 @@
-// Creates this rank's communicators (world by ncclCommInitRank, the rest by ncclCommSplit) and one
-// stream per communicator, honoring never_join faults.
+// Creates this rank's communicators (world by ncclCommInitRankConfig, the rest by ncclCommSplit,
+// each named after its scenario name through ncclConfig_t.commName) and one stream per
+// communicator, honoring never_join faults.
 #pragma once
 
 #include <cuda.h>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "sim/scenario/comm_layout.h"
+#include "sim/scenario/rank_backend.h"
 #include "sim/scenario/rank_faults.h"
 #include "sim/scenario/rank_options.h"
 
@@ -20,17 +22,13 @@ struct RankComms {
   std::vector<CUstream> streams;
 };
 
-// Makes a device context current (device = local rank modulo device count), like a training
-// process does before it touches NCCL. Returns false and sets `error` on failure.
-bool setupDevice(int local_rank, std::string& error);
-
 // Returns an exit code from rank_exit_codes.h; kRankOk on success, else `error` says what failed.
 // Never returns for a rank with a never_join fault on one of the communicators.
-int createComms(const RankOptions& opt, const JobLayout& job, const RankFaults& faults,
-                RankComms& out, std::string& error);
+int createComms(RankBackend& backend, const RankOptions& opt, const JobLayout& job,
+                const RankFaults& faults, RankComms& out, std::string& error);
 
 // Destroys communicators (children first) and streams. Returns false and sets `error` on the
 // first failure.
-bool destroyComms(RankComms& rc, std::string& error);
+bool destroyComms(RankBackend& backend, RankComms& rc, std::string& error);
 
 }  // namespace ncclscope::sim

@@ -23,9 +23,11 @@ const char* envOr(const char* name, const char* fallback) {
 
 std::string rankUsage() {
   return "usage: ncclscope-sim-rank SCENARIO [--rank R] [--nranks N] [--run-dir DIR] "
-         "[--bootstrap-timeout SECONDS]\n"
+         "[--bootstrap-timeout SECONDS] [--plan]\n"
          "  rank and size default to $RANK and $WORLD_SIZE; the run directory (where rank 0 "
-         "publishes the unique id) to $NCCLSCOPE_SIM_RUN_DIR, then $NCCLSCOPE_DIR";
+         "publishes the unique id) to $NCCLSCOPE_SIM_RUN_DIR, then $NCCLSCOPE_DIR\n"
+         "  --plan prints the NCCL calls this rank would make, one JSON object per line, and "
+         "runs nothing";
 }
 
 std::optional<RankOptions> parseRankOptions(int argc, char** argv, std::string& error) {
@@ -43,6 +45,8 @@ std::optional<RankOptions> parseRankOptions(int argc, char** argv, std::string& 
       nranks = argv[++i];
     } else if (a == "--run-dir" && has_value) {
       o.run_dir = argv[++i];
+    } else if (a == "--plan") {
+      o.plan = true;
     } else if (a == "--bootstrap-timeout" && has_value) {
       timeout = argv[++i];
     } else if (!a.empty() && a[0] != '-' && o.scenario.empty()) {
@@ -59,7 +63,7 @@ std::optional<RankOptions> parseRankOptions(int argc, char** argv, std::string& 
     error = "no scenario file given";
   else if (!r || !n || *n == 0 || *r >= *n)
     error = "need 0 <= rank < nranks (--rank/--nranks or RANK/WORLD_SIZE)";
-  else if (o.run_dir.empty())
+  else if (o.run_dir.empty() && !o.plan)
     error = "no run directory (--run-dir, NCCLSCOPE_SIM_RUN_DIR or NCCLSCOPE_DIR)";
   if (!error.empty()) return std::nullopt;
   o.rank = *r;

@@ -14,6 +14,7 @@ struct RankOptions {
   std::string run_dir;   // --run-dir, NCCLSCOPE_SIM_RUN_DIR or NCCLSCOPE_DIR: unique id file
   std::string job_tag;   // NCCLSIM_JOB_TAG, names the unique id file
   double bootstrap_timeout_s = 60.0;  // --bootstrap-timeout
+  bool plan = false;  // --plan: print the NCCL calls this rank would make instead of running
 };
 
 // Reads argv, then the environment for what argv left out. On a problem returns nullopt and sets

@@ -37,7 +37,8 @@ std::string lookup(const std::vector<std::string>& env, const std::string& name)
 }
 
 TEST(LauncherEnv, SetsJobVariablesAndPrependsTheProbe) {
-  JobEnv job{"abc", "sim-abc", "/tmp/t", "/x/libncclscope.so", 8, {{"NCCLSCOPE_LEVEL", "2"}}};
+  JobEnv job{
+      "abc", "sim-abc", "/tmp/t", "/tmp/run", "/x/libncclscope.so", 8, {{"NCCLSCOPE_LEVEL", "2"}}};
   char a[] = "LD_PRELOAD=/other.so";
   char b[] = "RANK=99";
   char c[] = "HOME=/root";
@@ -51,6 +52,8 @@ TEST(LauncherEnv, SetsJobVariablesAndPrependsTheProbe) {
   EXPECT_EQ(lookup(env, "NCCLSIM_JOB_TAG"), "abc");
   EXPECT_EQ(lookup(env, "NCCLSCOPE_JOB_ID"), "sim-abc");
   EXPECT_EQ(lookup(env, "NCCLSCOPE_DIR"), "/tmp/t");
+  // The unique id is not in the trace directory, which may be unwritable or full.
+  EXPECT_EQ(lookup(env, "NCCLSCOPE_SIM_RUN_DIR"), "/tmp/run");
   EXPECT_EQ(lookup(env, "NCCLSCOPE_LEVEL"), "2");
   EXPECT_EQ(lookup(env, "HOME"), "/root");
   job.probe.clear();

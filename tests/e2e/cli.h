@@ -1,0 +1,20 @@
+// The ncclscope command as a user runs it: `ncclscope sim` jobs and `ncclscope dump --json`.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "tests/e2e/dump_json.h"
+#include "tests/e2e/subprocess.h"
+
+namespace ncclscope::testing {
+
+// `ncclscope sim --ranks N --scenario <sim/scenarios/NAME> --dir DIR --timeout S`. Small rings
+// (NCCLSCOPE_RING_RECORDS) keep 32-rank jobs cheap; `env` adds to or overrides that.
+ProcessResult RunSim(const std::string& scenario, int ranks, const std::string& dir,
+                     double timeout_s, const std::map<std::string, std::string>& env = {});
+
+// `ncclscope dump DIR --json`, parsed. Fails the calling test when dump does not exit 0.
+std::map<int, RankDump> DumpJson(const std::string& dir);
+
+}  // namespace ncclscope::testing

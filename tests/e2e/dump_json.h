@@ -1,0 +1,21 @@
+// `ncclscope dump --json` output, parsed back into per-rank lists for assertions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ncclscope::testing {
+
+struct RankDump {  // NOLINT(bugprone-exception-escape): a false positive on nlohmann::json members
+  nlohmann::json header;
+  std::vector<nlohmann::json> comms;
+  std::vector<nlohmann::json> records;
+};
+
+// Keyed by global rank. Fails the calling test (ADD_FAILURE) on a line that is not JSON.
+std::map<int, RankDump> ParseDump(const std::string& json_lines);
+
+}  // namespace ncclscope::testing

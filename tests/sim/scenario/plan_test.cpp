@@ -1,0 +1,174 @@
+// `ncclscope-sim-rank --plan`: the calls a rank would make, with the effect of every fault that
+// changes them, and the point where a fault ends the rank.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace ncclscope::sim {
+namespace {
+
+using Json = nlohmann::json;
+
+struct Plan {  // NOLINT(bugprone-exception-escape): a false positive on nlohmann::json members
+  int exit_code = -1;
+  std::vector<Json> calls;
+  Json stop;  // null when the plan runs to the end
+};
+
+Plan planOf(const std::string& scenario, int rank, int nranks) {
+  Plan p;
+#ifdef NCCLSCOPE_SIM_RANK_PROGRAM
+  // No run directory, no emulator job: a plan touches nothing.
+  const std::string cmd = std::string("env -u NCCLSCOPE_DIR -u NCCLSCOPE_SIM_RUN_DIR ") +
+                          NCCLSCOPE_SIM_RANK_PROGRAM + " " + NCCLSCOPE_SCENARIOS_DIR + "/" +
+                          scenario + " --plan --rank " + std::to_string(rank) + " --nranks " +
+                          std::to_string(nranks) + " 2>/dev/null";
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) return p;
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  const int status = pclose(f);
+  p.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  size_t start = 0;
+  for (size_t end; (end = out.find('\n', start)) != std::string::npos; start = end + 1) {
+    Json j = Json::parse(out.substr(start, end - start));
+    if (j.at("type") == "stop") {
+      p.stop = j;
+    } else {
+      EXPECT_TRUE(p.stop.is_null()) << "a call after the stop line: " << j.dump();
+      p.calls.push_back(j);
+    }
+  }
+#endif
+  return p;
+}
+
+// The calls of one scenario op (global step, op index), in order.
+std::vector<Json> at(const Plan& p, int step, int op) {
+  std::vector<Json> out;
+  for (const Json& j : p.calls) {
+    if (j.at("step") == step && j.at("op_index") == op) out.push_back(j);
+  }
+  return out;
+}
+
+std::vector<std::string> opsOf(const std::vector<Json>& calls) {
+  std::vector<std::string> ops;
+  ops.reserve(calls.size());
+  for (const Json& j : calls) ops.push_back(j.at("op"));
+  return ops;
+}
+
+class RankPlan : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#ifndef NCCLSCOPE_SIM_RANK_PROGRAM
+    GTEST_SKIP() << "the emulator is not built, so neither is the rank program";
+#endif
+  }
+};
+
+TEST_F(RankPlan, HealthyRankCreatesNamedCommsRunsEveryStepAndDestroysChildrenFirst) {
+  const Plan p0 = planOf("healthy.json", 0, 4);
+  ASSERT_EQ(p0.exit_code, 0);
+  EXPECT_TRUE(p0.stop.is_null()) << p0.stop.dump();
+  ASSERT_GE(p0.calls.size(), 9u);
+  // Rank 0 makes the unique id; the trace names it after the communicator made from it.
+  EXPECT_EQ(p0.calls[0].at("op"), "get_unique_id");
+  EXPECT_EQ(p0.calls[0].at("comm"), "world");
+  EXPECT_EQ(p0.calls[1].at("op"), "comm_init_rank_config");
+  EXPECT_EQ(p0.calls[1].at("comm"), "world");
+  EXPECT_EQ(p0.calls[1].at("nranks"), 4);
+  const std::vector<std::string> splits = {p0.calls[2].at("new_comm"), p0.calls[3].at("new_comm"),
+                                           p0.calls[4].at("new_comm")};
+  EXPECT_EQ(splits, (std::vector<std::string>{"tp", "dp", "ep"}));
+  EXPECT_EQ(p0.calls[4].at("comm"), "dp") << "ep is a split of dp";
+  std::vector<std::string> destroyed;
+  for (size_t i = p0.calls.size() - 4; i < p0.calls.size(); ++i) {
+    EXPECT_EQ(p0.calls[i].at("op"), "comm_destroy");
+    destroyed.push_back(p0.calls[i].at("comm"));
+  }
+  EXPECT_EQ(destroyed, (std::vector<std::string>{"ep", "dp", "tp", "world"}));
+  // The grouped pipeline is bracketed by a group; premulsum creates and destroys its reduction.
+  EXPECT_EQ(opsOf(at(p0, 0, 1)), (std::vector<std::string>{"group_start", "send", "group_end"}));
+  EXPECT_EQ(opsOf(at(p0, 1, 3)),
+            (std::vector<std::string>{"redop_create_premulsum", "allreduce", "redop_destroy"}));
+  EXPECT_EQ(at(p0, 1, 3)[1].at("redop"), "premulsum");
+  EXPECT_EQ(at(p0, 2, 1)[0].at("root"), 0);
+  EXPECT_EQ(at(p0, 2, 1)[0].at("dtype"), "int64");
+  EXPECT_EQ(at(p0, 5, 0).size(), 1u) << "the second repetition is planned too";
+
+  const Plan p1 = planOf("healthy.json", 1, 4);
+  EXPECT_EQ(p1.calls.at(0).at("op"), "comm_init_rank_config") << "only rank 0 makes the id";
+  EXPECT_EQ(p1.calls.at(0).at("rank"), 1);
+}
+
+TEST_F(RankPlan, SkipLeavesTheOpOut) {
+  EXPECT_TRUE(at(planOf("skip.json", 3, 4), 2, 0).empty());
+  EXPECT_EQ(at(planOf("skip.json", 2, 4), 2, 0).size(), 1u);
+}
+
+TEST_F(RankPlan, ExtraOpIssuesACopyRightAfter) {
+  const auto calls = at(planOf("extra-op.json", 1, 4), 2, 0);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0], calls[1]);
+}
+
+TEST_F(RankPlan, WrongArgumentsShowInTheCall) {
+  EXPECT_EQ(at(planOf("wrong-count.json", 0, 4), 3, 0).at(0).at("count"), 512);
+  EXPECT_EQ(at(planOf("wrong-count.json", 1, 4), 3, 0).at(0).at("count"), 256);
+  EXPECT_EQ(at(planOf("wrong-dtype.json", 2, 4), 3, 0).at(0).at("dtype"), "float16");
+  EXPECT_EQ(at(planOf("wrong-root.json", 2, 4), 3, 1).at(0).at("root"), 1);
+  EXPECT_EQ(at(planOf("wrong-root.json", 3, 4), 3, 1).at(0).at("root"), 0);
+  // Stage 0 of the world pipeline sends to 1; shifted by one it sends to 2.
+  const auto sends = at(planOf("wrong-peer.json", 0, 4), 2, 1);
+  ASSERT_EQ(opsOf(sends), (std::vector<std::string>{"group_start", "send", "group_end"}));
+  EXPECT_EQ(sends[1].at("peer"), 2);
+}
+
+TEST_F(RankPlan, CrashEndsThePlanWhereTheRankDies) {
+  const Plan dead = planOf("crash-sigkill.json", 1, 4);
+  EXPECT_EQ(dead.exit_code, 0) << "the plan itself succeeded";
+  ASSERT_FALSE(dead.stop.is_null());
+  EXPECT_EQ(dead.stop.at("step"), 2);
+  EXPECT_NE(dead.stop.at("why").get<std::string>().find("sigkill"), std::string::npos);
+  EXPECT_EQ(dead.calls.back().at("step"), 1);
+  const Plan alive = planOf("crash-sigkill.json", 0, 4);
+  EXPECT_TRUE(alive.stop.is_null());
+  EXPECT_EQ(alive.calls.back().at("op"), "comm_destroy");
+}
+
+TEST_F(RankPlan, HangIssuesTheRestOfItsStepThenStops) {
+  const Plan p = planOf("hang.json", 1, 4);
+  ASSERT_FALSE(p.stop.is_null());
+  EXPECT_EQ(p.stop.at("step"), 2);
+  EXPECT_EQ(at(p, 2, 0).size(), 1u) << "the hung op is issued";
+  EXPECT_FALSE(at(p, 2, 1).empty()) << "ops after it are enqueued too";
+  EXPECT_EQ(p.calls.back().at("step"), 2);
+}
+
+TEST_F(RankPlan, NeverJoinStopsBeforeTheCreation) {
+  const Plan p = planOf("never-join.json", 1, 4);
+  ASSERT_FALSE(p.stop.is_null());
+  EXPECT_EQ(p.calls.back().at("op"), "comm_split");
+  EXPECT_EQ(p.calls.back().at("new_comm"), "tp");
+  EXPECT_EQ(p.stop.at("step"), -1);
+}
+
+TEST_F(RankPlan, ProcessFaultsStopThePlan) {
+  for (const char* f : {"stuck-before.json", "early-exit.json", "freeze.json"}) {
+    SCOPED_TRACE(f);
+    const Plan p = planOf(f, 2, 4);
+    const Plan q = planOf(f, 3, 4);
+    EXPECT_NE(p.stop.is_null(), q.stop.is_null()) << "exactly one of ranks 2 and 3 is faulty";
+  }
+}
+
+}  // namespace
+}  // namespace ncclscope::sim
