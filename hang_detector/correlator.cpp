@@ -1,0 +1,187 @@
+// Orchestrates the detectors and turns their candidate verdicts into the answer: symptoms of
+// another verdict's culprit are dropped, dead and frozen culprits take over the verdicts they
+// explain, verdicts that blame the same ranks are merged, and the root causes come first.
+#include "hang_detector/correlator.h"
+
+#include <algorithm>
+
+#include "hang_detector/detectors.h"
+#include "hang_detector/job_index.h"
+
+namespace ncclscope::hang_detector {
+namespace {
+
+void FillInput(const trace::TraceSet& set, const JobIndex& index, const Context& ctx,
+               InputReport* in) {
+  in->files = static_cast<int>(set.files.size());
+  in->world_size = index.world_size();
+  in->unreadable = set.errors;
+  in->missing_ranks = index.missing_ranks();
+  in->post_mortem = ctx.post_mortem;
+  std::vector<int> seen;
+  for (uint32_t f = 0; f < index.files().size(); ++f) {
+    const trace::RingSnapshot& s = *index.files()[f].snap;
+    const int rank = ctx.RankOf(f);
+    if (s.overwritten > 0) in->wrapped_ranks.push_back(rank);
+    if (s.torn_records > 0) in->torn_ranks.push_back(rank);
+    if (s.dropped_records > 0 || s.dropped_comms > 0) in->dropped_ranks.push_back(rank);
+    seen.push_back(rank);
+  }
+  std::sort(seen.begin(), seen.end());
+  if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) {
+    in->notes.push_back(
+        "several files claim the same rank (a restarted job in the same directory?)");
+  }
+  if (ctx.post_mortem) {
+    in->notes.push_back(
+        "no writer process is alive: times are relative to the job's last heartbeat");
+  }
+  if (!in->wrapped_ranks.empty()) {
+    in->notes.push_back(
+        "wrapped rings: sequence numbers older than their oldest record are not compared");
+  }
+  if (index.unplaced_records() > 0) {
+    in->notes.push_back(
+        std::to_string(index.unplaced_records()) +
+        " send/recv records on communicators missing from their comm table were skipped");
+  }
+}
+
+bool Blocks(VerdictClass c) {
+  return c == VerdictClass::kMissing || c == VerdictClass::kP2PDeadlock ||
+         c == VerdictClass::kInitHang;
+}
+
+// A rank stuck waiting in one operation cannot issue the next: naming it as the culprit of
+// another "never issued" is naming a symptom. Such culprits are set aside; a verdict left with none
+// is dropped, unless every verdict would be (ranks waiting on each other across communicators).
+void DropSymptoms(const Context& ctx, std::vector<Verdict>* verdicts) {
+  auto causes = [&](const Verdict& v) {
+    std::vector<int> left;
+    for (int r : v.culprits) {
+      if (!ctx.BlockedElsewhere(r, v)) left.push_back(r);
+    }
+    return left;
+  };
+  auto symptom = [&](const Verdict& v) {
+    return Blocks(v.cls) && !v.tie && !v.culprits.empty() && causes(v).empty();
+  };
+  if (std::all_of(verdicts->begin(), verdicts->end(), symptom)) return;
+  std::erase_if(*verdicts, symptom);
+  for (Verdict& v : *verdicts) {
+    if (!Blocks(v.cls) || v.tie) continue;
+    std::vector<int> left = causes(v);
+    if (left.size() == v.culprits.size()) continue;
+    std::vector<int> stuck;
+    for (int r : v.culprits) {
+      if (std::find(left.begin(), left.end(), r) == left.end()) stuck.push_back(r);
+    }
+    v.summary += " (" + RankList(stuck) + " of them wait elsewhere)";
+    v.culprits = left;
+  }
+}
+
+int Priority(VerdictClass c) {
+  switch (c) {
+    case VerdictClass::kDead:
+      return 0;
+    case VerdictClass::kFrozen:
+      return 1;
+    case VerdictClass::kDesync:
+      return 2;
+    case VerdictClass::kP2PDeadlock:
+      return 3;
+    case VerdictClass::kInitHang:
+      return 4;
+    case VerdictClass::kMissing:
+      return 5;
+    case VerdictClass::kDeviceStall:
+      return 6;
+    case VerdictClass::kStraggler:
+      return 7;
+    case VerdictClass::kHealthy:
+      return 8;
+  }
+  return 9;
+}
+
+// Waits that began within this much of each other began "together" (microseconds apart in
+// practice: one rank's ops are issued back to back); among those, the one blocking the most ranks
+// leads, which keeps the headline stable from run to run.
+constexpr double kSameMomentS = 0.25;
+
+// One verdict per (class, culprits): a rank that never issued #N on tp usually never issued the
+// following collectives on dp and world either; those become one-line "also" evidence.
+void Merge(std::vector<Verdict>* verdicts) {
+  std::vector<std::vector<Verdict>> groups;
+  for (Verdict& v : *verdicts) {
+    const bool mergeable = v.cls != VerdictClass::kDesync && !v.tie;
+    auto same = std::find_if(groups.begin(), groups.end(), [&](const std::vector<Verdict>& g) {
+      return mergeable && !g[0].tie && g[0].cls == v.cls && g[0].culprits == v.culprits;
+    });
+    if (same == groups.end()) {
+      groups.emplace_back().push_back(std::move(v));
+    } else {
+      same->push_back(std::move(v));
+    }
+  }
+  std::vector<Verdict> merged;
+  for (std::vector<Verdict>& g : groups) {
+    double oldest = 0;
+    for (const Verdict& v : g) oldest = std::max(oldest, v.since_s);
+    size_t lead = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      const bool together = g[i].since_s >= oldest - kSameMomentS;
+      const bool lead_together = g[lead].since_s >= oldest - kSameMomentS;
+      if (together && (!lead_together || g[i].victims.size() > g[lead].victims.size())) lead = i;
+    }
+    Verdict primary = std::move(g[lead]);
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (i == lead) continue;
+      const Verdict& v = g[i];
+      primary.victims.insert(primary.victims.end(), v.victims.begin(), v.victims.end());
+      Evidence also;
+      also.rank = v.victims.empty() ? -1 : v.victims.front();
+      also.has_record = false;
+      also.text =
+          "also: " + v.comm_name + " " + v.op + " #" + std::to_string(v.seq) + ": " + v.summary;
+      if (primary.evidence.size() < 16) primary.evidence.push_back(std::move(also));
+    }
+    SortUnique(&primary.victims);
+    merged.push_back(std::move(primary));
+  }
+  std::stable_sort(merged.begin(), merged.end(), [](const Verdict& a, const Verdict& b) {
+    if (Priority(a.cls) != Priority(b.cls)) return Priority(a.cls) < Priority(b.cls);
+    return a.since_s > b.since_s;
+  });
+  *verdicts = std::move(merged);
+}
+
+}  // namespace
+
+Analysis Analyze(const trace::TraceSet& set, const AnalyzeOptions& options) {
+  Analysis a;
+  const JobIndex index(set);
+  Context ctx{index, options, {}, 0, false};
+  AssessLiveness(&ctx);
+  FillInput(set, index, ctx, &a.input);
+  if (set.files.empty()) {
+    a.usable = false;
+    return a;
+  }
+  CheckInits(ctx, &a.verdicts);
+  CheckCollectives(ctx, &a.verdicts, &a.waiting);
+  CheckP2P(ctx, &a.verdicts);
+  DropSymptoms(ctx, &a.verdicts);
+  ApplyLiveness(ctx, &a.verdicts);
+  Merge(&a.verdicts);
+  if (a.verdicts.empty()) {
+    Verdict healthy;
+    healthy.summary = a.waiting.empty() ? "every issued operation completed"
+                                        : "operations in flight, none stalled";
+    a.verdicts.push_back(std::move(healthy));
+  }
+  return a;
+}
+
+}  // namespace ncclscope::hang_detector

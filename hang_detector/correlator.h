@@ -1,0 +1,30 @@
+// The cross-rank correlator: the ring files of one job in, verdicts out. Reads nothing but its
+// arguments (time and process checks are injected), so the same code serves the CLI, tests, and
+// later the in-process watchdog. Thread-safe: no shared state.
+#pragma once
+
+#include <cstdint>
+
+#include "hang_detector/process_probe.h"
+#include "hang_detector/verdict.h"
+#include "trace/trace_set.h"
+
+namespace ncclscope::hang_detector {
+
+struct AnalyzeOptions {
+  int64_t now_wall_ns = 0;  // CLOCK_REALTIME "now"; record times are converted to wall clock
+  // Checks writer processes of this host; nullptr: no process checks (files from elsewhere, tests).
+  const ProcessProbe* probe = nullptr;
+  // A wait shorter than this is progress, not a hang.
+  double stall_s = 2.0;
+  // A heartbeat older than this means no progress at all. Must exceed the writers' heartbeat
+  // period (NCCLSCOPE_HEARTBEAT_MS, 100 ms by default) several times over.
+  double stale_s = 2.0;
+  // The job was ended by its launcher (timeout, scancel): analyse as of its last heartbeat even if
+  // some process lingers, and judge liveness relative to the other ranks, not to now.
+  bool job_ended = false;
+};
+
+Analysis Analyze(const trace::TraceSet& set, const AnalyzeOptions& options);
+
+}  // namespace ncclscope::hang_detector

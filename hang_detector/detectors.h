@@ -1,0 +1,64 @@
+// Internal to the correlator: the shared context and one function per family of verdicts. Each
+// detector reads the index and appends candidate verdicts; correlator.cpp ranks and merges them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hang_detector/correlator.h"
+#include "hang_detector/job_index.h"
+
+namespace ncclscope::hang_detector {
+
+enum class Liveness : uint8_t {
+  kAlive,     // heartbeat fresh or process running
+  kFinished,  // exited normally (header flag)
+  kEnded,     // stopped with the rest of the job (post-mortem): nothing singular about it
+  kDead,      // gone while the others went on
+  kFrozen,    // exists but makes no progress
+};
+
+struct RankLiveness {
+  Liveness state = Liveness::kAlive;
+  ProcessState process = ProcessState::kUnknown;
+  bool local = false;   // written on this host, so `process` was checked
+  double silent_s = 0;  // heartbeat age relative to the reference time
+};
+
+struct Context {
+  const JobIndex& index;
+  const AnalyzeOptions& options;
+  std::vector<RankLiveness> live;  // per file
+  int64_t ref_wall = 0;            // "now", or the job's last heartbeat when it had ended
+  bool post_mortem = false;
+
+  double SinceS(int64_t wall) const { return static_cast<double>(ref_wall - wall) * 1e-9; }
+  bool Stalled(uint32_t file, uint32_t pos) const;  // issued at least stall_s before ref
+  int RankOf(uint32_t file) const;                  // global rank, or -1 - file when unknown
+  int FileOf(int rank) const;                       // inverse of RankOf, -1 when no such file
+  // The rank has an operation or blocking call that has waited at least stall_s, other than the
+  // records `v` cites: it cannot issue anything new, so its absence is a symptom, not a cause.
+  bool BlockedElsewhere(int rank, const Verdict& v) const;
+  Evidence RecordEvidence(uint32_t file, uint32_t pos, const std::string& what) const;
+  std::string CommName(const CommModel& c) const;
+};
+
+// Sets ctx->live, ref_wall and post_mortem from heartbeats, flags and the process probe.
+void AssessLiveness(Context* ctx);
+
+// missing, desync and device-stall on collectives, and the waiting-on view.
+void CheckCollectives(const Context& ctx, std::vector<Verdict>* out,
+                      std::vector<WaitingOn>* waiting);
+// Unmatched send/recv, p2p desync, and cycles in the wait-for graph.
+void CheckP2P(const Context& ctx, std::vector<Verdict>* out);
+// Ranks that never joined a communicator's creation.
+void CheckInits(const Context& ctx, std::vector<Verdict>* out);
+// Turns verdicts whose culprits are dead or frozen into dead/frozen ones, and reports dead or
+// frozen ranks no verdict names.
+void ApplyLiveness(const Context& ctx, std::vector<Verdict>* verdicts);
+
+// Sorted, duplicate-free rank list helpers.
+void SortUnique(std::vector<int>* ranks);
+std::string RankList(const std::vector<int>& ranks);  // "rank 5", "ranks 0,2,4"
+
+}  // namespace ncclscope::hang_detector

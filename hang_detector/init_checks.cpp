@@ -1,0 +1,119 @@
+// Communicator creation: ranks blocked inside ncclCommInitRank* / ncclCommSplit ("in call"
+// records) for longer than the stall time, and the ranks that should have joined them but never
+// called. For a split the expected ranks are the parent's members; for an init from a unique id,
+// the job's ranks when the new communicator spans the job.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "hang_detector/detectors.h"
+
+namespace ncclscope::hang_detector {
+namespace {
+
+std::string Hex(uint64_t id) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(id));
+  return buf;
+}
+
+struct Group {
+  std::vector<const InitCall*> calls;
+};
+
+void Report(const Context& ctx, const Group& g, std::vector<Verdict>* out) {
+  const JobIndex& index = ctx.index;
+  const InitCall& any = *g.calls.front();
+  std::vector<const InitCall*> stuck;
+  std::vector<int> joined;
+  for (const InitCall* c : g.calls) {
+    joined.push_back(ctx.RankOf(c->file));
+    if (c->in_call && ctx.Stalled(c->file, c->pos)) stuck.push_back(c);
+  }
+  if (stuck.empty()) return;
+  SortUnique(&joined);
+  const bool split = any.parent_id != 0;
+  std::vector<int> expected;
+  std::string unknown_members;
+  if (split) {
+    if (const CommModel* parent = index.FindComm(any.parent_id)) {
+      for (const CommMember& m : parent->members) expected.push_back(ctx.RankOf(m.file));
+      if (parent->nranks == index.world_size()) {
+        for (int r : index.missing_ranks()) expected.push_back(r);
+      }
+    }
+  } else if (any.nranks > 0 && any.nranks == index.world_size()) {
+    for (uint32_t f = 0; f < index.files().size(); ++f) expected.push_back(ctx.RankOf(f));
+    for (int r : index.missing_ranks()) expected.push_back(r);
+  } else if (any.nranks > 0) {
+    std::vector<bool> seen(any.nranks, false);
+    for (const InitCall* c : g.calls) {
+      const int cr = static_cast<int>(index.files()[c->file].At(c->pos).aux >> 32);
+      if (cr >= 0 && cr < any.nranks) seen[cr] = true;
+    }
+    for (int cr = 0; cr < any.nranks; ++cr) {
+      if (!seen[cr]) unknown_members += (unknown_members.empty() ? "" : ",") + std::to_string(cr);
+    }
+  }
+  SortUnique(&expected);
+  Verdict v;
+  v.cls = VerdictClass::kInitHang;
+  for (int r : expected) {
+    if (!std::binary_search(joined.begin(), joined.end(), r)) v.culprits.push_back(r);
+  }
+  int64_t first = INT64_MAX;
+  for (const InitCall* c : stuck) {
+    v.victims.push_back(ctx.RankOf(c->file));
+    const RankFile& f = index.files()[c->file];
+    first = std::min(first, f.Wall(f.At(c->pos).t_enter_ns));
+  }
+  SortUnique(&v.victims);
+  v.since_s = ctx.SinceS(first);
+  v.op = trace::OpTypeName(any.op);
+  const uint64_t comm_id = split ? any.parent_id : any.child_id;
+  v.comm_id = comm_id;
+  if (const CommModel* c = index.FindComm(comm_id)) v.comm_name = ctx.CommName(*c);
+  if (v.comm_name.empty()) v.comm_name = Hex(comm_id);
+  v.seq = split ? any.split_index : 0;
+  const std::string what = split
+                               ? "split #" + std::to_string(any.split_index) + " of " + v.comm_name
+                               : "creation of " + v.comm_name;
+  if (!v.culprits.empty()) {
+    v.summary = RankList(v.culprits) + " never joined the " + what + "; " + RankList(v.victims) +
+                " wait inside it";
+  } else if (!unknown_members.empty()) {
+    v.summary = "comm ranks " + unknown_members + " never joined the " + what +
+                " (their global ranks are unknown); " + RankList(v.victims) + " wait inside it";
+  } else {
+    v.culprits = v.victims;
+    v.tie = true;
+    v.summary = "every member called the " + what + " and none returned";
+  }
+  for (const InitCall* c : stuck) {
+    if (v.evidence.size() >= 8) break;
+    const auto& r = index.files()[c->file].At(c->pos);
+    v.evidence.push_back(ctx.RecordEvidence(
+        c->file, c->pos,
+        DescribeOp(r) + " in call" + (split ? ", child " + Hex(c->child_id) : std::string())));
+  }
+  for (int r : v.culprits) {
+    if (v.evidence.size() >= 12 || v.tie) break;
+    v.evidence.push_back({r, 0, false, "never called it"});
+  }
+  out->push_back(std::move(v));
+}
+
+}  // namespace
+
+void CheckInits(const Context& ctx, std::vector<Verdict>* out) {
+  // Few calls per job: an ordered map keyed by (parent or child id, split index) is plenty.
+  std::map<std::pair<uint64_t, uint32_t>, Group> groups;
+  for (const InitCall& c : ctx.index.inits()) {
+    const auto key = c.parent_id != 0 ? std::make_pair(c.parent_id, c.split_index + 1)
+                                      : std::make_pair(c.child_id, 0u);
+    groups[key].calls.push_back(&c);
+  }
+  for (const auto& [key, g] : groups) Report(ctx, g, out);
+}
+
+}  // namespace ncclscope::hang_detector

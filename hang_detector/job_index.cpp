@@ -1,0 +1,248 @@
+#include "hang_detector/job_index.h"
+
+#include <algorithm>
+
+#include "trace/identity.h"
+#include "trace/nccl_names.h"
+
+namespace ncclscope::hang_detector {
+namespace {
+
+using trace::OpType;
+constexpr int32_t kNcclSuccess = 0;
+constexpr int32_t kNcclInProgress = 7;
+
+bool IsRooted(OpType op) {
+  return op == OpType::kBroadcast || op == OpType::kReduce || op == OpType::kGather ||
+         op == OpType::kScatter;
+}
+bool IsReducing(OpType op) {
+  return op == OpType::kAllReduce || op == OpType::kReduce || op == OpType::kReduceScatter;
+}
+bool IsInit(OpType op) {
+  return op == OpType::kCommInitRank || op == OpType::kCommInitRankConfig ||
+         op == OpType::kCommInitRankScalable || op == OpType::kCommSplit ||
+         op == OpType::kCommShrink;
+}
+
+// Appends `pos` at sequence number `seq`, leaving holes for numbers never recorded (dropped).
+// Sequence numbers only grow within a lane; a smaller one (a recreated communicator reusing the
+// id) restarts nothing and is ignored rather than corrupting the order.
+void Place(CollLane& lane, uint64_t seq, uint32_t pos) {
+  if (lane.pos.empty()) lane.first_seq = seq;
+  if (seq < lane.EndSeq()) return;
+  lane.pos.resize(seq - lane.first_seq, kNoRecord);
+  lane.pos.push_back(pos);
+}
+
+}  // namespace
+
+int CommModel::MemberFile(int comm_rank) const {
+  for (const CommMember& m : members) {
+    if (m.comm_rank == comm_rank) return static_cast<int>(m.file);
+  }
+  return -1;
+}
+
+JobIndex::JobIndex(const trace::TraceSet& set) {
+  files_.reserve(set.files.size());
+  for (const trace::RingSnapshot& s : set.files) {
+    RankFile f;
+    f.snap = &s;
+    f.rank = s.global_rank;
+    f.wall_offset = s.start_realtime_ns - s.start_monotonic_ns;
+    f.heartbeat_wall = f.Wall(s.heartbeat_monotonic_ns);
+    files_.push_back(f);
+    world_size_ = std::max(world_size_, s.world_size);
+  }
+  for (uint32_t f = 0; f < files_.size(); ++f) IndexFile(f);
+  if (world_size_ > 0) {
+    std::vector<bool> seen(world_size_, false);
+    for (const RankFile& f : files_) {
+      if (f.rank >= 0 && f.rank < world_size_) seen[f.rank] = true;
+    }
+    for (int r = 0; r < world_size_; ++r) {
+      if (!seen[r]) missing_ranks_.push_back(r);
+    }
+  }
+}
+
+CommModel& JobIndex::CommFor(uint64_t id) {
+  auto [it, inserted] = comm_index_.try_emplace(id, static_cast<uint32_t>(comms_.size()));
+  if (inserted) {
+    comms_.emplace_back();
+    comms_.back().id = id;
+  }
+  return comms_[it->second];
+}
+
+const CommModel* JobIndex::FindComm(uint64_t id) const {
+  auto it = comm_index_.find(id);
+  return it == comm_index_.end() ? nullptr : &comms_[it->second];
+}
+
+void JobIndex::IndexFile(uint32_t f) {
+  const trace::RingSnapshot& s = *files_[f].snap;
+  // This file's view of its communicators: comm rank, and the lane it fills in each.
+  struct Local {
+    uint32_t comm = 0;
+    int comm_rank = -1;
+    uint32_t lane = kNoRecord;
+  };
+  std::unordered_map<uint64_t, Local> local;
+  local.reserve(s.comms.size() * 2 + 4);
+  for (const trace::CommInfo& c : s.comms) {
+    CommModel& m = CommFor(c.id);
+    if (m.name.empty()) m.name = c.name;
+    if (m.nranks < 0) m.nranks = c.nranks;
+    if (m.parent_id == 0) m.parent_id = c.parent_id;
+    if (m.split_index == 0) m.split_index = c.split_index;
+    if (m.origin == 0) m.origin = c.origin;
+    m.members.push_back({f, c.rank});
+    local[c.id] = {comm_index_[c.id], c.rank, kNoRecord};
+  }
+  uint64_t cached_id = 0;
+  Local* cached = nullptr;
+  auto local_for = [&](uint64_t id) -> Local& {
+    if (cached != nullptr && cached_id == id) return *cached;
+    auto [it, inserted] = local.try_emplace(id);
+    if (inserted) {
+      CommFor(id);
+      it->second.comm = comm_index_[id];
+    }
+    cached_id = id;
+    cached = &it->second;
+    return *cached;
+  };
+
+  int64_t last_completed = -1;
+  for (uint32_t pos = 0; pos < s.records.size(); ++pos) {
+    const trace::RecordData& r = s.records[pos].data;
+    const auto op = static_cast<OpType>(r.op);
+    if (r.t_device_done_ns > 0) last_completed = pos;
+    if (trace::IsPending(r.t_device_done_ns) || r.result == trace::kResultInCall) {
+      if (r.t_enter_ns < files_[f].oldest_waiting_enter) {
+        files_[f].oldest_waiting_enter = r.t_enter_ns;
+        files_[f].oldest_waiting_pos = pos;
+      }
+    }
+    if (trace::IsCollective(op)) {
+      if (r.seq == 0 || r.comm_id == 0) continue;  // rejected by NCCL, or unknown communicator
+      Local& l = local_for(r.comm_id);
+      CommModel& m = comms_[l.comm];
+      if (l.lane == kNoRecord) {
+        l.lane = static_cast<uint32_t>(m.lanes.size());
+        m.lanes.push_back({f, l.comm_rank, 0, {}});
+      }
+      Place(m.lanes[l.lane], r.seq, pos);
+    } else if (trace::IsP2P(op)) {
+      if (r.seq == 0 || r.comm_id == 0) continue;
+      Local& l = local_for(r.comm_id);
+      if (l.comm_rank < 0) {
+        ++unplaced_;  // without our comm rank the pair cannot be named
+        continue;
+      }
+      CommModel& m = comms_[l.comm];
+      const bool send = op == OpType::kSend;
+      const int src = send ? l.comm_rank : r.peer;
+      const int dst = send ? r.peer : l.comm_rank;
+      const uint64_t key =
+          static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32 | static_cast<uint32_t>(dst);
+      auto [it, inserted] =
+          m.pair_index.try_emplace(key, static_cast<uint32_t>(m.p2p_lanes.size()));
+      if (inserted) {
+        P2PLane lane;
+        lane.src = src;
+        lane.dst = dst;
+        m.p2p_lanes.push_back(std::move(lane));
+      }
+      P2PLane& lane = m.p2p_lanes[it->second];
+      CollLane& side = send ? lane.sends : lane.recvs;
+      side.file = f;
+      side.comm_rank = l.comm_rank;
+      (send ? lane.has_sends : lane.has_recvs) = true;
+      Place(side, r.seq, pos);
+    } else if (IsInit(op)) {
+      InitCall call;
+      call.file = f;
+      call.pos = pos;
+      call.op = op;
+      call.in_call = r.result == trace::kResultInCall;
+      if (op == OpType::kCommSplit || op == OpType::kCommShrink) {
+        call.parent_id = r.comm_id;
+        call.split_index = static_cast<uint32_t>(r.seq);
+        const int color = static_cast<int>(static_cast<uint32_t>(r.aux >> 32));
+        call.child_id = op == OpType::kCommSplit
+                            ? trace::CommIdFromSplit(r.comm_id, call.split_index, color)
+                            : trace::CommIdFromShrink(r.comm_id, call.split_index);
+      } else {
+        call.child_id = r.comm_id;
+        call.nranks = static_cast<int>(static_cast<uint32_t>(r.aux));
+      }
+      inits_.push_back(call);
+    }
+  }
+  files_[f].last_completed_pos = last_completed;
+}
+
+OpState JobIndex::StateOf(uint32_t file, uint32_t pos) const {
+  const RankFile& f = files_[file];
+  const trace::RecordData& r = f.At(pos);
+  if (r.result != kNcclSuccess && r.result != kNcclInProgress && r.result != trace::kResultInCall) {
+    return OpState::kCompleted;  // failed: it will never run, so nobody can wait on it here
+  }
+  if (r.t_device_done_ns > 0) return OpState::kCompleted;
+  if (trace::IsPending(r.t_device_done_ns)) return OpState::kPending;
+  return static_cast<int64_t>(pos) < f.last_completed_pos ? OpState::kCompleted : OpState::kUnknown;
+}
+
+OpState JobIndex::StateAt(const CollLane& lane, uint64_t seq) const {
+  if (seq >= lane.EndSeq()) return OpState::kNotIssued;
+  const uint32_t pos = lane.PosOf(seq);
+  if (pos == kNoRecord) return OpState::kLost;
+  return StateOf(lane.file, pos);
+}
+
+OpSignature SignatureOf(const trace::RecordData& r) {
+  const auto op = static_cast<OpType>(r.op);
+  OpSignature s;
+  s.op = r.op;
+  s.count = r.count;
+  s.dtype = r.dtype;
+  if (IsReducing(op)) s.redop = r.redop;
+  if (IsRooted(op)) s.root = r.peer;
+  return s;
+}
+
+std::string DescribeDifference(const OpSignature& a, const OpSignature& b) {
+  std::string out;
+  auto add = [&](const std::string& what, const std::string& x, const std::string& y) {
+    if (!out.empty()) out += ", ";
+    out += what + " " + x + " vs " + y;
+  };
+  if (a.op != b.op) {
+    add("type", trace::OpTypeName(static_cast<OpType>(a.op)),
+        trace::OpTypeName(static_cast<OpType>(b.op)));
+  }
+  if (a.count != b.count) add("count", std::to_string(a.count), std::to_string(b.count));
+  if (a.dtype != b.dtype) add("dtype", trace::DataTypeName(a.dtype), trace::DataTypeName(b.dtype));
+  if (a.redop != b.redop) add("redop", trace::RedOpName(a.redop), trace::RedOpName(b.redop));
+  if (a.root != b.root) add("root", std::to_string(a.root), std::to_string(b.root));
+  return out;
+}
+
+std::string DescribeOp(const trace::RecordData& r) {
+  const auto op = static_cast<OpType>(r.op);
+  std::string out = trace::OpTypeName(op);
+  if (r.seq != 0) out += " #" + std::to_string(r.seq);
+  if (trace::IsCollective(op) || trace::IsP2P(op)) {
+    out += " count=" + std::to_string(r.count) + " " + trace::DataTypeName(r.dtype);
+    if (IsReducing(op)) out += " " + trace::RedOpName(r.redop);
+    if (IsRooted(op)) out += " root=" + std::to_string(r.peer);
+    if (trace::IsP2P(op))
+      out += (op == OpType::kSend ? " to peer " : " from peer ") + std::to_string(r.peer);
+  }
+  return out;
+}
+
+}  // namespace ncclscope::hang_detector

@@ -1,0 +1,149 @@
+// The job model: every ring file of one job indexed in one pass, so the detectors match collectives
+// by (communicator, sequence number) and send/recv by (communicator, sender, receiver, sequence)
+// with array lookups and never rescan the records. The index stores record positions (4 bytes per
+// record), not copies: the records stay in the TraceSet, which must outlive the index.
+// Built once, then read-only: safe to read from several threads.
+#pragma once
+
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "trace/record.h"
+#include "trace/trace_set.h"
+
+namespace ncclscope::hang_detector {
+
+inline constexpr uint32_t kNoRecord = UINT32_MAX;
+
+// Where an op stands on one rank.
+enum class OpState : uint8_t {
+  kNotIssued,  // the rank's stream of this communicator ends before it
+  kLost,       // not in the ring any more (wrapped) or never recorded (dropped)
+  kPending,    // issued, device completion not stamped yet
+  kUnknown,    // issued, completion untracked and nothing later completed on that rank
+  kCompleted,  // device completion stamped (or untracked and later work completed), or it failed
+};
+inline bool IsWaitingState(OpState s) {
+  return s == OpState::kPending || s == OpState::kUnknown;
+}
+
+// One ring file: who wrote it and the times the detectors need, in wall-clock ns so files of
+// different hosts compare (to NTP precision, enough for seconds-scale hang decisions).
+struct RankFile {
+  const trace::RingSnapshot* snap = nullptr;
+  int rank = -1;            // global rank, -1 when unknown
+  int64_t wall_offset = 0;  // add to a monotonic time of this file to get wall-clock ns
+  int64_t heartbeat_wall = 0;
+  int64_t last_completed_pos = -1;  // newest record with a device completion stamped
+  // Oldest entry time (monotonic) of a record still pending or still inside a blocking call:
+  // how long this rank has been stuck waiting, if at all. INT64_MAX when nothing waits.
+  int64_t oldest_waiting_enter = INT64_MAX;
+  uint32_t oldest_waiting_pos = kNoRecord;
+  int64_t Wall(int64_t monotonic_ns) const { return monotonic_ns + wall_offset; }
+  const trace::RecordData& At(uint32_t pos) const { return snap->records[pos].data; }
+};
+
+// The collectives one rank issued on one communicator, by sequence number.
+struct CollLane {
+  uint32_t file = 0;
+  int comm_rank = -1;
+  uint64_t first_seq = 0;     // sequence number of pos[0]
+  std::vector<uint32_t> pos;  // record positions; kNoRecord for holes
+  uint64_t EndSeq() const { return first_seq + pos.size(); }  // one past the last
+  uint32_t PosOf(uint64_t seq) const {
+    return seq >= first_seq && seq < EndSeq() ? pos[seq - first_seq] : kNoRecord;
+  }
+};
+
+// The sends of `src` to `dst` and the receives of `dst` from `src` on one communicator.
+struct P2PLane {
+  int src = -1, dst = -1;  // comm ranks
+  CollLane sends;          // comm_rank = src; empty when src never sent to dst
+  CollLane recvs;          // comm_rank = dst; empty when dst never received from src
+  bool has_sends = false, has_recvs = false;
+};
+
+struct CommMember {
+  uint32_t file = 0;
+  int comm_rank = -1;
+};
+
+struct CommModel {
+  uint64_t id = 0;
+  std::string name;  // first non-empty name any member recorded
+  int nranks = -1;
+  uint64_t parent_id = 0;
+  uint32_t split_index = 0;
+  uint32_t origin = 0;
+  std::vector<CommMember> members;  // files whose comm table holds it, by comm rank when known
+  std::vector<CollLane> lanes;      // one per file that recorded a collective on it
+  std::unordered_map<uint64_t, uint32_t> pair_index;  // (src << 32 | dst) -> p2p_lanes
+  std::vector<P2PLane> p2p_lanes;
+  int MemberFile(int comm_rank) const;  // file index of a comm rank, -1 when unknown
+};
+
+// A communicator creation call: ncclCommInitRank* (child = the new id) or ncclCommSplit/Shrink
+// (parent = comm_id of the record, split index = seq).
+struct InitCall {
+  uint32_t file = 0;
+  uint32_t pos = 0;
+  trace::OpType op = trace::OpType::kUnknown;
+  uint64_t child_id = 0;
+  uint64_t parent_id = 0;  // 0 for inits from a unique id
+  uint32_t split_index = 0;
+  int nranks = -1;  // inits only
+  bool in_call = false;
+};
+
+class JobIndex {
+ public:
+  // One pass over every record of every file. The set must outlive the index.
+  explicit JobIndex(const trace::TraceSet& set);
+
+  const std::vector<RankFile>& files() const { return files_; }
+  const std::vector<CommModel>& comms() const { return comms_; }
+  const std::vector<InitCall>& inits() const { return inits_; }
+  const CommModel* FindComm(uint64_t id) const;
+  int world_size() const { return world_size_; }
+  // Ranks of 0..world_size-1 with no readable file.
+  const std::vector<int>& missing_ranks() const { return missing_ranks_; }
+  // Records that could not be placed (p2p on a communicator whose table entry was dropped).
+  uint64_t unplaced_records() const { return unplaced_; }
+
+  OpState StateOf(uint32_t file, uint32_t pos) const;
+  // State of collective `seq` in a lane (kNotIssued past its end, kLost before its start or in a
+  // hole). `wrapped` says whether the lane's file lost records to wrapping.
+  OpState StateAt(const CollLane& lane, uint64_t seq) const;
+
+ private:
+  CommModel& CommFor(uint64_t id);
+  void IndexFile(uint32_t f);
+
+  std::vector<RankFile> files_;
+  std::vector<CommModel> comms_;
+  std::unordered_map<uint64_t, uint32_t> comm_index_;
+  std::vector<InitCall> inits_;
+  std::vector<int> missing_ranks_;
+  int world_size_ = -1;
+  uint64_t unplaced_ = 0;
+};
+
+// The comparable part of a collective or p2p record: what every rank must agree on.
+struct OpSignature {
+  uint32_t op = 0;
+  int32_t dtype = -1;
+  int32_t redop = -1;
+  int32_t root = -1;  // rooted collectives only
+  uint64_t count = 0;
+  bool operator==(const OpSignature&) const = default;
+};
+OpSignature SignatureOf(const trace::RecordData& r);
+// "type allgather vs allreduce, count 32 vs 256": the fields in which b differs from a.
+std::string DescribeDifference(const OpSignature& a, const OpSignature& b);
+// "allreduce count=256 float32 sum" for evidence lines.
+std::string DescribeOp(const trace::RecordData& r);
+
+}  // namespace ncclscope::hang_detector

@@ -1,0 +1,220 @@
+// Send/recv: the k-th send of A to B matches the k-th receive of B from A on the same
+// communicator. Three findings: a pair that disagrees (count, dtype), an operation whose
+// counterpart never came, and a cycle in the wait-for graph (each stuck operation waits for the
+// operation queued before it on its stream, or, at the head of its stream, for whatever is queued
+// before its counterpart), e.g. every pipeline stage sending before receiving.
+#include <algorithm>
+#include <unordered_map>
+
+#include "hang_detector/detectors.h"
+
+namespace ncclscope::hang_detector {
+namespace {
+
+using NodeKey = uint64_t;  // file << 32 | record position
+NodeKey Key(uint32_t file, uint32_t pos) {
+  return static_cast<uint64_t>(file) << 32 | pos;
+}
+
+struct Unmatched {
+  uint32_t file, pos;
+  int blamed;  // global rank
+  std::string what;
+};
+
+// The operation this one waits behind on its own stream: the nearest earlier one still waiting,
+// outside its group (the ops of one group progress together). Stream order means that once a
+// completed op is met, nothing earlier can block.
+int64_t StreamBlocker(const JobIndex& index, uint32_t file, uint32_t pos) {
+  const RankFile& f = index.files()[file];
+  const trace::RecordData& me = f.At(pos);
+  for (int64_t p = static_cast<int64_t>(pos) - 1; p >= 0; --p) {
+    const trace::RecordData& r = f.At(static_cast<uint32_t>(p));
+    const auto op = static_cast<trace::OpType>(r.op);
+    if (r.stream != me.stream || !(trace::IsCollective(op) || trace::IsP2P(op))) continue;
+    if (me.group_id != 0 && r.group_id == me.group_id) continue;
+    const OpState s = index.StateOf(file, static_cast<uint32_t>(p));
+    if (s == OpState::kCompleted) return -1;
+    if (IsWaitingState(s)) return p;
+  }
+  return -1;
+}
+
+int GlobalOf(const Context& ctx, const CommModel& comm, int comm_rank) {
+  const int f = comm.MemberFile(comm_rank);
+  return f >= 0 ? ctx.RankOf(static_cast<uint32_t>(f)) : -1;
+}
+
+std::string Describe(const Context& ctx, const CommModel& comm, uint32_t file, uint32_t pos) {
+  return RankList({ctx.RankOf(file)}) + " " + DescribeOp(ctx.index.files()[file].At(pos)) + " on " +
+         ctx.CommName(comm);
+}
+
+void CheckPair(const Context& ctx, const CommModel& comm, const P2PLane& lane,
+               std::vector<Unmatched>* unmatched, std::unordered_map<NodeKey, NodeKey>* partner,
+               std::vector<Verdict>* out) {
+  const JobIndex& index = ctx.index;
+  const uint64_t lo = std::max(lane.has_sends ? lane.sends.first_seq : 0,
+                               lane.has_recvs ? lane.recvs.first_seq : 0);
+  const uint64_t hi = std::max(lane.sends.EndSeq(), lane.recvs.EndSeq());
+  bool desync_reported = false;
+  for (uint64_t seq = lo; seq < hi; ++seq) {
+    const uint32_t sp = lane.has_sends ? lane.sends.PosOf(seq) : kNoRecord;
+    const uint32_t rp = lane.has_recvs ? lane.recvs.PosOf(seq) : kNoRecord;
+    if (sp != kNoRecord && rp != kNoRecord) {
+      const auto& s = index.files()[lane.sends.file].At(sp);
+      const auto& r = index.files()[lane.recvs.file].At(rp);
+      if (!desync_reported && (s.count != r.count || s.dtype != r.dtype)) {
+        desync_reported = true;
+        Verdict v;
+        v.cls = VerdictClass::kDesync;
+        v.comm_id = comm.id;
+        v.comm_name = ctx.CommName(comm);
+        v.op = "send";
+        v.seq = seq;
+        v.culprits = {ctx.RankOf(lane.sends.file), ctx.RankOf(lane.recvs.file)};
+        v.tie = true;  // one send, one receive: nothing says which side is wrong
+        v.summary = "send and receive disagree (" +
+                    DescribeDifference(SignatureOf(s), SignatureOf(r)) + ")";
+        v.since_s = ctx.SinceS(index.files()[lane.sends.file].Wall(s.t_enter_ns));
+        v.evidence.push_back(ctx.RecordEvidence(lane.sends.file, sp, DescribeOp(s)));
+        v.evidence.push_back(ctx.RecordEvidence(lane.recvs.file, rp, DescribeOp(r)));
+        SortUnique(&v.culprits);
+        out->push_back(std::move(v));
+      }
+      const bool sw = IsWaitingState(index.StateOf(lane.sends.file, sp));
+      const bool rw = IsWaitingState(index.StateOf(lane.recvs.file, rp));
+      if (sw && rw) {
+        (*partner)[Key(lane.sends.file, sp)] = Key(lane.recvs.file, rp);
+        (*partner)[Key(lane.recvs.file, rp)] = Key(lane.sends.file, sp);
+      }
+      continue;
+    }
+    // One side only. A missing side that was never issued (not lost to a wrap) is the finding.
+    const bool send_side = sp != kNoRecord;
+    const CollLane& have = send_side ? lane.sends : lane.recvs;
+    const CollLane& other = send_side ? lane.recvs : lane.sends;
+    const bool other_has = send_side ? lane.has_recvs : lane.has_sends;
+    if (other_has && seq < other.EndSeq()) continue;  // lost, not missing
+    const uint32_t pos = send_side ? sp : rp;
+    if (pos == kNoRecord || !IsWaitingState(index.StateOf(have.file, pos)) ||
+        !ctx.Stalled(have.file, pos)) {
+      continue;
+    }
+    // The peer fell behind on a pair it has used before; on a pair it never used, the operation
+    // itself went to the wrong place.
+    const int peer = send_side ? lane.dst : lane.src;
+    const int blamed_comm_rank = other_has ? peer : (send_side ? lane.src : lane.dst);
+    Unmatched u{have.file, pos, GlobalOf(ctx, comm, blamed_comm_rank), {}};
+    u.what =
+        Describe(ctx, comm, have.file, pos) +
+        (other_has ? ": the peer never posted its " + std::string(send_side ? "receive" : "send")
+                   : ": the peer never used this pair");
+    unmatched->push_back(std::move(u));
+  }
+}
+
+void ReportUnmatched(const Context& ctx, const CommModel& comm, std::vector<Unmatched>& found,
+                     std::vector<Verdict>* out) {
+  if (found.empty()) return;
+  const auto& files = ctx.index.files();
+  // Waits on another rank first (the victims' view), then the culprits' own stray operations;
+  // oldest first within each.
+  std::sort(found.begin(), found.end(), [&](const Unmatched& a, const Unmatched& b) {
+    const bool a_own = a.blamed == ctx.RankOf(a.file), b_own = b.blamed == ctx.RankOf(b.file);
+    if (a_own != b_own) return b_own;
+    return files[a.file].Wall(files[a.file].At(a.pos).t_enter_ns) <
+           files[b.file].Wall(files[b.file].At(b.pos).t_enter_ns);
+  });
+  Verdict v;
+  v.cls = VerdictClass::kP2PDeadlock;
+  v.comm_id = comm.id;
+  v.comm_name = ctx.CommName(comm);
+  const auto& first = files[found[0].file].At(found[0].pos);
+  v.op = trace::OpTypeName(static_cast<trace::OpType>(first.op));
+  v.seq = first.seq;
+  v.since_s = ctx.SinceS(files[found[0].file].Wall(first.t_enter_ns));
+  for (const Unmatched& u : found) {
+    if (u.blamed != -1) v.culprits.push_back(u.blamed);
+    v.victims.push_back(ctx.RankOf(u.file));
+    if (v.evidence.size() < 8) v.evidence.push_back(ctx.RecordEvidence(u.file, u.pos, u.what));
+  }
+  SortUnique(&v.culprits);
+  SortUnique(&v.victims);
+  std::erase_if(v.victims,
+                [&](int r) { return std::binary_search(v.culprits.begin(), v.culprits.end(), r); });
+  v.summary = std::to_string(found.size()) + " send/recv whose counterpart never came; " +
+              (v.culprits.empty() ? std::string("peers unknown") : RankList(v.culprits)) +
+              " did not issue the matching operation";
+  out->push_back(std::move(v));
+}
+
+// Each waiting node has at most one successor, so cycles are found by walking successors.
+void ReportCycles(const Context& ctx, const std::unordered_map<NodeKey, NodeKey>& partner,
+                  std::vector<Verdict>* out) {
+  const JobIndex& index = ctx.index;
+  std::unordered_map<NodeKey, NodeKey> next;
+  for (const auto& [node, other] : partner) {
+    const uint32_t f = node >> 32, p = static_cast<uint32_t>(node);
+    if (!ctx.Stalled(f, p)) continue;
+    int64_t b = StreamBlocker(index, f, p);
+    if (b >= 0) {
+      next[node] = Key(f, static_cast<uint32_t>(b));
+      continue;
+    }
+    const uint32_t of = other >> 32, op = static_cast<uint32_t>(other);
+    b = StreamBlocker(index, of, op);
+    if (b >= 0) next[node] = Key(of, static_cast<uint32_t>(b));
+  }
+  std::unordered_map<NodeKey, int> color;  // 1 on the current walk, 2 done
+  for (const auto& [start, unused] : next) {
+    std::vector<NodeKey> path;
+    NodeKey n = start;
+    while (color[n] == 0 && next.count(n) != 0) {
+      color[n] = 1;
+      path.push_back(n);
+      n = next.at(n);
+    }
+    if (color[n] == 1) {
+      const auto at = std::find(path.begin(), path.end(), n);
+      Verdict v;
+      v.cls = VerdictClass::kP2PDeadlock;
+      v.tie = true;  // everyone in a cycle waits on the next: no single culprit
+      int64_t first = INT64_MAX;
+      for (auto it = at; it != path.end(); ++it) {
+        const uint32_t f = *it >> 32, p = static_cast<uint32_t>(*it);
+        const auto& r = index.files()[f].At(p);
+        first = std::min(first, index.files()[f].Wall(r.t_enter_ns));
+        v.culprits.push_back(ctx.RankOf(f));
+        if (const CommModel* c = index.FindComm(r.comm_id); c != nullptr && v.comm_id == 0) {
+          v.comm_id = c->id;
+          v.comm_name = ctx.CommName(*c);
+          v.op = trace::OpTypeName(static_cast<trace::OpType>(r.op));
+          v.seq = r.seq;
+        }
+        v.evidence.push_back(ctx.RecordEvidence(f, p, DescribeOp(r) + " waits for the next"));
+      }
+      v.since_s = ctx.SinceS(first);
+      SortUnique(&v.culprits);
+      v.summary = "wait-for cycle through " + RankList(v.culprits) +
+                  ": each operation is queued behind one that waits on the next rank";
+      out->push_back(std::move(v));
+    }
+    for (NodeKey k : path) color[k] = 2;
+  }
+}
+
+}  // namespace
+
+void CheckP2P(const Context& ctx, std::vector<Verdict>* out) {
+  std::unordered_map<NodeKey, NodeKey> partner;
+  for (const CommModel& comm : ctx.index.comms()) {
+    std::vector<Unmatched> unmatched;
+    for (const P2PLane& lane : comm.p2p_lanes)
+      CheckPair(ctx, comm, lane, &unmatched, &partner, out);
+    ReportUnmatched(ctx, comm, unmatched, out);
+  }
+  ReportCycles(ctx, partner, out);
+}
+
+}  // namespace ncclscope::hang_detector

@@ -1,0 +1,43 @@
+#include "hang_detector/verdict.h"
+
+namespace ncclscope::hang_detector {
+
+const char* VerdictClassName(VerdictClass c) {
+  switch (c) {
+    case VerdictClass::kHealthy:
+      return "healthy";
+    case VerdictClass::kStraggler:
+      return "straggler";
+    case VerdictClass::kDeviceStall:
+      return "device-stall";
+    case VerdictClass::kMissing:
+      return "missing";
+    case VerdictClass::kDesync:
+      return "desync";
+    case VerdictClass::kP2PDeadlock:
+      return "p2p-deadlock";
+    case VerdictClass::kInitHang:
+      return "init-hang";
+    case VerdictClass::kFrozen:
+      return "frozen";
+    case VerdictClass::kDead:
+      return "dead";
+  }
+  return "unknown";
+}
+
+bool IsHang(VerdictClass c) {
+  return c != VerdictClass::kHealthy && c != VerdictClass::kStraggler;
+}
+
+int ExitCode(const Analysis& analysis) {
+  if (!analysis.usable) return 3;
+  int code = 0;
+  for (const Verdict& v : analysis.verdicts) {
+    if (IsHang(v.cls)) return 2;
+    if (v.cls == VerdictClass::kStraggler) code = 1;
+  }
+  return code;
+}
+
+}  // namespace ncclscope::hang_detector

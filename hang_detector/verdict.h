@@ -1,0 +1,92 @@
+// The correlator's answer: verdicts (what is wrong, where, who, since when, and the records that
+// prove it), the "what is the job waiting on" view, and what the input lacked. Plain data;
+// rendering lives in verdict_text.h (text) and in the CLI (JSON).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ncclscope::hang_detector {
+
+// Ordered by how much a person needs to hear about it first: hard faults before symptoms.
+enum class VerdictClass : uint8_t {
+  kHealthy = 0,
+  kStraggler,    // later step: sustained slow rank or link (culprit + victims)
+  kDeviceStall,  // every rank issued #N, device work never finishes (localized later by the plugin)
+  kMissing,
+  kDesync,
+  kP2PDeadlock,
+  kInitHang,
+  kFrozen,
+  kDead,
+};
+
+// "healthy", "straggler", "device-stall", "missing", "desync", "p2p-deadlock", "init-hang",
+// "frozen", "dead". Thread-safe.
+const char* VerdictClassName(VerdictClass c);
+// True for every class that means the job cannot make progress (or computes garbage).
+bool IsHang(VerdictClass c);
+
+// One record that proves a verdict: whose, which (RingSnapshot record index, stable across
+// wraps), and what it shows in one line.
+struct Evidence {
+  int rank = -1;  // global rank, -1 when the file does not know it
+  uint64_t record_index = 0;
+  bool has_record = true;  // false for evidence from a header (heartbeat, pid, missing file)
+  std::string text;
+};
+
+struct Verdict {
+  VerdictClass cls = VerdictClass::kHealthy;
+  uint64_t comm_id = 0;  // 0 when the verdict is about a process, not a communicator
+  std::string comm_name;
+  std::string op;             // "allreduce", "send", "comm_split", ... ("" when none)
+  uint64_t seq = 0;           // collective or p2p sequence number (split index for comm_split)
+  std::vector<int> culprits;  // global ranks, sorted
+  std::vector<int> victims;   // ranks that only wait, sorted
+  bool tie = false;           // the evidence cannot single out a culprit among `culprits`
+  double since_s = 0;         // how long the victims have waited (or the rank has been gone)
+  std::string summary;        // one line: what happened, without the class/comm/op prefix
+  std::vector<Evidence> evidence;
+};
+
+// Per communicator: the lowest sequence number not completed on every member, and who has and has
+// not issued it.
+struct WaitingOn {
+  uint64_t comm_id = 0;
+  std::string comm_name;
+  std::string op;
+  uint64_t seq = 0;
+  std::vector<int> issued;      // ranks that issued #seq and have not completed it
+  std::vector<int> completed;   // ranks on which it completed
+  std::vector<int> not_issued;  // member ranks that have not issued it
+  double since_s = 0;           // since the earliest issue
+};
+
+// What the input lacked, so a verdict built on partial data says so.
+struct InputReport {
+  int files = 0;
+  int world_size = -1;
+  std::vector<std::string> unreadable;  // one line per file that could not be read
+  std::vector<int> missing_ranks;       // ranks of the job with no ring file
+  std::vector<int> wrapped_ranks;       // ranks whose oldest records were overwritten
+  std::vector<int> torn_ranks;     // ranks with records mid-write (or the writer died mid-record)
+  std::vector<int> dropped_ranks;  // ranks that dropped records or communicators
+  std::vector<std::string> notes;  // anything else worth knowing (post-mortem mode, ...)
+  bool post_mortem = false;        // every process had ended; times are relative to the end
+};
+
+struct Analysis {
+  std::vector<Verdict>
+      verdicts;  // most important first; exactly one kHealthy when nothing is wrong
+  std::vector<WaitingOn> waiting;
+  InputReport input;
+  bool usable = true;  // false when nothing could be analysed (no readable file)
+};
+
+// The CLI's exit code for an analysis: 0 healthy, 1 straggler, 2 hang/deadlock/desync/dead,
+// 3 unusable input. Thread-safe.
+int ExitCode(const Analysis& analysis);
+
+}  // namespace ncclscope::hang_detector

@@ -1,0 +1,93 @@
+#include "hang_detector/verdict_text.h"
+
+#include <cstdio>
+
+namespace ncclscope::hang_detector {
+namespace {
+
+const char* Headword(VerdictClass c) {
+  switch (c) {
+    case VerdictClass::kHealthy:
+      return "HEALTHY";
+    case VerdictClass::kStraggler:
+      return "SLOW";
+    case VerdictClass::kDesync:
+      return "DESYNC";
+    case VerdictClass::kDead:
+      return "DEAD";
+    case VerdictClass::kFrozen:
+      return "FROZEN";
+    default:
+      return "HANG";
+  }
+}
+
+std::string Ranks(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) {
+    if (!out.empty()) out += ",";
+    out += r >= 0 ? std::to_string(r) : "file" + std::to_string(-1 - r);
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string Seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f s", s);
+  return buf;
+}
+
+}  // namespace
+
+std::string VerdictHeadline(const Verdict& v) {
+  std::string out = std::string(Headword(v.cls)) + " (" + VerdictClassName(v.cls) + ")";
+  if (v.comm_id != 0) {
+    char id[32];
+    std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(v.comm_id));
+    out += " comm " + (v.comm_name.empty() ? std::string(id) : v.comm_name) + " (" +
+           std::string(id).substr(0, 8) + "…)";
+  }
+  if (!v.op.empty()) out += " " + v.op + (v.seq != 0 ? " #" + std::to_string(v.seq) : "");
+  out += ": " + v.summary;
+  if (v.tie) out += " [tie: " + Ranks(v.culprits) + "]";
+  if (v.cls != VerdictClass::kHealthy) out += "; since " + Seconds(v.since_s);
+  return out;
+}
+
+std::string RenderText(const Analysis& a, bool verbose) {
+  std::string out;
+  if (!a.usable) {
+    out += "UNUSABLE: no readable ring file\n";
+  }
+  for (const Verdict& v : a.verdicts) {
+    out += VerdictHeadline(v) + "\n";
+    if (v.cls != VerdictClass::kHealthy) {
+      out += "  culprits " + Ranks(v.culprits) + "; victims " + Ranks(v.victims) + "\n";
+    }
+    for (const Evidence& e : v.evidence) {
+      out += "  rank " + Ranks({e.rank});
+      if (e.has_record) out += " record " + std::to_string(e.record_index);
+      out += ": " + e.text + "\n";
+    }
+  }
+  if (verbose || a.verdicts.size() > 1 || a.verdicts.front().cls != VerdictClass::kHealthy) {
+    for (const WaitingOn& w : a.waiting) {
+      out += "waiting: " + w.comm_name + " " + w.op + " #" + std::to_string(w.seq) + ": issued " +
+             Ranks(w.issued) + ", not issued " + Ranks(w.not_issued) + ", completed " +
+             Ranks(w.completed) + " (" + Seconds(w.since_s) + ")\n";
+    }
+  }
+  const InputReport& in = a.input;
+  std::string input = "input: " + std::to_string(in.files) + " ring file(s)";
+  if (in.world_size > 0) input += " of " + std::to_string(in.world_size) + " ranks";
+  if (!in.missing_ranks.empty()) input += "; no file for ranks " + Ranks(in.missing_ranks);
+  if (!in.wrapped_ranks.empty()) input += "; wrapped: " + Ranks(in.wrapped_ranks);
+  if (!in.torn_ranks.empty()) input += "; torn records: " + Ranks(in.torn_ranks);
+  if (!in.dropped_ranks.empty()) input += "; dropped records: " + Ranks(in.dropped_ranks);
+  out += input + "\n";
+  for (const std::string& e : in.unreadable) out += "input: unreadable " + e + "\n";
+  for (const std::string& n : in.notes) out += "input: " + n + "\n";
+  return out;
+}
+
+}  // namespace ncclscope::hang_detector

@@ -1,0 +1,81 @@
+// Builds the ring snapshots of a synthetic job in memory, record by record, so each test states
+// exactly the trace a fault leaves behind. Times are seconds since the job started; every rank
+// shares one host clock. Not thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hang_detector/process_probe.h"
+#include "trace/record.h"
+#include "trace/trace_set.h"
+
+namespace ncclscope::testing {
+
+enum class Done { kCompleted, kPending, kUntracked };
+
+inline constexpr int32_t kFloat32 = 7;
+inline constexpr int32_t kFloat16 = 6;
+inline constexpr int32_t kSum = 0;
+inline constexpr int32_t kMax = 2;
+inline constexpr char kHost[] = "node-a";
+
+class JobBuilder {
+ public:
+  explicit JobBuilder(int world_size);
+
+  // A communicator over `ranks` (comm rank = position). A split names its parent and index.
+  uint64_t Comm(const std::string& name, const std::vector<int>& ranks, uint64_t parent = 0,
+                uint32_t split_index = 0);
+  // Next collective of `rank` on `comm` (sequence numbers count per rank and communicator).
+  trace::RecordData& Coll(int rank, uint64_t comm, trace::OpType op, double t, Done done,
+                          uint64_t count = 256, int32_t dtype = kFloat32, int32_t root = -1);
+  trace::RecordData& Send(int rank, uint64_t comm, int peer, double t, Done done);
+  trace::RecordData& Recv(int rank, uint64_t comm, int peer, double t, Done done);
+  // A call still blocked inside communicator creation.
+  void InitInCall(int rank, uint64_t child, int nranks, int comm_rank, double t);
+  void SplitInCall(int rank, uint64_t parent, uint32_t split_index, int color, double t);
+
+  void Heartbeat(int rank, double t);  // default: the time of its last record
+  void HeartbeatAll(double t);
+  void Finished(int rank);
+  void RemoveFile(int rank);
+  void Wrap(int rank, size_t keep_last);  // the ring lost all but its newest `keep_last` records
+  void Torn(int rank);
+
+  trace::TraceSet Build() const;
+  static int64_t Wall(double t);  // the wall-clock ns of job time t, for AnalyzeOptions::now
+  static int Pid(int rank) { return 1000 + rank; }
+
+ private:
+  struct CommDef {
+    std::string name;
+    std::vector<int> ranks;
+    uint64_t parent;
+    uint32_t split_index;
+  };
+  trace::RecordData& Append(int rank, trace::RecordData r, double t, Done done);
+  int CommRank(uint64_t comm, int rank) const;
+
+  int world_size_;
+  std::vector<trace::RingSnapshot> files_;
+  std::vector<bool> removed_;
+  std::map<uint64_t, CommDef> comms_;
+  std::map<std::pair<int, uint64_t>, uint64_t> coll_seq_;
+  std::map<std::tuple<int, uint64_t, int, bool>, uint64_t> p2p_seq_;
+};
+
+// Process states by pid, for files written on kHost.
+class FakeProbe final : public hang_detector::ProcessProbe {
+ public:
+  std::string ThisHost() const override { return kHost; }
+  hang_detector::ProcessState State(int pid) const override {
+    auto it = states.find(pid);
+    return it == states.end() ? hang_detector::ProcessState::kRunning : it->second;
+  }
+  std::map<int, hang_detector::ProcessState> states;
+};
+
+}  // namespace ncclscope::testing
