@@ -67,12 +67,12 @@ TEST(ExampleScenarios, HealthyUsesEveryOpAndNoFault) {
   EXPECT_EQ(redops.size(), 6u);
 }
 
-TEST(ExampleScenarios, DemoHangsOneRankOfASplit) {
+TEST(ExampleScenarios, DemoStopsOneRankBeforeACollectiveOfASplit) {
   const Scenario s = parseScenarioFile(std::string(NCCLSCOPE_SCENARIOS_DIR) + "/demo.json");
   EXPECT_EQ(s.min_ranks, 8);
   ASSERT_EQ(s.faults.size(), 1u);
   const FaultSpec& f = s.faults[0];
-  EXPECT_EQ(f.kind, FaultKind::kHang);
+  EXPECT_EQ(f.kind, FaultKind::kStuckBefore);
   EXPECT_EQ(f.ranks.size(), 1u);
   EXPECT_NE(s.stepAt(f.step).ops[static_cast<size_t>(*f.op)].comm, "world");
 }
