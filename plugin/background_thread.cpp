@@ -6,9 +6,9 @@
 
 #include <algorithm>
 
+#include "plugin/probe_clock.h"
 #include "plugin/runtime.h"
 #include "plugin/warn.h"
-#include "trace/clock.h"
 
 namespace ncclscope::plugin {
 namespace {
@@ -29,9 +29,10 @@ void* Loop(void* arg) {
   const int64_t poll_ns = rt->config.completion_poll_us * 1000;
   const int64_t heartbeat_ns = rt->config.heartbeat_ms * 1'000'000;
   int64_t last_heartbeat = 0;
-  int64_t last_busy = trace::MonotonicNs();
+  int64_t last_busy = ProbeNowNs();
   while (!rt->stop.load(std::memory_order_acquire)) {
-    const int64_t now = trace::MonotonicNs();
+    RefreshProbeClock();
+    const int64_t now = ProbeNowNs();
     const size_t outstanding = rt->tracker != nullptr ? rt->tracker->PollOnce(now) : 0;
     if (now - last_heartbeat >= heartbeat_ns) {
       rt->ring->Heartbeat(now);

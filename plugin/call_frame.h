@@ -5,9 +5,9 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "plugin/probe_clock.h"
 #include "plugin/runtime.h"
 #include "plugin/thread_state.h"
-#include "trace/clock.h"
 
 namespace ncclscope::plugin {
 
@@ -23,20 +23,25 @@ struct CallFrame {
 inline bool BeginCall(CallFrame* f) noexcept {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (__builtin_expect(rt == kRuntimeOff, 0)) return false;
-  ThreadState& ts = Tls();
+  ThreadState* tsp = &Tls();
+  // Keeps the computed address in a register: otherwise the compiler recomputes it (a second TLS
+  // lookup) rather than keep it across the cold InitRuntimeSlow call.
+  __asm__("" : "+r"(tsp));
+  ThreadState& ts = *tsp;
   if (ts.in_probe != 0) return false;
-  const int saved_errno = errno;
   ts.in_probe = 1;
-  if (__builtin_expect(rt == nullptr, 0)) rt = InitRuntimeSlow();
-  if (rt == nullptr) {
-    ts.in_probe = 0;
-    errno = saved_errno;
-    return false;
+  // InitRuntimeSlow keeps errno itself, and reading the clock cannot fail, so errno needs no save
+  // here: what the application sees is what the real call leaves (see EndCall).
+  if (__builtin_expect(rt == nullptr, 0)) {
+    rt = InitRuntimeSlow();
+    if (rt == nullptr) {
+      ts.in_probe = 0;
+      return false;
+    }
   }
   f->rt = rt;
   f->ts = &ts;
-  f->t_enter = trace::MonotonicNs();
-  errno = saved_errno;
+  f->t_enter = ProbeNowNs();
   return true;
 }
 

@@ -9,27 +9,6 @@ CommMap::CommMap(size_t capacity) {
   slots_ = std::make_unique<Slot[]>(n);
 }
 
-size_t CommMap::IndexOf(uintptr_t key) const noexcept {
-  // Handles are heap addresses: the low bits are alignment, so mix before masking.
-  uint64_t h = key;
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  return static_cast<size_t>(h) & mask_;
-}
-
-CommState* CommMap::Find(const void* handle) const noexcept {
-  const auto key = reinterpret_cast<uintptr_t>(handle);
-  if (key == 0) return nullptr;
-  size_t i = IndexOf(key);
-  for (size_t probes = 0; probes <= mask_; ++probes, i = (i + 1) & mask_) {
-    const uintptr_t k = slots_[i].key.load(std::memory_order_acquire);
-    if (k == key) return slots_[i].value.load(std::memory_order_acquire);
-    if (k == 0) return nullptr;
-  }
-  return nullptr;
-}
-
 CommState* CommMap::Insert(const void* handle, std::unique_ptr<CommState> state) {
   const auto key = reinterpret_cast<uintptr_t>(handle);
   if (key == 0) return nullptr;

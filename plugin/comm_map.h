@@ -22,7 +22,8 @@ class CommMap {
   CommMap(const CommMap&) = delete;
   CommMap& operator=(const CommMap&) = delete;
 
-  // Hot path. Thread-safe, lock-free, no allocation. Null for an unknown or destroyed handle.
+  // Hot path (inline, below). Thread-safe, lock-free, no allocation. Null for an unknown or
+  // destroyed handle.
   CommState* Find(const void* handle) const noexcept;
 
   // Takes ownership of state and maps handle to it, replacing a previous mapping. Returns the
@@ -40,12 +41,31 @@ class CommMap {
     std::atomic<uintptr_t> key{0};
     std::atomic<CommState*> value{nullptr};
   };
-  size_t IndexOf(uintptr_t key) const noexcept;
+  size_t IndexOf(uintptr_t key) const noexcept {
+    // Handles are heap addresses: the low bits are alignment, so mix before masking.
+    uint64_t h = key;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return static_cast<size_t>(h) & mask_;
+  }
 
   size_t mask_;
   std::unique_ptr<Slot[]> slots_;
   std::mutex mutex_;
   std::vector<std::unique_ptr<CommState>> owned_;  // guarded by mutex_
 };
+
+inline CommState* CommMap::Find(const void* handle) const noexcept {
+  const auto key = reinterpret_cast<uintptr_t>(handle);
+  if (key == 0) return nullptr;
+  size_t i = IndexOf(key);
+  for (size_t probes = 0; probes <= mask_; ++probes, i = (i + 1) & mask_) {
+    const uintptr_t k = slots_[i].key.load(std::memory_order_acquire);
+    if (k == key) return slots_[i].value.load(std::memory_order_acquire);
+    if (k == 0) return nullptr;
+  }
+  return nullptr;
+}
 
 }  // namespace ncclscope::plugin

@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "plugin/nccl_symbols.h"
+#include "plugin/probe_clock.h"
 #include "plugin/warn.h"
-#include "trace/clock.h"
 #include "trace/ring_layout.h"
 
 namespace ncclscope::plugin {
@@ -31,7 +31,7 @@ void Publish(Runtime& rt, ncclComm_t comm, CommState* st, int cuda_device) {
   info.key = st->key;
   info.split_index = st->split_index;
   info.cuda_device = cuda_device;
-  info.created_monotonic_ns = trace::MonotonicNs();
+  info.created_monotonic_ns = ProbeNowNs();
   info.handle = reinterpret_cast<uintptr_t>(comm);
   info.name = st->name;
   rt.ring->AddComm(info);

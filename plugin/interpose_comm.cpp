@@ -7,6 +7,7 @@
 #include "plugin/comm_registry.h"
 #include "plugin/export.h"
 #include "plugin/nccl_symbols.h"
+#include "plugin/probe_clock.h"
 #include "plugin/recorder.h"
 #include "trace/identity.h"
 #include "trace/ring_layout.h"
@@ -50,7 +51,7 @@ ncclResult_t InitFromUniqueId(OpType op, ncclComm_t* comm, int nranks, int rank,
     RegisterComm(*f.rt, *comm, spec);
   }
   d.result = r;
-  d.t_exit_ns = trace::MonotonicNs();
+  d.t_exit_ns = ProbeNowNs();
   CloseHostRecord(f, slot, d);
   EndCall(&f, err);
   return r;
@@ -95,7 +96,7 @@ ncclResult_t Derive(OpType op, ncclComm_t parent, int color, int key, uint64_t a
     RegisterComm(*f.rt, *newcomm, spec);
   }
   d.result = r;
-  d.t_exit_ns = trace::MonotonicNs();
+  d.t_exit_ns = ProbeNowNs();
   CloseHostRecord(f, slot, d);
   EndCall(&f, err);
   return r;
@@ -119,7 +120,7 @@ ncclResult_t Teardown(OpType op, ncclComm_t comm, uint64_t aux, Forward&& forwar
     ForgetComm(*f.rt, comm);
   }
   d.result = r;
-  d.t_exit_ns = trace::MonotonicNs();
+  d.t_exit_ns = ProbeNowNs();
   CloseHostRecord(f, slot, d);
   EndCall(&f, err);
   return r;

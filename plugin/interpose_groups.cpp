@@ -4,6 +4,7 @@
 #include "plugin/export.h"
 #include "plugin/group_tracker.h"
 #include "plugin/nccl_symbols.h"
+#include "plugin/probe_clock.h"
 #include "plugin/recorder.h"
 
 namespace ncclscope::plugin {
@@ -36,7 +37,7 @@ ncclResult_t GroupEnd(trace::OpType op, Forward&& forward) noexcept {
   const int err = errno;
   const bool launched = op == trace::OpType::kGroupEnd && r == ncclSuccess;
   d.result = r;
-  d.t_exit_ns = trace::MonotonicNs();
+  d.t_exit_ns = ProbeNowNs();
   d.group_id = OnGroupEnd(*f.ts, f.rt->tracker.get(), launched);
   CloseHostRecord(f, slot, d);
   EndCall(&f, err);

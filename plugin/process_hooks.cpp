@@ -6,10 +6,10 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "plugin/probe_clock.h"
 #include "plugin/runtime.h"
 #include "plugin/thread_state.h"
 #include "plugin/warn.h"
-#include "trace/clock.h"
 #include "trace/ring_layout.h"
 
 namespace ncclscope::plugin {
@@ -29,6 +29,7 @@ void AfterForkInParent() {
 void AfterForkInChild() {
   InitMutex().unlock();
   ResetThreadStateAfterFork();
+  ResetProbeClockAfterFork();
   ResetWarnOnceAfterFork();
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (rt == nullptr || rt == kRuntimeOff) return;
@@ -52,7 +53,7 @@ void StampLastCompletions(Runtime* rt) {
     nanosleep(&ts, nullptr);
   }
   if (rt->poller_exited.load(std::memory_order_acquire)) {
-    rt->tracker->PollOnce(trace::MonotonicNs());
+    rt->tracker->PollOnce(ProbeNowNs());
   }
 }
 
@@ -61,7 +62,7 @@ void AtExit() {
   if (rt == nullptr || rt == kRuntimeOff) return;
   rt->stop.store(true, std::memory_order_release);
   StampLastCompletions(rt);
-  rt->ring->Heartbeat(trace::MonotonicNs());
+  rt->ring->Heartbeat(ProbeNowNs());
   rt->ring->SetFlags(trace::kHeaderFinished);
   const uint64_t unknown = rt->ring->header().unknown_comm_records.load(std::memory_order_relaxed);
   if (unknown != 0) {

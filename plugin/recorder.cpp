@@ -4,31 +4,6 @@
 
 namespace ncclscope::plugin {
 
-trace::RecordData MakeRecord(const CallFrame& f, trace::OpType op, ncclResult_t result) noexcept {
-  trace::RecordData d{};
-  d.op = static_cast<uint32_t>(op);
-  d.result = static_cast<int32_t>(result);
-  d.t_enter_ns = f.t_enter;
-  d.t_exit_ns = trace::MonotonicNs();
-  d.t_device_done_ns = trace::kDoneUntracked;
-  d.dtype = -1;
-  d.redop = -1;
-  d.peer = -1;
-  d.tid = CachedTid();
-  d.group_id = f.ts->group_id;
-  if (f.ts->group_depth != 0) d.flags |= trace::kFlagInGroup;
-  return d;
-}
-
-CommState* LookupComm(const CallFrame& f, const void* comm) noexcept {
-  CommState* cs = f.rt->comms.Find(comm);
-  // A null handle is the caller's error (NCCL rejects it), not a communicator we missed.
-  if (cs == nullptr && comm != nullptr) {
-    f.rt->ring->CountUnknownCommRecord();
-  }
-  return cs;
-}
-
 void EmitHostRecord(const CallFrame& f, const trace::RecordData& d) noexcept {
   f.rt->ring->Append(d, false);
 }
@@ -43,13 +18,13 @@ void CloseHostRecord(const CallFrame& f, uint64_t slot, const trace::RecordData&
   f.rt->ring->CloseCall(slot, d);
 }
 
-void EmitDeviceRecord(const CallFrame& f, trace::RecordData& d, cudaStream_t stream) noexcept {
+void EmitTrackedDeviceRecord(const CallFrame& f, trace::RecordData& d,
+                             cudaStream_t stream) noexcept {
   trace::RingWriter& ring = *f.rt->ring;
   CompletionTracker* tracker = f.rt->tracker.get();
-  d.stream = reinterpret_cast<uintptr_t>(stream);
   // Only a successful call has device work whose end an event can observe; ncclInProgress (a
   // non-blocking communicator) may not have enqueued anything yet.
-  if (tracker == nullptr || d.result != ncclSuccess || !tracker->Ready()) {
+  if (d.result != ncclSuccess || !tracker->Ready()) {
     ring.Append(d, false);
     return;
   }

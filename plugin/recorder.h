@@ -5,16 +5,40 @@
 
 #include "plugin/call_frame.h"
 #include "plugin/comm_state.h"
+#include "plugin/probe_clock.h"
 #include "trace/record.h"
+#include "trace/ring_writer.h"
 
 namespace ncclscope::plugin {
 
 // A record with the fields every call has: op, result, times (exit = now), thread, group, flags;
 // dtype/redop/peer -1. Hot path: no allocation, no system call after the thread's first call.
-trace::RecordData MakeRecord(const CallFrame& f, trace::OpType op, ncclResult_t result) noexcept;
+// Inline, so the record can stay in registers until it is stored into its ring slot.
+inline trace::RecordData MakeRecord(const CallFrame& f, trace::OpType op,
+                                    ncclResult_t result) noexcept {
+  ThreadState& ts = *f.ts;
+  trace::RecordData d{};
+  d.op = static_cast<uint32_t>(op);
+  d.result = static_cast<int32_t>(result);
+  d.t_enter_ns = f.t_enter;
+  d.t_exit_ns = ProbeNowNs();
+  d.t_device_done_ns = trace::kDoneUntracked;
+  d.dtype = -1;
+  d.redop = -1;
+  d.peer = -1;
+  d.tid = CachedTid(ts);
+  d.group_id = ts.group_id;
+  d.flags = ts.group_depth != 0 ? trace::kFlagInGroup : 0;
+  return d;
+}
 
 // The state of comm, or null (a non-null unknown handle is counted). Hot path.
-CommState* LookupComm(const CallFrame& f, const void* comm) noexcept;
+inline CommState* LookupComm(const CallFrame& f, const void* comm) noexcept {
+  CommState* cs = f.rt->comms.Find(comm);
+  // A null handle is the caller's error (NCCL rejects it), not a communicator we missed.
+  if (__builtin_expect(cs == nullptr && comm != nullptr, 0)) f.rt->ring->CountUnknownCommRecord();
+  return cs;
+}
 
 // Appends a record of a call without device work. Hot path.
 void EmitHostRecord(const CallFrame& f, const trace::RecordData& d) noexcept;
@@ -25,9 +49,22 @@ void EmitHostRecord(const CallFrame& f, const trace::RecordData& d) noexcept;
 uint64_t OpenHostRecord(const CallFrame& f, trace::RecordData d) noexcept;
 void CloseHostRecord(const CallFrame& f, uint64_t slot, const trace::RecordData& d) noexcept;
 
+// EmitDeviceRecord's path when completion tracking is on.
+void EmitTrackedDeviceRecord(const CallFrame& f, trace::RecordData& d,
+                             cudaStream_t stream) noexcept;
+
 // Appends a collective or send/recv record and arranges its device completion: at once on its
-// stream outside a group, at the outermost ncclGroupEnd inside one. Hot path.
-void EmitDeviceRecord(const CallFrame& f, trace::RecordData& d, cudaStream_t stream) noexcept;
+// stream outside a group, at the outermost ncclGroupEnd inside one. Hot path; inline for the
+// untracked case, which is only a ring append.
+inline void EmitDeviceRecord(const CallFrame& f, trace::RecordData& d,
+                             cudaStream_t stream) noexcept {
+  d.stream = reinterpret_cast<uintptr_t>(stream);
+  if (f.rt->tracker == nullptr) {
+    f.rt->ring->Append(d, false);
+    return;
+  }
+  EmitTrackedDeviceRecord(f, d, stream);
+}
 
 // Size in bytes of one element of dtype; 0 when unknown.
 size_t DtypeSize(ncclDataType_t dtype) noexcept;

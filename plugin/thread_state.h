@@ -27,11 +27,27 @@ struct ThreadState {
   PendingCompletion pending[kMaxPendingInGroup];
 };
 
-// The calling thread's state. Thread-safe by construction (thread-local).
-ThreadState& Tls() noexcept;
+// The state of every thread; use Tls(). `__thread` rather than thread_local: the type is trivial,
+// so no TLS wrapper call is needed, and hidden visibility lets the compiler use the module-local
+// TLS access (a TLS descriptor with -mtls-dialect=gnu2). Initial-exec TLS is avoided on purpose:
+// NCCL dlopens profiler plugins, and a dlopen'ed library may find no static TLS space left.
+extern __thread ThreadState t_thread_state __attribute__((visibility("hidden")));
 
-// The calling thread's id, cached after the first call (one gettid system call per thread).
-uint32_t CachedTid() noexcept;
+// The calling thread's state. Thread-safe by construction (thread-local). Hot path: fetch it once
+// per call and pass the reference on, each access costs a TLS address computation.
+inline ThreadState& Tls() noexcept {
+  return t_thread_state;
+}
+
+// Reads the calling thread's id into ts.tid (one gettid system call per thread) and returns it.
+// Out of line: it runs once per thread.
+uint32_t CacheTidSlow(ThreadState& ts) noexcept;
+
+// The id of the thread that owns ts (the calling thread), cached after its first use.
+inline uint32_t CachedTid(ThreadState& ts) noexcept {
+  const uint32_t tid = ts.tid;
+  return __builtin_expect(tid != 0, 1) ? tid : CacheTidSlow(ts);
+}
 
 // Forgets the cached id and open group of the calling thread; for the fork child handler.
 void ResetThreadStateAfterFork() noexcept;

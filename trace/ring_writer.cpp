@@ -110,21 +110,6 @@ RingWriter::~RingWriter() {
   if (base_ != nullptr) munmap(base_, bytes_);
 }
 
-uint64_t RingWriter::Append(const RecordData& record, bool track_completion) {
-  const uint64_t index = header_->write_pos.fetch_add(1, std::memory_order_relaxed);
-  RecordSlot& slot = slots_[index & mask_];
-  uint64_t words[15];
-  std::memcpy(words, &record, sizeof words);
-  words[kDeviceDoneWord] =
-      static_cast<uint64_t>(track_completion ? PendingMarker(index) : kDoneUntracked);
-  // Seqlock: readers see commit != index + 1 while the words change and discard the copy.
-  slot.commit.store(0, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  for (int i = 0; i < 15; ++i) slot.words[i].store(words[i], std::memory_order_relaxed);
-  slot.commit.store(index + 1, std::memory_order_release);
-  return index;
-}
-
 bool RingWriter::CloseCall(uint64_t slot_index, const RecordData& record) {
   RecordSlot& slot = slots_[slot_index & mask_];
   // Claim the slot back from readers; failing means a wrap gave it to a newer record.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -35,6 +36,7 @@ class RingWriter {
   // Hot path. Thread-safe, lock-free, no allocation, no system call. Returns the slot index, which
   // CompleteDevice takes later. t_device_done_ns should be kDoneUntracked or the value returned by
   // PendingMarker(index) for the index about to be claimed; pass track_completion instead.
+  // Inline (below) so a record built in the caller can go from registers straight to the slot.
   uint64_t Append(const RecordData& record, bool track_completion);
 
   // Thread-safe, lock-free. Rewrites the record at slot_index with its final contents (exit time,
@@ -72,5 +74,26 @@ class RingWriter {
   RecordSlot* slots_ = nullptr;
   uint64_t mask_ = 0;
 };
+
+inline uint64_t RingWriter::Append(const RecordData& record, bool track_completion) {
+  const uint64_t index = header_->write_pos.fetch_add(1, std::memory_order_relaxed);
+  RecordSlot& slot = slots_[index & mask_];
+  const auto* src = reinterpret_cast<const unsigned char*>(&record);
+  // Seqlock: readers see commit != index + 1 while the words change and discard the copy.
+  slot.commit.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  // Word by word from the record itself: no staging copy, so an inlined caller's record can go
+  // from registers to the slot.
+  for (size_t i = 0; i < 15; ++i) {
+    uint64_t word;
+    std::memcpy(&word, src + i * 8, 8);
+    if (i == kDeviceDoneWord) {
+      word = static_cast<uint64_t>(track_completion ? PendingMarker(index) : kDoneUntracked);
+    }
+    slot.words[i].store(word, std::memory_order_relaxed);
+  }
+  slot.commit.store(index + 1, std::memory_order_release);
+  return index;
+}
 
 }  // namespace ncclscope::trace

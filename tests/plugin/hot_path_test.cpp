@@ -5,12 +5,14 @@
 #include <dlfcn.h>
 #include <nccl.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <new>
 
 #include "../trace/temp_dir.h"
+#include "plugin/probe_clock.h"
 
 extern "C" void* __libc_malloc(size_t);
 extern "C" void* __libc_calloc(size_t, size_t);
@@ -86,6 +88,10 @@ int main() {
   const auto stream = reinterpret_cast<cudaStream_t>(0x1);
   // Warm-up: per-thread id, symbol resolution, driver load, creation of every pool event.
   for (int i = 0; i < 200; ++i) IssueOneRound(comm, stream, buf);
+  // Where the TSC clock is usable, measure its path (the background thread calibrates it within
+  // about 100 ms), not only clock_gettime's.
+  for (int i = 0; i < 200 && !ncclscope::plugin::ProbeClockUsesTsc(); ++i) usleep(10'000);
+  std::printf("clock=%s\n", ncclscope::plugin::ProbeClockUsesTsc() ? "tsc" : "clock_gettime");
 
   t_counting = true;
   bool ok = true;
