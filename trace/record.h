@@ -1,6 +1,7 @@
 // The record: one NCCL call of one rank, fixed size, as stored in the ring file.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace ncclscope::trace {
@@ -111,6 +112,6 @@ struct RecordData {
   uint32_t tid;              // Linux thread id of the caller
   uint32_t reserved;
 };
-static_assert(sizeof(RecordData) == 15 * 8, "RecordData is 15 words");
+static_assert(sizeof(RecordData) == size_t{15} * 8, "RecordData is 15 words");
 
 }  // namespace ncclscope::trace

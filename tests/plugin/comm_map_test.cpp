@@ -46,8 +46,8 @@ TEST(CommMapTest, FullTableRefusesNewHandles) {
 
 // Writers insert while readers look up: a reader sees either nothing or the right state.
 TEST(CommMapTest, ConcurrentInsertsAndLookups) {
-  constexpr int kWriters = 4;
-  constexpr int kPerWriter = 400;
+  constexpr uintptr_t kWriters = 4;
+  constexpr uintptr_t kPerWriter = 400;
   CommMap map(4096);
   std::atomic<bool> stop{false};
   std::atomic<long> wrong{0};
@@ -62,9 +62,9 @@ TEST(CommMapTest, ConcurrentInsertsAndLookups) {
     });
   }
   std::vector<std::thread> writers;
-  for (int w = 0; w < kWriters; ++w) {
+  for (uintptr_t w = 0; w < kWriters; ++w) {
     writers.emplace_back([&, w] {
-      for (uintptr_t i = w * kPerWriter; i < static_cast<uintptr_t>((w + 1) * kPerWriter); ++i) {
+      for (uintptr_t i = w * kPerWriter; i < (w + 1) * kPerWriter; ++i) {
         map.Insert(Handle(i), State(i + 1));
       }
     });

@@ -90,7 +90,7 @@ TEST(Faults, MismatchedCollectivesHangWithoutCorruptingMemory) {
         [variant](int rank, int n, const ncclUniqueId& id) {
           SimJob job;
           if (!startJob(rank, n, id, &job)) return 2;
-          std::vector<float> send(4096, 1.0f), recv(3 * 4096, 0.0f);
+          std::vector<float> send(4096, 1.0f), recv(size_t{3} * 4096, 0.0f);
           bool odd = rank == 1;
           size_t count = odd && variant == 0 ? 4096 : 1000;
           ncclDataType_t dt = odd && variant == 1 ? ncclInt32 : ncclFloat32;

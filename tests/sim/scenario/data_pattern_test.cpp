@@ -107,7 +107,7 @@ TEST(OpData, CheckerAcceptsCorrectDataAndNamesTheWrongOffset) {
                 bufs[static_cast<size_t>(r)].send.data(), chunk);
   }
   EXPECT_EQ(checkResult(call, key, 1, n, bufs[1]), std::nullopt);
-  bufs[1].recv[7 * 2] ^= 0x40;
+  bufs[1].recv[size_t{7} * 2] ^= 0x40;
   const auto wrong = checkResult(call, key, 1, n, bufs[1]);
   ASSERT_TRUE(wrong.has_value());
   EXPECT_NE(wrong->find("offset 7: got"), std::string::npos) << *wrong;
