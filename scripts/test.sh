@@ -24,12 +24,11 @@ build_and_test() {  # dir, ctest label filter ("" = all), targets ("" = all), ex
   fi
 }
 
-echo "== format: .clang-format applies to all C++"
-git ls-files '*.cpp' '*.h' '*.cc' '*.hpp' | xargs clang-format --dry-run --Werror
-
 echo "== main build: every test"
 build_and_test build "" ""
 [ "${1:-}" = "--quick" ] && exit 0
+echo "== lint: clang-format, clang-tidy on changed code"
+scripts/lint.sh build
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer: unit tests"
 # Tests labelled "unit" run in-process or fork their own children; preload tests are left out
 # because a sanitized libncclscope.so cannot be preloaded into unsanitized programs.

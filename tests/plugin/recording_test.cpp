@@ -238,6 +238,7 @@ TEST(RecordingTest, UnknownAndDestroyedCommunicatorsGetIdZero) {
   // fake does not dereference the stale handle).
   ASSERT_EQ(ncclReduce(&x, &x, 1, ncclInt32, ncclMax, 0, c.handle, nullptr), ncclSuccess);
   EXPECT_TRUE(RecordsOf(OpType::kReduce, c.id).empty());
+  EXPECT_EQ(pncclCommDestroy(hidden), ncclSuccess);  // behind the probe's back, as it was made
 }
 
 TEST(RecordingTest, AsyncErrorsAreRecordedOncePerChange) {
