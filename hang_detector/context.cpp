@@ -34,7 +34,7 @@ bool Context::BlockedElsewhere(int rank, const Verdict& v) const {
       SinceS(file.Wall(file.oldest_waiting_enter)) < options.stall_s) {
     return false;
   }
-  const uint64_t record = file.snap->records[file.oldest_waiting_pos].index;
+  const uint64_t record = file.IndexOf(file.oldest_waiting_pos);
   return std::none_of(v.evidence.begin(), v.evidence.end(), [&](const Evidence& e) {
     return e.has_record && e.rank == rank && e.record_index == record;
   });
@@ -44,7 +44,7 @@ Evidence Context::RecordEvidence(uint32_t file, uint32_t pos, const std::string&
   const RankFile& f = index.files()[file];
   Evidence e;
   e.rank = RankOf(file);
-  e.record_index = f.snap->records[pos].index;
+  e.record_index = f.IndexOf(pos);
   e.text = what;
   return e;
 }

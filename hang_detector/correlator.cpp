@@ -11,16 +11,15 @@
 namespace ncclscope::hang_detector {
 namespace {
 
-void FillInput(const trace::TraceSet& set, const JobIndex& index, const Context& ctx,
-               InputReport* in) {
-  in->files = static_cast<int>(set.files.size());
+void FillInput(const JobIndex& index, const Context& ctx, InputReport* in) {
+  in->files = static_cast<int>(index.files().size());
   in->world_size = index.world_size();
-  in->unreadable = set.errors;
+  in->unreadable = index.errors();
   in->missing_ranks = index.missing_ranks();
   in->post_mortem = ctx.post_mortem;
   std::vector<int> seen;
   for (uint32_t f = 0; f < index.files().size(); ++f) {
-    const trace::RingSnapshot& s = *index.files()[f].snap;
+    const trace::RingInfo& s = *index.files()[f].snap;
     const int rank = ctx.RankOf(f);
     if (s.overwritten > 0) in->wrapped_ranks.push_back(rank);
     if (s.torn_records > 0) in->torn_ranks.push_back(rank);
@@ -160,18 +159,22 @@ void Merge(std::vector<Verdict>* verdicts) {
 }  // namespace
 
 Analysis Analyze(const trace::TraceSet& set, const AnalyzeOptions& options) {
+  return Analyze(JobIndex(set), options);
+}
+
+Analysis Analyze(const JobIndex& index, const AnalyzeOptions& options) {
   Analysis a;
-  const JobIndex index(set);
   Context ctx{index, options, {}, 0, false};
   AssessLiveness(&ctx);
-  FillInput(set, index, ctx, &a.input);
-  if (set.files.empty()) {
+  FillInput(index, ctx, &a.input);
+  if (index.files().empty()) {
     a.usable = false;
     return a;
   }
   CheckInits(ctx, &a.verdicts);
   CheckCollectives(ctx, &a.verdicts, &a.waiting);
   CheckP2P(ctx, &a.verdicts);
+  CheckStragglers(ctx, &a.verdicts);
   DropSymptoms(ctx, &a.verdicts);
   ApplyLiveness(ctx, &a.verdicts);
   Merge(&a.verdicts);

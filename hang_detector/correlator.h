@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "hang_detector/job_index.h"
 #include "hang_detector/process_probe.h"
 #include "hang_detector/verdict.h"
 #include "trace/trace_set.h"
@@ -25,6 +26,9 @@ struct AnalyzeOptions {
   bool job_ended = false;
 };
 
+// Indexes the set (a compact copy; the set may be freed afterwards) and analyses it.
 Analysis Analyze(const trace::TraceSet& set, const AnalyzeOptions& options);
+// For an index streamed from a directory (JobIndex::FromDir), which never holds full records.
+Analysis Analyze(const JobIndex& index, const AnalyzeOptions& options);
 
 }  // namespace ncclscope::hang_detector

@@ -53,6 +53,8 @@ void CheckCollectives(const Context& ctx, std::vector<Verdict>* out,
 void CheckP2P(const Context& ctx, std::vector<Verdict>* out);
 // Ranks that never joined a communicator's creation.
 void CheckInits(const Context& ctx, std::vector<Verdict>* out);
+// Compute stragglers and slow links over the newest complete collectives (straggler_scores.h).
+void CheckStragglers(const Context& ctx, std::vector<Verdict>* out);
 // Turns verdicts whose culprits are dead or frozen into dead/frozen ones, and reports dead or
 // frozen ranks no verdict names.
 void ApplyLiveness(const Context& ctx, std::vector<Verdict>* verdicts);

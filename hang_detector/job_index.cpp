@@ -1,6 +1,7 @@
 #include "hang_detector/job_index.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "trace/identity.h"
 #include "trace/nccl_names.h"
@@ -45,16 +46,31 @@ int CommModel::MemberFile(int comm_rank) const {
 }
 
 JobIndex::JobIndex(const trace::TraceSet& set) {
-  files_.reserve(set.files.size());
-  for (const trace::RingSnapshot& s : set.files) {
-    RankFile f;
-    f.snap = &s;
-    f.rank = s.global_rank;
-    f.wall_offset = s.start_realtime_ns - s.start_monotonic_ns;
-    f.heartbeat_wall = f.Wall(s.heartbeat_monotonic_ns);
-    files_.push_back(f);
-    world_size_ = std::max(world_size_, s.world_size);
+  std::vector<RankFile> files(set.files.size());
+  for (size_t i = 0; i < set.files.size(); ++i) {
+    const trace::RingSnapshot& s = set.files[i];
+    RankFileBuilder builder(&files[i]);
+    builder.BeginFile(s);
+    builder.Records(s.records.data(), s.records.size());
+    builder.EndFile(s);
   }
+  errors_ = set.errors;
+  Build(std::move(files));
+}
+
+void JobIndex::Build(std::vector<RankFile> files) {
+  // The order ReadTraceDir gives: by global rank (unknown ranks last), then pid.
+  auto rank_key = [](const RankFile& f) { return f.rank < 0 ? INT_MAX : f.rank; };
+  std::stable_sort(files.begin(), files.end(), [&](const RankFile& a, const RankFile& b) {
+    if (rank_key(a) != rank_key(b)) return rank_key(a) < rank_key(b);
+    return a.snap->pid < b.snap->pid;
+  });
+  files_ = std::move(files);
+  for (const RankFile& f : files_) {
+    world_size_ = std::max(world_size_, f.snap->world_size);
+    stats_.records += f.ops.size();
+  }
+  stats_.files = files_.size();
   for (uint32_t f = 0; f < files_.size(); ++f) IndexFile(f);
   if (world_size_ > 0) {
     std::vector<bool> seen(world_size_, false);
@@ -82,14 +98,15 @@ const CommModel* JobIndex::FindComm(uint64_t id) const {
 }
 
 void JobIndex::IndexFile(uint32_t f) {
-  const trace::RingSnapshot& s = *files_[f].snap;
+  const RankFile& file = files_[f];
+  const trace::RingInfo& s = *file.snap;
   // This file's view of its communicators: comm rank, and the lane it fills in each.
   struct Local {
     uint32_t comm = 0;
     int comm_rank = -1;
     uint32_t lane = kNoRecord;
   };
-  std::unordered_map<uint64_t, Local> local;
+  std::unordered_map<uint64_t, Local> local;  // node-based: pointers to entries stay valid
   local.reserve(s.comms.size() * 2 + 4);
   for (const trace::CommInfo& c : s.comms) {
     CommModel& m = CommFor(c.id);
@@ -101,34 +118,30 @@ void JobIndex::IndexFile(uint32_t f) {
     m.members.push_back({f, c.rank});
     local[c.id] = {comm_index_[c.id], c.rank, kNoRecord};
   }
-  uint64_t cached_id = 0;
-  Local* cached = nullptr;
-  auto local_for = [&](uint64_t id) -> Local& {
-    if (cached != nullptr && cached_id == id) return *cached;
+  auto local_for = [&](uint64_t id) -> Local* {
     auto [it, inserted] = local.try_emplace(id);
     if (inserted) {
       CommFor(id);
       it->second.comm = comm_index_[id];
     }
-    cached_id = id;
-    cached = &it->second;
-    return *cached;
+    return &it->second;
   };
+  // What depends only on the shape is resolved at its first placed record, not per record.
+  struct ShapeSlot {
+    Local* local = nullptr;         // the communicator's entry in `local`
+    uint32_t p2p_lane = kNoRecord;  // p2p: index in the comm's p2p_lanes
+  };
+  std::vector<ShapeSlot> slots(file.shapes.size());
 
-  int64_t last_completed = -1;
-  for (uint32_t pos = 0; pos < s.records.size(); ++pos) {
-    const trace::RecordData& r = s.records[pos].data;
-    const auto op = static_cast<OpType>(r.op);
-    if (r.t_device_done_ns > 0) last_completed = pos;
-    if (trace::IsPending(r.t_device_done_ns) || r.result == trace::kResultInCall) {
-      if (r.t_enter_ns < files_[f].oldest_waiting_enter) {
-        files_[f].oldest_waiting_enter = r.t_enter_ns;
-        files_[f].oldest_waiting_pos = pos;
-      }
-    }
+  for (uint32_t pos = 0; pos < file.ops.size(); ++pos) {
+    const OpRecord& r = file.ops[pos];
+    const OpShape& sh = file.shapes[r.shape];
+    const auto op = static_cast<OpType>(sh.op);
+    ShapeSlot& slot = slots[r.shape];
     if (trace::IsCollective(op)) {
-      if (r.seq == 0 || r.comm_id == 0) continue;  // rejected by NCCL, or unknown communicator
-      Local& l = local_for(r.comm_id);
+      if (r.seq == 0 || sh.comm_id == 0) continue;  // rejected by NCCL, or unknown communicator
+      if (slot.local == nullptr) slot.local = local_for(sh.comm_id);
+      Local& l = *slot.local;
       CommModel& m = comms_[l.comm];
       if (l.lane == kNoRecord) {
         l.lane = static_cast<uint32_t>(m.lanes.size());
@@ -136,27 +149,31 @@ void JobIndex::IndexFile(uint32_t f) {
       }
       Place(m.lanes[l.lane], r.seq, pos);
     } else if (trace::IsP2P(op)) {
-      if (r.seq == 0 || r.comm_id == 0) continue;
-      Local& l = local_for(r.comm_id);
+      if (r.seq == 0 || sh.comm_id == 0) continue;
+      if (slot.local == nullptr) slot.local = local_for(sh.comm_id);
+      const Local& l = *slot.local;
       if (l.comm_rank < 0) {
         ++unplaced_;  // without our comm rank the pair cannot be named
         continue;
       }
       CommModel& m = comms_[l.comm];
       const bool send = op == OpType::kSend;
-      const int src = send ? l.comm_rank : r.peer;
-      const int dst = send ? r.peer : l.comm_rank;
-      const uint64_t key =
-          static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32 | static_cast<uint32_t>(dst);
-      auto [it, inserted] =
-          m.pair_index.try_emplace(key, static_cast<uint32_t>(m.p2p_lanes.size()));
-      if (inserted) {
-        P2PLane lane;
-        lane.src = src;
-        lane.dst = dst;
-        m.p2p_lanes.push_back(std::move(lane));
+      if (slot.p2p_lane == kNoRecord) {
+        const int src = send ? l.comm_rank : sh.peer;
+        const int dst = send ? sh.peer : l.comm_rank;
+        const uint64_t key =
+            static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32 | static_cast<uint32_t>(dst);
+        auto [it, inserted] =
+            m.pair_index.try_emplace(key, static_cast<uint32_t>(m.p2p_lanes.size()));
+        if (inserted) {
+          P2PLane lane;
+          lane.src = src;
+          lane.dst = dst;
+          m.p2p_lanes.push_back(std::move(lane));
+        }
+        slot.p2p_lane = it->second;
       }
-      P2PLane& lane = m.p2p_lanes[it->second];
+      P2PLane& lane = m.p2p_lanes[slot.p2p_lane];
       CollLane& side = send ? lane.sends : lane.recvs;
       side.file = f;
       side.comm_rank = l.comm_rank;
@@ -167,32 +184,32 @@ void JobIndex::IndexFile(uint32_t f) {
       call.file = f;
       call.pos = pos;
       call.op = op;
-      call.in_call = r.result == trace::kResultInCall;
+      call.in_call = sh.result == trace::kResultInCall;
       if (op == OpType::kCommSplit || op == OpType::kCommShrink) {
-        call.parent_id = r.comm_id;
+        call.parent_id = sh.comm_id;
         call.split_index = static_cast<uint32_t>(r.seq);
-        const int color = static_cast<int>(static_cast<uint32_t>(r.aux >> 32));
+        const int color = static_cast<int>(static_cast<uint32_t>(sh.aux >> 32));
         call.child_id = op == OpType::kCommSplit
-                            ? trace::CommIdFromSplit(r.comm_id, call.split_index, color)
-                            : trace::CommIdFromShrink(r.comm_id, call.split_index);
+                            ? trace::CommIdFromSplit(sh.comm_id, call.split_index, color)
+                            : trace::CommIdFromShrink(sh.comm_id, call.split_index);
       } else {
-        call.child_id = r.comm_id;
-        call.nranks = static_cast<int>(static_cast<uint32_t>(r.aux));
+        call.child_id = sh.comm_id;
+        call.nranks = static_cast<int>(static_cast<uint32_t>(sh.aux));
       }
       inits_.push_back(call);
     }
   }
-  files_[f].last_completed_pos = last_completed;
 }
 
 OpState JobIndex::StateOf(uint32_t file, uint32_t pos) const {
   const RankFile& f = files_[file];
-  const trace::RecordData& r = f.At(pos);
-  if (r.result != kNcclSuccess && r.result != kNcclInProgress && r.result != trace::kResultInCall) {
+  const int32_t result = f.ShapeAt(pos).result;
+  if (result != kNcclSuccess && result != kNcclInProgress && result != trace::kResultInCall) {
     return OpState::kCompleted;  // failed: it will never run, so nobody can wait on it here
   }
-  if (r.t_device_done_ns > 0) return OpState::kCompleted;
-  if (trace::IsPending(r.t_device_done_ns)) return OpState::kPending;
+  const int64_t done = f.ops[pos].t_device_done_ns;
+  if (done > 0) return OpState::kCompleted;
+  if (trace::IsPending(done)) return OpState::kPending;
   return static_cast<int64_t>(pos) < f.last_completed_pos ? OpState::kCompleted : OpState::kUnknown;
 }
 

@@ -1,22 +1,22 @@
 // The job model: every ring file of one job indexed in one pass, so the detectors match collectives
 // by (communicator, sequence number) and send/recv by (communicator, sender, receiver, sequence)
-// with array lookups and never rescan the records. The index stores record positions (4 bytes per
-// record), not copies: the records stay in the TraceSet, which must outlive the index.
+// with array lookups and never rescan the records. Records are kept compacted per file
+// (rank_file.h); lanes store record positions (4 bytes per record). A job directory is streamed
+// file by file (job_ingest.cpp), so full records of the whole job are never held at once.
 // Built once, then read-only: safe to read from several threads.
 #pragma once
 
-#include <climits>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "hang_detector/rank_file.h"
 #include "trace/record.h"
 #include "trace/trace_set.h"
 
 namespace ncclscope::hang_detector {
-
-inline constexpr uint32_t kNoRecord = UINT32_MAX;
 
 // Where an op stands on one rank.
 enum class OpState : uint8_t {
@@ -29,22 +29,6 @@ enum class OpState : uint8_t {
 inline bool IsWaitingState(OpState s) {
   return s == OpState::kPending || s == OpState::kUnknown;
 }
-
-// One ring file: who wrote it and the times the detectors need, in wall-clock ns so files of
-// different hosts compare (to NTP precision, enough for seconds-scale hang decisions).
-struct RankFile {
-  const trace::RingSnapshot* snap = nullptr;
-  int rank = -1;            // global rank, -1 when unknown
-  int64_t wall_offset = 0;  // add to a monotonic time of this file to get wall-clock ns
-  int64_t heartbeat_wall = 0;
-  int64_t last_completed_pos = -1;  // newest record with a device completion stamped
-  // Oldest entry time (monotonic) of a record still pending or still inside a blocking call:
-  // how long this rank has been stuck waiting, if at all. INT64_MAX when nothing waits.
-  int64_t oldest_waiting_enter = INT64_MAX;
-  uint32_t oldest_waiting_pos = kNoRecord;
-  int64_t Wall(int64_t monotonic_ns) const { return monotonic_ns + wall_offset; }
-  const trace::RecordData& At(uint32_t pos) const { return snap->records[pos].data; }
-};
 
 // The collectives one rank issued on one communicator, by sequence number.
 struct CollLane {
@@ -98,10 +82,28 @@ struct InitCall {
   bool in_call = false;
 };
 
+struct IngestOptions {
+  int threads = 2;  // files compacted in parallel; the placement into lanes is one thread
+};
+
+// What reading a job directory cost, for `ncclscope analyze --timing` and the scale benchmark.
+struct IngestStats {
+  uint64_t files = 0;
+  uint64_t records = 0;
+  int threads = 1;
+  double read_s = 0;   // mapping, copying and compacting every file
+  double place_s = 0;  // sorting files and placing records into lanes
+};
+
 class JobIndex {
  public:
-  // One pass over every record of every file. The set must outlive the index.
+  // Indexes snapshots already in memory (tests, the in-process watchdog). The set may be freed
+  // afterwards: the index keeps its own compact copy.
   explicit JobIndex(const trace::TraceSet& set);
+  // Streams every *.ring file of dir (see job_ingest.cpp). A damaged file is listed in errors();
+  // nullopt (and *error) only when the directory itself cannot be read. Thread-safe.
+  static std::optional<JobIndex> FromDir(const std::string& dir, const IngestOptions& options,
+                                         std::string* error);
 
   const std::vector<RankFile>& files() const { return files_; }
   const std::vector<CommModel>& comms() const { return comms_; }
@@ -112,6 +114,9 @@ class JobIndex {
   const std::vector<int>& missing_ranks() const { return missing_ranks_; }
   // Records that could not be placed (p2p on a communicator whose table entry was dropped).
   uint64_t unplaced_records() const { return unplaced_; }
+  // One line per file that could not be read, naming it (in directory order).
+  const std::vector<std::string>& errors() const { return errors_; }
+  const IngestStats& stats() const { return stats_; }
 
   OpState StateOf(uint32_t file, uint32_t pos) const;
   // State of collective `seq` in a lane (kNotIssued past its end, kLost before its start or in a
@@ -119,6 +124,9 @@ class JobIndex {
   OpState StateAt(const CollLane& lane, uint64_t seq) const;
 
  private:
+  JobIndex() = default;
+  // Takes the compacted files (in any order), sorts them by global rank and indexes them.
+  void Build(std::vector<RankFile> files);
   CommModel& CommFor(uint64_t id);
   void IndexFile(uint32_t f);
 
@@ -129,6 +137,8 @@ class JobIndex {
   std::vector<int> missing_ranks_;
   int world_size_ = -1;
   uint64_t unplaced_ = 0;
+  std::vector<std::string> errors_;
+  IngestStats stats_;
 };
 
 // The comparable part of a collective or p2p record: what every rank must agree on.

@@ -21,8 +21,8 @@ bool SameHost(const std::string& file_host, const std::string& this_host) {
 // The newest time a file shows: its heartbeat or its last record (written after the last beat).
 int64_t LastSignOfLife(const RankFile& f) {
   int64_t t = f.heartbeat_wall;
-  if (!f.snap->records.empty()) {
-    const trace::RecordData& r = f.snap->records.back().data;
+  if (f.size() > 0) {
+    const trace::RecordData r = f.At(f.size() - 1);
     t = std::max({t, f.Wall(r.t_enter_ns), r.t_exit_ns > 0 ? f.Wall(r.t_exit_ns) : t});
   }
   return t;
@@ -81,7 +81,7 @@ namespace {
 
 std::string LivenessText(const Context& ctx, uint32_t file) {
   const RankLiveness& l = ctx.live[file];
-  const trace::RingSnapshot& s = *ctx.index.files()[file].snap;
+  const trace::RingInfo& s = *ctx.index.files()[file].snap;
   char buf[256];
   const char* other = ctx.post_mortem ? "before the job's last heartbeat" : "ago";
   switch (l.state) {
@@ -110,11 +110,11 @@ std::string LivenessText(const Context& ctx, uint32_t file) {
 
 // The newest collective or p2p record of a file, else its newest record; -1 when empty.
 int64_t LastOpPos(const RankFile& f) {
-  for (int64_t p = static_cast<int64_t>(f.snap->records.size()) - 1; p >= 0; --p) {
-    const auto op = static_cast<trace::OpType>(f.snap->records[p].data.op);
+  for (int64_t p = static_cast<int64_t>(f.size()) - 1; p >= 0; --p) {
+    const auto op = static_cast<trace::OpType>(f.ShapeAt(static_cast<uint32_t>(p)).op);
     if (trace::IsCollective(op) || trace::IsP2P(op)) return p;
   }
-  return static_cast<int64_t>(f.snap->records.size()) - 1;
+  return static_cast<int64_t>(f.size()) - 1;
 }
 
 void AddLastRecords(const Context& ctx, uint32_t file, Verdict* v) {
@@ -124,7 +124,7 @@ void AddLastRecords(const Context& ctx, uint32_t file, Verdict* v) {
   header.has_record = false;
   header.text = LivenessText(ctx, file);
   v->evidence.push_back(header);
-  const int64_t last = static_cast<int64_t>(f.snap->records.size()) - 1;
+  const int64_t last = static_cast<int64_t>(f.size()) - 1;
   const int64_t last_op = LastOpPos(f);
   auto add = [&](int64_t p, const char* label) {
     const auto& r = f.At(static_cast<uint32_t>(p));

@@ -1,4 +1,6 @@
-// The one background thread: polls completion events and writes the heartbeat. It is detached and
+// The one background thread: polls completion events, writes the heartbeat and ticks the watchdog
+// (at the heartbeat's period: its stall thresholds are seconds, and one thread keeps its cost in
+// one place). It is detached and
 // holds no lock, so it neither keeps the process alive nor blocks exit or fork.
 #include <pthread.h>
 #include <signal.h>
@@ -37,6 +39,7 @@ void* Loop(void* arg) {
     if (now - last_heartbeat >= heartbeat_ns) {
       rt->ring->Heartbeat(now);
       last_heartbeat = now;
+      if (rt->watchdog != nullptr) rt->watchdog->Tick(now);
     }
     if (outstanding != 0) last_busy = now;
     int64_t sleep_ns = poll_ns;

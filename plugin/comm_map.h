@@ -33,6 +33,17 @@ class CommMap {
   // Unmaps handle (its state stays owned by the map). Thread-safe (locks).
   void Erase(const void* handle);
 
+  // Calls f(handle, state) for every mapped handle. Lock-free; a concurrent insert or erase may or
+  // may not be seen. Off the hot path (the watchdog).
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (size_t i = 0; i <= mask_; ++i) {
+      const uintptr_t k = slots_[i].key.load(std::memory_order_acquire);
+      CommState* v = slots_[i].value.load(std::memory_order_acquire);
+      if (k != 0 && v != nullptr) f(reinterpret_cast<void*>(k), v);
+    }
+  }
+
   // Locked by fork handlers so a child never inherits a half-done insert. Thread-safe.
   std::mutex& insert_mutex() { return mutex_; }
 

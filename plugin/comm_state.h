@@ -39,6 +39,9 @@ struct CommState {
   std::atomic<bool> published{false};
   // Claimed by the one thread that completes a deferred (non-blocking) creation.
   std::atomic<bool> completing{false};
+  // Set once the watchdog called ncclCommAbort on this handle (NCCLSCOPE_ON_HANG=abort): NCCL has
+  // freed it, so the application's own teardown of it must not reach NCCL again.
+  std::atomic<bool> aborted_by_watchdog{false};
 
   // Allocates the per-peer counters and publishes rank/nranks. Call once, from creation paths only
   // (never concurrently for one state).

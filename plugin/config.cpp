@@ -188,6 +188,8 @@ const std::vector<ConfigVarInfo>& ConfigVars() {
 
 Config ParseConfig(const EnvLookup& env, std::vector<std::string>* warnings) {
   Config config;
+// The X-macro pastes field and kind into member and enumerator names: they cannot be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define NCCLSCOPE_CONFIG_PARSE(field, kind, def, constraint, doc)                              \
   {                                                                                            \
     const std::string name = VarName(#field);                                                  \
@@ -203,6 +205,7 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* warnings) {
   }
   NCCLSCOPE_CONFIG_TABLE(NCCLSCOPE_CONFIG_PARSE)
 #undef NCCLSCOPE_CONFIG_PARSE
+  // NOLINTEND(bugprone-macro-parentheses)
   return config;
 }
 

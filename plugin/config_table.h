@@ -31,4 +31,15 @@
   X(fork, Enum, "reinit", "reinit|off",                                                           \
     "In a forked child: reinit opens a new ring file at its first NCCL call, off stops "          \
     "recording.")                                                                                 \
-  X(warn, Bool, "1", "", "Print warning lines (prefix 'ncclscope: warning: ') on stderr.")
+  X(warn, Bool, "1", "", "Print warning lines (prefix 'ncclscope: warning: ') on stderr.")        \
+  X(watchdog, Bool, "1", "",                                                                      \
+    "Watch for local stalls on the background thread and, on one, correlate the trace directory " \
+    "and write verdict.json there (once per incident across ranks).")                             \
+  X(stall_floor_ms, Int, "5000", "100..86400000",                                                 \
+    "Stall rule floor: an operation class with work in flight and no completion for "             \
+    "max(floor, factor x its p99 latency) is stalled, milliseconds.")                             \
+  X(stall_p99_factor, Int, "10", "1..100000",                                                     \
+    "Stall rule factor k: T = max(floor, k x the observed p99 latency of the operation class).")  \
+  X(on_hang, Enum, "report", "report|abort",                                                      \
+    "On a hang verdict: report (verdict.json, stderr), or also ncclCommAbort this rank's "        \
+    "communicators the verdict names, so the job fails fast and its launcher can restart it.")

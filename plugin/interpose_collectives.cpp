@@ -4,6 +4,7 @@
 #include "plugin/export.h"
 #include "plugin/nccl_symbols.h"
 #include "plugin/recorder.h"
+#include "trace/nccl_names.h"
 
 namespace ncclscope::plugin {
 namespace {
@@ -27,7 +28,7 @@ bool InPlace(const CollArgs& a, const CommState* cs) noexcept {
   if (a.send == a.recv) return true;
   if (cs == nullptr || (a.op != OpType::kAllGather && a.op != OpType::kReduceScatter)) return false;
   const int rank = cs->rank.load(std::memory_order_relaxed);
-  const size_t block = a.count * DtypeSize(a.dtype);
+  const size_t block = a.count * static_cast<size_t>(trace::DataTypeSize(a.dtype));
   if (rank < 0 || block == 0) return false;
   const auto* send = static_cast<const char*>(a.send);
   const auto* recv = static_cast<const char*>(a.recv);
@@ -62,7 +63,6 @@ ncclResult_t Collective(const CollArgs& a, Forward&& forward) noexcept {
 }  // namespace
 }  // namespace ncclscope::plugin
 
-using ncclscope::plugin::CollArgs;
 using ncclscope::plugin::Collective;
 using ncclscope::trace::OpType;
 

@@ -113,7 +113,10 @@ ncclResult_t Teardown(OpType op, ncclComm_t comm, uint64_t aux, Forward&& forwar
   d.aux = aux;
   // Finalize and destroy wait for outstanding work, which never ends on a hung communicator.
   const uint64_t slot = OpenHostRecord(f, d);
-  const ncclResult_t r = forward();
+  // After the watchdog's ncclCommAbort (NCCLSCOPE_ON_HANG=abort) the handle is freed inside NCCL:
+  // the application's error handling tearing it down again must not reach NCCL.
+  const bool aborted = cs != nullptr && cs->aborted_by_watchdog.load(std::memory_order_acquire);
+  const ncclResult_t r = aborted ? ncclSuccess : forward();
   const int err = errno;
   // Abort frees the communicator whatever it returns; a failed destroy leaves it alive.
   if (op == OpType::kCommAbort || (op == OpType::kCommDestroy && r == ncclSuccess)) {

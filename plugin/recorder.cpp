@@ -49,27 +49,4 @@ void EmitTrackedDeviceRecord(const CallFrame& f, trace::RecordData& d,
   tracker->Submit(token, &slot, 1);
 }
 
-size_t DtypeSize(ncclDataType_t dtype) noexcept {
-  switch (dtype) {
-    case ncclInt8:
-    case ncclUint8:
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-      return 1;
-    case ncclFloat16:
-    case ncclBfloat16:
-      return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-      return 4;
-    case ncclInt64:
-    case ncclUint64:
-    case ncclFloat64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
 }  // namespace ncclscope::plugin

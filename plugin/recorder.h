@@ -66,7 +66,4 @@ inline void EmitDeviceRecord(const CallFrame& f, trace::RecordData& d,
   EmitTrackedDeviceRecord(f, d, stream);
 }
 
-// Size in bytes of one element of dtype; 0 when unknown.
-size_t DtypeSize(ncclDataType_t dtype) noexcept;
-
 }  // namespace ncclscope::plugin

@@ -94,6 +94,7 @@ Runtime* CreateRuntime() {
           return LoadCudaDriver(library, driver, err);
         });
   }
+  rt->watchdog = MakeWatchdog(rt.get());
   InstallProcessHooks();
   // Without the poller no completion would ever be stamped: drop tracking, keep recording.
   if (!StartBackgroundThread(rt.get())) rt->tracker.reset();

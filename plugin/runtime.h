@@ -9,6 +9,7 @@
 #include "plugin/comm_map.h"
 #include "plugin/completion_tracker.h"
 #include "plugin/config.h"
+#include "plugin/watchdog.h"
 #include "trace/ring_writer.h"
 
 namespace ncclscope::plugin {
@@ -18,6 +19,7 @@ struct Runtime {
   std::unique_ptr<trace::RingWriter> ring;
   CommMap comms;
   std::unique_ptr<CompletionTracker> tracker;  // null when completion tracking is off
+  std::unique_ptr<Watchdog> watchdog;          // null when off; used by the background thread only
   uint64_t process_nonce = 0;                  // distinguishes InitAll communicators of processes
   std::atomic<uint32_t> root_comms{0};         // for default names "comm<N>"
   std::atomic<uint32_t> init_all_calls{0};
@@ -39,8 +41,8 @@ Runtime* InitRuntimeSlow() noexcept;
 // Turns recording off after an internal failure, with one warning. Thread-safe.
 void DisableRecording(const char* why) noexcept;
 
-// Starts the detached background thread (completion polling, heartbeat). Returns false with one
-// warning when it cannot. Call once per runtime.
+// Starts the detached background thread (completion polling, heartbeat, watchdog). Returns false
+// with one warning when it cannot. Call once per runtime.
 bool StartBackgroundThread(Runtime* rt) noexcept;
 
 // Registers the fork and exit handlers, once per process. Thread-safe.

@@ -13,6 +13,7 @@ enum class WarnKey : int {
   kPoller,
   kCommTableFull,
   kInternal,
+  kWatchdog,
   kCount,
 };
 

@@ -33,7 +33,7 @@ echo "== AddressSanitizer + UndefinedBehaviorSanitizer: unit tests"
 # Tests labelled "unit" run in-process or fork their own children; preload tests are left out
 # because a sanitized libncclscope.so cannot be preloaded into unsanitized programs.
 build_and_test build-asan unit \
-  "trace_tests plugin_tests plugin_recording_test ring_reader_fuzz sim_emulator_tests" \
+  "trace_tests plugin_tests plugin_recording_test ring_reader_fuzz sim_emulator_tests hang_detector_tests watchdog_tests" \
   -DNCCLSCOPE_SANITIZE=address,undefined -DNCCLSCOPE_BUILD_BENCH=OFF
 echo "== ThreadSanitizer: concurrency tests"
 build_and_test build-tsan concurrency "trace_tests plugin_tests" -DNCCLSCOPE_SANITIZE=thread -DNCCLSCOPE_BUILD_BENCH=OFF

@@ -1,15 +1,17 @@
-// `ncclscope analyze DIR [--json]`: reads every ring file of a job (live or after it died) and
-// prints the correlator's verdicts. Exit code: 0 healthy, 1 straggler, 2 hang/deadlock/desync/dead,
-// 3 unusable input.
-#include <nlohmann/json.hpp>
-
+// `ncclscope analyze DIR [--json] [--watch]`: reads every ring file of a job (live or after it
+// died) and prints the correlator's verdicts; --watch re-analyses every second until the job ends.
+// Exit code: 0 healthy, 1 straggler, 2 hang/deadlock/desync/dead, 3 unusable input.
+#include <chrono>
+#include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <thread>
 
 #include "hang_detector/correlator.h"
+#include "hang_detector/verdict_json.h"
 #include "hang_detector/verdict_text.h"
 #include "tools/commands.h"
-#include "tools/record_printer.h"
 #include "trace/clock.h"
 #include "trace/trace_set.h"
 
@@ -26,88 +28,104 @@ struct AnalyzeCliOptions {
   bool no_process_checks = false;
   double stall_s = 2.0;
   double stale_s = 2.0;
+  bool watch = false;
+  bool timing = false;
+  int read_threads = 2;
+  double interval_s = 1.0;
 };
 
-nlohmann::json RanksJson(const std::vector<int>& ranks) {
-  return nlohmann::json(ranks);
-}
-
-nlohmann::json VerdictJson(const hd::Verdict& v) {
-  nlohmann::json j = {{"class", hd::VerdictClassName(v.cls)},
-                      {"comm_id", v.comm_id != 0 ? HexId(v.comm_id) : ""},
-                      {"comm_name", v.comm_name},
-                      {"op", v.op},
-                      {"seq", v.seq},
-                      {"culprits", RanksJson(v.culprits)},
-                      {"victims", RanksJson(v.victims)},
-                      {"tie", v.tie},
-                      {"since_s", v.since_s},
-                      {"summary", v.summary},
-                      {"headline", hd::VerdictHeadline(v)}};
-  nlohmann::json evidence = nlohmann::json::array();
-  for (const hd::Evidence& e : v.evidence) {
-    nlohmann::json je = {{"rank", e.rank}, {"text", e.text}};
-    if (e.has_record) je["record_index"] = e.record_index;
-    evidence.push_back(std::move(je));
-  }
-  j["evidence"] = std::move(evidence);
-  return j;
-}
-
-nlohmann::json AnalysisJson(const hd::Analysis& a) {
-  nlohmann::json verdicts = nlohmann::json::array();
-  for (const hd::Verdict& v : a.verdicts) verdicts.push_back(VerdictJson(v));
-  nlohmann::json waiting = nlohmann::json::array();
-  for (const hd::WaitingOn& w : a.waiting) {
-    waiting.push_back({{"comm_id", HexId(w.comm_id)},
-                       {"comm_name", w.comm_name},
-                       {"op", w.op},
-                       {"seq", w.seq},
-                       {"issued", RanksJson(w.issued)},
-                       {"completed", RanksJson(w.completed)},
-                       {"not_issued", RanksJson(w.not_issued)},
-                       {"since_s", w.since_s}});
-  }
-  const hd::InputReport& in = a.input;
-  return {{"usable", a.usable},
-          {"exit_code", hd::ExitCode(a)},
-          {"verdicts", std::move(verdicts)},
-          {"waiting", std::move(waiting)},
-          {"input",
-           {{"files", in.files},
-            {"world_size", in.world_size},
-            {"unreadable", in.unreadable},
-            {"missing_ranks", in.missing_ranks},
-            {"wrapped_ranks", in.wrapped_ranks},
-            {"torn_ranks", in.torn_ranks},
-            {"dropped_ranks", in.dropped_ranks},
-            {"post_mortem", in.post_mortem},
-            {"notes", in.notes}}}};
-}
-
-int Analyze(const AnalyzeCliOptions& o) {
-  trace::TraceSet set;
-  std::string error;
-  if (!trace::ReadTraceDir(o.dir, &set, &error)) {
-    std::cerr << "ncclscope analyze: " << error << "\n";
-    return 3;
-  }
-  const auto probe = hd::MakeLinuxProcessProbe();
+hd::AnalyzeOptions CorrelatorOptions(const AnalyzeCliOptions& o, const hd::ProcessProbe* probe) {
   hd::AnalyzeOptions options;
   options.now_wall_ns = trace::RealtimeNs();
-  options.probe = o.no_process_checks ? nullptr : probe.get();
+  options.probe = o.no_process_checks ? nullptr : probe;
   options.stall_s = o.stall_s;
   options.stale_s = o.stale_s;
   options.job_ended = o.job_ended;
-  const hd::Analysis a = hd::Analyze(set, options);
+  return options;
+}
+
+void Print(const AnalyzeCliOptions& o, const hd::Analysis& a, int indent) {
   if (o.json) {
-    std::cout << AnalysisJson(a).dump(2) << "\n";
+    std::cout << hd::RenderJson(a, indent) << "\n";
   } else {
     if (!a.usable) std::cerr << "ncclscope analyze: " << o.dir << ": no readable ring files\n";
     std::cout << hd::RenderText(a, o.verbose);
   }
   std::cout.flush();
+}
+
+// Streams the directory into the compact index (JobIndex::FromDir): a 4096-rank job never has all
+// its full records in memory at once.
+int Analyze(const AnalyzeCliOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string error;
+  const std::optional<hd::JobIndex> index = hd::JobIndex::FromDir(o.dir, {o.read_threads}, &error);
+  if (!index) {
+    std::cerr << "ncclscope analyze: " << error << "\n";
+    return 3;
+  }
+  const auto probe = hd::MakeLinuxProcessProbe();
+  const auto t1 = std::chrono::steady_clock::now();
+  const hd::Analysis a = hd::Analyze(*index, CorrelatorOptions(o, probe.get()));
+  const auto t2 = std::chrono::steady_clock::now();
+  Print(o, a, 2);
+  if (o.timing) {
+    const hd::IngestStats& s = index->stats();
+    const double ingest_s = std::chrono::duration<double>(t1 - t0).count();
+    std::fprintf(stderr,
+                 "timing: %llu files, %llu records ingested in %.3f s (%.0f records/s; read %.3f s "
+                 "on %d threads, place %.3f s); analysis %.3f s\n",
+                 static_cast<unsigned long long>(s.files),
+                 static_cast<unsigned long long>(s.records), ingest_s,
+                 ingest_s > 0 ? static_cast<double>(s.records) / ingest_s : 0.0, s.read_s,
+                 s.threads, s.place_s, std::chrono::duration<double>(t2 - t1).count());
+  }
   return hd::ExitCode(a);
+}
+
+// What makes two analyses "the same verdict" for --watch: class, place and culprits, not the
+// growing wait times.
+std::string VerdictKey(const hd::Analysis& a) {
+  std::string key = a.usable ? "" : "unusable";
+  for (const hd::Verdict& v : a.verdicts) {
+    key += std::string(hd::VerdictClassName(v.cls)) + " " + hd::HexCommId(v.comm_id) + " " + v.op +
+           " " + std::to_string(v.seq) + " [";
+    for (int r : v.culprits) key += std::to_string(r) + ",";
+    key += "];";
+  }
+  return key;
+}
+
+// Live view: prints the analysis whenever its verdict changes (JSON: one line per change), until
+// no writer process is left (the correlator's post-mortem mode) or every rank finished. Waits for
+// the first ring file, so it can be started together with the job.
+int Watch(const AnalyzeCliOptions& o) {
+  const auto probe = hd::MakeLinuxProcessProbe();
+  const auto period = std::chrono::duration<double>(o.interval_s);
+  std::string shown;
+  bool said_waiting = false;
+  for (;;) {
+    trace::TraceSet set;
+    std::string error;
+    const bool readable = trace::ReadTraceDir(o.dir, &set, &error);
+    if (!readable || set.files.empty()) {
+      if (!said_waiting) {
+        std::cerr << "ncclscope analyze: waiting for ring files in " << o.dir << "\n";
+        said_waiting = true;
+      }
+      std::this_thread::sleep_for(period);
+      continue;
+    }
+    const hd::Analysis a = hd::Analyze(set, CorrelatorOptions(o, probe.get()));
+    const std::string key = VerdictKey(a);
+    const bool ended = a.usable && a.input.post_mortem;
+    if (key != shown) {
+      Print(o, a, o.json ? 0 : 2);
+      shown = key;
+    }
+    if (ended || o.job_ended) return hd::ExitCode(a);
+    std::this_thread::sleep_for(period);
+  }
 }
 
 }  // namespace
@@ -129,7 +147,16 @@ void RegisterAnalyzeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--stale-after", o->stale_s,
                   "Seconds without heartbeat that mean no progress (several heartbeat periods)")
       ->check(CLI::PositiveNumber);
-  cmd->callback([=] { *exit_code = Analyze(*o); });
+  cmd->add_flag("--timing", o->timing,
+                "Print to stderr how long reading the files and analysing them took");
+  cmd->add_option("--read-threads", o->read_threads, "Threads reading ring files in parallel")
+      ->check(CLI::Range(1, 64));
+  cmd->add_flag("--watch", o->watch,
+                "Re-analyse every --interval seconds and print the verdict whenever it changes, "
+                "until every writer of the directory has ended; exit code of the last analysis");
+  cmd->add_option("--interval", o->interval_s, "Seconds between analyses with --watch")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([=] { *exit_code = o->watch ? Watch(*o) : Analyze(*o); });
 }
 
 }  // namespace ncclscope::tools

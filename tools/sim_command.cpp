@@ -19,6 +19,9 @@ void RegisterSimCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--timeout", options->timeout_s,
                   "Seconds before a job that has not finished is killed and reported as hung "
                   "(default: wait forever)");
+  cmd->add_flag(
+      "--fail-fast", options->fail_fast,
+      "Kill the other ranks as soon as one fails, as an elastic launcher (torchrun) does");
   cmd->callback([=] {
     options->probe = !*no_probe;
     const int rc = sim::runSim(*options, std::cout, std::cerr);

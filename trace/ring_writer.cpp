@@ -171,6 +171,21 @@ void RingWriter::SetFlags(uint32_t flags) {
   header_->flags.fetch_or(flags, std::memory_order_relaxed);
 }
 
+void RingWriter::ClearFlags(uint32_t flags) {
+  header_->flags.fetch_and(~flags, std::memory_order_relaxed);
+}
+
+bool RingWriter::ReadSlot(uint64_t slot_index, RecordData* out) const {
+  const RecordSlot& slot = slots_[slot_index & mask_];
+  if (slot.commit.load(std::memory_order_acquire) != slot_index + 1) return false;
+  uint64_t words[15];
+  for (size_t i = 0; i < 15; ++i) words[i] = slot.words[i].load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (slot.commit.load(std::memory_order_relaxed) != slot_index + 1) return false;
+  std::memcpy(out, words, sizeof words);
+  return true;
+}
+
 void RingWriter::SetGlobalRank(int global_rank, int world_size) {
   header_->global_rank.store(global_rank, std::memory_order_relaxed);
   header_->world_size.store(world_size, std::memory_order_relaxed);

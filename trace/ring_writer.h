@@ -55,6 +55,13 @@ class RingWriter {
   // Thread-safe.
   void Heartbeat(int64_t monotonic_ns);
   void SetFlags(uint32_t flags);
+  void ClearFlags(uint32_t flags);
+
+  // Thread-safe, lock-free. Copies the record at slot_index into *out when the slot holds that
+  // record, complete (false while it is being written or rewritten, or after a wrap gave the slot
+  // to a newer record). For in-process readers of their own ring (the watchdog).
+  bool ReadSlot(uint64_t slot_index, RecordData* out) const;
+  uint64_t capacity() const { return mask_ + 1; }
   void SetGlobalRank(int global_rank, int world_size);
   int GlobalRank() const;
   void CountDroppedRecord();

@@ -164,7 +164,7 @@ int runSim(const SimOptions& opt, std::ostream& out, std::ostream& err) {
   {
     RankProcesses procs(out, err);  // its destructor kills ranks left over by a failed start
     started = procs.start(argv, env, error);
-    if (started) late = procs.wait(opt.timeout_s);
+    if (started) late = procs.wait(opt.timeout_s, opt.fail_fast);
     outcomes = procs.outcomes();
   }
   removeShm(job.tag);

@@ -16,6 +16,7 @@ struct SimOptions {
   std::string trace_dir;     // NCCLSCOPE_DIR of the job; empty: a new directory under $TMPDIR
   bool probe = true;         // LD_PRELOAD libncclscope.so into every rank
   double timeout_s = 0;      // > 0: kill the job when it runs longer and report a hang
+  bool fail_fast = false;    // kill the other ranks once one fails, as torchrun does
   std::string probe_path;    // empty: <dir of this executable>/../lib/libncclscope.so
   std::string rank_program;  // empty: <dir of this executable>/ncclscope-sim-rank
   std::vector<std::pair<std::string, std::string>> extra_env;  // set last, overriding ours

@@ -70,6 +70,9 @@ ncclResult_t LiveBackend::commSplit(ncclComm_t comm, int color, int key, ncclCom
 ncclResult_t LiveBackend::commDestroy(ncclComm_t comm) {
   return ncclCommDestroy(comm);
 }
+ncclResult_t LiveBackend::commGetAsyncError(ncclComm_t comm, ncclResult_t* async_error) {
+  return ncclCommGetAsyncError(comm, async_error);
+}
 ncclResult_t LiveBackend::groupStart() {
   return ncclGroupStart();
 }

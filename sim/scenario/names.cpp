@@ -5,6 +5,8 @@
 #include <cctype>
 #include <utility>
 
+#include "trace/nccl_names.h"
+
 namespace ncclscope::sim {
 namespace {
 
@@ -135,22 +137,7 @@ std::string_view dtypeName(ncclDataType_t dtype) {
 }
 
 size_t dtypeSize(ncclDataType_t dtype) {
-  switch (dtype) {
-    case ncclInt8:
-    case ncclUint8:
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-      return 1;
-    case ncclFloat16:
-    case ncclBfloat16:
-      return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-      return 4;
-    default:
-      return 8;
-  }
+  return static_cast<size_t>(trace::DataTypeSize(dtype));
 }
 
 bool dtypeIsFloat(ncclDataType_t dtype) {

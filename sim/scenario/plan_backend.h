@@ -53,6 +53,7 @@ class PlanBackend final : public RankBackend {
   ncclResult_t commSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                          ncclConfig_t* config) override;
   ncclResult_t commDestroy(ncclComm_t comm) override;
+  ncclResult_t commGetAsyncError(ncclComm_t comm, ncclResult_t* async_error) override;
   ncclResult_t groupStart() override;
   ncclResult_t groupEnd() override;
   ncclResult_t send(const void* buf, size_t count, ncclDataType_t dtype, int peer, ncclComm_t comm,

@@ -45,6 +45,7 @@ class RankBackend {
   virtual ncclResult_t commSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                                  ncclConfig_t* config) = 0;
   virtual ncclResult_t commDestroy(ncclComm_t comm) = 0;
+  virtual ncclResult_t commGetAsyncError(ncclComm_t comm, ncclResult_t* async_error) = 0;
   virtual ncclResult_t groupStart() = 0;
   virtual ncclResult_t groupEnd() = 0;
   virtual ncclResult_t send(const void* buf, size_t count, ncclDataType_t dtype, int peer,

@@ -139,6 +139,13 @@ void RankProcesses::drain() {
   }
 }
 
+bool RankProcesses::anyFailed() const {
+  for (const RankOutcome& r : ranks_) {
+    if (!r.running && (r.signal != 0 || r.exit_code > 0)) return true;
+  }
+  return false;
+}
+
 bool RankProcesses::anyRunning() const {
   for (const RankOutcome& r : ranks_) {
     if (r.running) return true;
@@ -146,13 +153,19 @@ bool RankProcesses::anyRunning() const {
   return false;
 }
 
-std::vector<int> RankProcesses::wait(double timeout_s) {
+std::vector<int> RankProcesses::wait(double timeout_s, bool fail_fast) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
   std::vector<int> late;
   while (anyRunning()) {
     pump(20);
     reap(false);
+    if (fail_fast && anyFailed()) {
+      for (RankOutcome& r : ranks_) {
+        if (r.running) kill(r.pid, SIGKILL);
+      }
+      reap(true);
+    }
     if (timeout_s > 0 && Clock::now() >= deadline && anyRunning()) {
       for (size_t r = 0; r < ranks_.size(); ++r) {
         if (!ranks_[r].running) continue;

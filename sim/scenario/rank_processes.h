@@ -36,7 +36,9 @@ class RankProcesses {
 
   // Relays output until every rank has exited, or until timeout_s (> 0) passes: then SIGKILLs
   // the rest (stopped ones too), marks them timed out and returns their ranks.
-  std::vector<int> wait(double timeout_s);
+  // fail_fast: once a rank has failed (non-zero exit, signal), SIGKILL the others, as an elastic
+  // launcher (torchrun) tears a job down to restart it.
+  std::vector<int> wait(double timeout_s, bool fail_fast = false);
 
   const std::vector<RankOutcome>& outcomes() const { return ranks_; }
 
@@ -49,6 +51,7 @@ class RankProcesses {
   void pump(int timeout_ms);  // one poll round over every open pipe
   void reap(bool block);
   void drain();
+  bool anyFailed() const;
   bool anyRunning() const;
 
   std::ostream& out_;

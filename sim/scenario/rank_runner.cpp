@@ -90,6 +90,19 @@ class Runner {
                                 job_.comms()[i].name, g, static_cast<int>(rc)));
       }
     }
+    // A communicator aborted under the rank (NCCLSCOPE_ON_HANG=abort, say) abandons its work:
+    // report that, as a training job's error handling would, rather than the garbage it left.
+    for (size_t i = 0; i < comms_.comms.size(); ++i) {
+      if (comms_.comms[i] == nullptr) continue;  // a never_join fault left it uncreated
+      ncclResult_t async = ncclSuccess;
+      const ncclResult_t rc = b_.commGetAsyncError(comms_.comms[i], &async);
+      if (rc != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
+        return fail(
+            kRankLibraryError,
+            fmt::format("communicator '{}' failed at step {} (aborted?): {}", job_.comms()[i].name,
+                        g, ncclGetErrorString(rc != ncclSuccess ? rc : async)));
+      }
+    }
     return b_.movesData() ? checkStep(g, pending) : kRankOk;
   }
 

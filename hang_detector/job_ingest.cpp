@@ -1,0 +1,68 @@
+// Reading a job directory without holding it: each file is mapped, streamed through a
+// RankFileBuilder that keeps only the compact records, and unmapped before the next one. Files are
+// compacted by a few worker threads (each file is independent); the placement into communicator
+// lanes, which touches shared state, runs afterwards on one thread in rank order, so the index is
+// the same whatever the thread count.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "hang_detector/job_index.h"
+#include "trace/ring_reader.h"
+
+namespace ncclscope::hang_detector {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+std::optional<JobIndex> JobIndex::FromDir(const std::string& dir, const IngestOptions& options,
+                                          std::string* error) {
+  std::string list_error;
+  const std::vector<std::string> paths = trace::ListRingFiles(dir, &list_error);
+  if (!list_error.empty()) {
+    *error = list_error;
+    return std::nullopt;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<RankFile> files(paths.size());
+  std::vector<std::string> errors(paths.size());
+  // One byte per file, not vector<bool>: workers write neighbouring entries concurrently.
+  std::vector<char> ok(paths.size(), 0);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next.fetch_add(1); i < paths.size(); i = next.fetch_add(1)) {
+      RankFileBuilder builder(&files[i]);
+      ok[i] = trace::VisitRingFile(paths[i], &builder, &errors[i]);
+    }
+  };
+  const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(paths.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+
+  JobIndex index;
+  index.stats_.threads = threads;
+  index.stats_.read_s = SecondsSince(t0);
+  std::vector<RankFile> readable;
+  readable.reserve(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (ok[i]) {
+      readable.push_back(std::move(files[i]));
+    } else {
+      index.errors_.push_back(std::move(errors[i]));
+    }
+  }
+  files = {};
+  const auto t1 = std::chrono::steady_clock::now();
+  index.Build(std::move(readable));
+  index.stats_.place_s = SecondsSince(t1);
+  return index;
+}
+
+}  // namespace ncclscope::hang_detector

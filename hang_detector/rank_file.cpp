@@ -1,0 +1,120 @@
+#include "hang_detector/rank_file.h"
+
+#include <algorithm>
+
+namespace ncclscope::hang_detector {
+namespace {
+
+using trace::OpType;
+
+bool IsInit(OpType op) {
+  return op == OpType::kCommInitRank || op == OpType::kCommInitRankConfig ||
+         op == OpType::kCommInitRankScalable || op == OpType::kCommSplit ||
+         op == OpType::kCommShrink;
+}
+
+OpShape ShapeOf(const trace::RecordData& r) {
+  OpShape s;
+  s.comm_id = r.comm_id;
+  s.stream = r.stream;
+  s.op = r.op;
+  s.dtype = r.dtype;
+  s.redop = r.redop;
+  s.peer = r.peer;
+  s.result = r.result;
+  const auto op = static_cast<OpType>(r.op);
+  if (trace::IsCollective(op) || trace::IsP2P(op) || IsInit(op)) {
+    s.count = r.count;
+    s.aux = r.aux;
+  }
+  return s;
+}
+
+uint64_t Mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+}  // namespace
+
+trace::RecordData RankFile::At(uint32_t pos) const {
+  const OpRecord& o = ops[pos];
+  const OpShape& s = shapes[o.shape];
+  trace::RecordData r{};
+  r.comm_id = s.comm_id;
+  r.seq = o.seq;
+  r.group_id = o.group_id;
+  r.count = s.count;
+  r.stream = s.stream;
+  r.aux = s.aux;
+  r.t_enter_ns = o.t_enter_ns;
+  r.t_exit_ns = o.t_exit_ns;
+  r.t_device_done_ns = o.t_device_done_ns;
+  r.op = s.op;
+  r.dtype = s.dtype;
+  r.redop = s.redop;
+  r.peer = s.peer;
+  r.result = s.result;
+  r.flags = o.flags;
+  return r;
+}
+
+uint64_t RankFile::IndexOf(uint32_t pos) const {
+  auto run = std::upper_bound(index_runs.begin(), index_runs.end(), pos,
+                              [](uint32_t p, const auto& r) { return p < r.first; });
+  --run;  // the first run starts at position 0, so there always is one at or before pos
+  return run->second + (pos - run->first);
+}
+
+size_t RankFileBuilder::ShapeHash::operator()(const OpShape& s) const {
+  uint64_t h = Mix(s.comm_id, s.count);
+  h = Mix(h, s.aux);
+  h = Mix(h, s.stream);
+  h = Mix(h, uint64_t{s.op} << 32 | static_cast<uint32_t>(s.dtype));
+  h = Mix(h, uint64_t{static_cast<uint32_t>(s.redop)} << 32 | static_cast<uint32_t>(s.peer));
+  return Mix(h, static_cast<uint32_t>(s.result));
+}
+
+uint32_t RankFileBuilder::Intern(const OpShape& s) {
+  // Back-to-back calls of one shape (a burst of identical sends, say) skip the hash.
+  if (last_shape_ != kNoRecord && out_->shapes[last_shape_] == s) return last_shape_;
+  auto [it, inserted] = shape_ids_.try_emplace(s, static_cast<uint32_t>(out_->shapes.size()));
+  if (inserted) out_->shapes.push_back(s);
+  last_shape_ = it->second;
+  return last_shape_;
+}
+
+void RankFileBuilder::BeginFile(const trace::RingInfo& info) {
+  info_ = info;
+  out_->rank = info.global_rank;
+  out_->wall_offset = info.start_realtime_ns - info.start_monotonic_ns;
+  out_->heartbeat_wall = out_->Wall(info.heartbeat_monotonic_ns);
+  out_->ops.reserve(info.write_pos - info.overwritten);
+}
+
+void RankFileBuilder::Records(const trace::StoredRecord* batch, size_t n) {
+  RankFile& f = *out_;
+  for (size_t i = 0; i < n; ++i) {
+    const trace::RecordData& r = batch[i].data;
+    const auto pos = static_cast<uint32_t>(f.ops.size());
+    if (batch[i].index != next_index_) f.index_runs.emplace_back(pos, batch[i].index);
+    next_index_ = batch[i].index + 1;
+    if (r.t_device_done_ns > 0) f.last_completed_pos = pos;
+    if ((trace::IsPending(r.t_device_done_ns) || r.result == trace::kResultInCall) &&
+        r.t_enter_ns < f.oldest_waiting_enter) {
+      f.oldest_waiting_enter = r.t_enter_ns;
+      f.oldest_waiting_pos = pos;
+    }
+    f.ops.push_back({r.t_enter_ns, r.t_exit_ns, r.t_device_done_ns, r.seq, r.group_id,
+                     Intern(ShapeOf(r)), r.flags});
+  }
+}
+
+void RankFileBuilder::EndFile(const trace::RingInfo& info) {
+  info_.torn_records = info.torn_records;
+  out_->snap = std::make_shared<const trace::RingInfo>(std::move(info_));
+  // The interning table is only needed while reading; the shapes stay.
+  shape_ids_ = {};
+}
+
+}  // namespace ncclscope::hang_detector

@@ -1,0 +1,150 @@
+// Timelines of complete collectives per communicator, and the robust statistics the straggler
+// checks share.
+#include "hang_detector/straggler_scores.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace ncclscope::hang_detector {
+namespace {
+
+// Records looked back at for the newest completion before an entry: a host that waits for its
+// work each step finds it among the last few; one that runs further ahead has no meaningful gap.
+constexpr uint32_t kGapLookBack = 64;
+
+// Entry minus the newest completion (collective or send/recv) this rank saw before it: the host
+// time it spent on its own between seeing work finish and issuing this op. NaN when none is near.
+double GapBefore(const RankFile& file, uint32_t pos) {
+  const int64_t enter = file.ops[pos].t_enter_ns;
+  int64_t newest = INT64_MIN;
+  const uint32_t first = pos > kGapLookBack ? pos - kGapLookBack : 0;
+  for (uint32_t p = pos; p-- > first;) {
+    const int64_t done = file.ops[p].t_device_done_ns;
+    if (done > 0 && done <= enter) newest = std::max(newest, done);
+  }
+  return newest == INT64_MIN ? kNaN : static_cast<double>(enter - newest) * 1e-9;
+}
+
+// When the op at `seq` could start on this rank: its entry, or later when the previous collective
+// of the same stream was still running (it queues behind it, which is not waiting for a peer).
+int64_t StartOf(const RankFile& file, const CollLane& lane, uint64_t seq) {
+  const uint32_t pos = lane.PosOf(seq);
+  const OpRecord& r = file.ops[pos];
+  const uint32_t prev = seq > 0 ? lane.PosOf(seq - 1) : kNoRecord;
+  if (prev == kNoRecord) return r.t_enter_ns;
+  const OpRecord& p = file.ops[prev];
+  if (file.ShapeAt(prev).stream != file.ShapeAt(pos).stream || p.t_device_done_ns <= 0)
+    return r.t_enter_ns;
+  return std::max(r.t_enter_ns, p.t_device_done_ns);
+}
+
+}  // namespace
+
+double Sample::Transfer() const {
+  return *std::min_element(wait_s.begin(), wait_s.end());
+}
+
+std::vector<CommTimeline> BuildTimelines(const Context& ctx) {
+  const JobIndex& index = ctx.index;
+  std::vector<CommTimeline> out;
+  for (const CommModel& comm : index.comms()) {
+    // Scores compare every member; a member without a file would be an unseen straggler.
+    if (comm.nranks < 2 || static_cast<int>(comm.lanes.size()) != comm.nranks) continue;
+    CommTimeline t;
+    t.comm = &comm;
+    uint64_t lo = 0, hi = UINT64_MAX;
+    for (const CollLane& lane : comm.lanes) {
+      t.files.push_back(lane.file);
+      t.ranks.push_back(ctx.RankOf(lane.file));
+      lo = std::max(lo, lane.first_seq);
+      hi = std::min(hi, lane.EndSeq());
+    }
+    // Newest first, and only as many as the window and the past it is compared with: memory stays
+    // O(members x kKept) however long the job ran.
+    for (uint64_t seq = hi; seq-- > lo && t.samples.size() < kKept;) {
+      Sample s;
+      s.seq = seq;
+      bool complete = true;
+      for (const CollLane& lane : comm.lanes) {
+        const uint32_t pos = lane.PosOf(seq);
+        const RankFile& file = index.files()[lane.file];
+        if (pos == kNoRecord || file.ops[pos].t_device_done_ns <= 0) {
+          complete = false;
+          break;
+        }
+        const OpRecord& r = file.ops[pos];
+        s.pos.push_back(pos);
+        s.wait_s.push_back(static_cast<double>(r.t_device_done_ns - StartOf(file, lane, seq)) *
+                           1e-9);
+        s.gap_s.push_back(GapBefore(file, pos));
+        s.done_ns.push_back(r.t_device_done_ns);
+      }
+      if (!complete) continue;
+      s.sig = SignatureOf(index.files()[comm.lanes[0].file].At(s.pos[0]));
+      t.samples.push_back(std::move(s));
+    }
+    std::reverse(t.samples.begin(), t.samples.end());
+    if (!t.samples.empty()) out.push_back(std::move(t));
+  }
+  return out;
+}
+
+double Median(std::vector<double> v) {
+  std::erase_if(v, [](double x) { return !std::isfinite(x); });
+  if (v.empty()) return kNaN;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  if (v.size() % 2 == 1) return v[mid];
+  const double upper = v[mid];
+  return (upper + *std::max_element(v.begin(), v.begin() + mid)) / 2;
+}
+
+double MedianWithout(const std::vector<double>& sorted, double x) {
+  const size_t n = sorted.size();
+  if (n < 2) return kNaN;
+  const size_t k = std::lower_bound(sorted.begin(), sorted.end(), x) - sorted.begin();
+  auto at = [&](size_t i) { return sorted[i < k ? i : i + 1]; };
+  const size_t left = n - 1;
+  return left % 2 == 1 ? at(left / 2) : (at(left / 2 - 1) + at(left / 2)) / 2;
+}
+
+double Period(const CommTimeline& t) {
+  // The interval between two collectives of the same signature is one iteration of the training
+  // loop, however many other collectives the communicator runs in between.
+  std::vector<double> per_rank;
+  for (size_t m = 0; m < t.ranks.size(); ++m) {
+    std::vector<double> d;
+    for (size_t i = t.WindowBegin(); i < t.samples.size(); ++i) {
+      for (size_t k = i; k-- > t.WindowBegin();) {
+        if (!(t.samples[k].sig == t.samples[i].sig)) continue;
+        d.push_back(static_cast<double>(t.samples[i].done_ns[m] - t.samples[k].done_ns[m]) * 1e-9);
+        break;
+      }
+    }
+    per_rank.push_back(Median(d));
+  }
+  return Median(per_rank);
+}
+
+size_t Onset(const std::vector<bool>& flags) {
+  size_t onset = flags.size(), flagged = 0;
+  for (size_t i = flags.size(); i-- > 0;) {
+    flagged += flags[i] ? 1 : 0;
+    if (flags[i] && flagged * 10 >= (flags.size() - i) * 6) onset = i;
+  }
+  return onset;
+}
+
+std::string Millis(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f ms", s * 1e3);
+  return buf;
+}
+
+void CheckStragglers(const Context& ctx, std::vector<Verdict>* out) {
+  const std::vector<CommTimeline> timelines = BuildTimelines(ctx);
+  CheckComputeStragglers(ctx, timelines, out);
+  CheckSlowLinks(ctx, timelines, out);
+}
+
+}  // namespace ncclscope::hang_detector

@@ -1,0 +1,84 @@
+#include "hang_detector/verdict_json.h"
+
+#include <cstdio>
+
+#include "hang_detector/json_writer.h"
+#include "hang_detector/verdict_text.h"
+
+namespace ncclscope::hang_detector {
+namespace {
+
+void WriteVerdict(JsonWriter& w, const Verdict& v) {
+  w.BeginObject();
+  w.Key("class").String(VerdictClassName(v.cls));
+  w.Key("comm_id").String(v.comm_id != 0 ? HexCommId(v.comm_id) : "");
+  w.Key("comm_name").String(v.comm_name);
+  w.Key("op").String(v.op);
+  w.Key("seq").UInt(v.seq);
+  w.Key("culprits").IntArray(v.culprits);
+  w.Key("victims").IntArray(v.victims);
+  w.Key("tie").Bool(v.tie);
+  w.Key("since_s").Double(v.since_s);
+  w.Key("summary").String(v.summary);
+  w.Key("headline").String(VerdictHeadline(v));
+  w.Key("evidence").BeginArray();
+  for (const Evidence& e : v.evidence) {
+    w.BeginObject();
+    w.Key("rank").Int(e.rank);
+    w.Key("text").String(e.text);
+    if (e.has_record) w.Key("record_index").UInt(e.record_index);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+}
+
+void WriteWaiting(JsonWriter& w, const WaitingOn& o) {
+  w.BeginObject();
+  w.Key("comm_id").String(HexCommId(o.comm_id));
+  w.Key("comm_name").String(o.comm_name);
+  w.Key("op").String(o.op);
+  w.Key("seq").UInt(o.seq);
+  w.Key("issued").IntArray(o.issued);
+  w.Key("completed").IntArray(o.completed);
+  w.Key("not_issued").IntArray(o.not_issued);
+  w.Key("since_s").Double(o.since_s);
+  w.EndObject();
+}
+
+}  // namespace
+
+std::string HexCommId(uint64_t id) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(id));
+  return buf;
+}
+
+std::string RenderJson(const Analysis& a, int indent) {
+  JsonWriter w(indent);
+  w.BeginObject();
+  w.Key("usable").Bool(a.usable);
+  w.Key("exit_code").Int(ExitCode(a));
+  w.Key("verdicts").BeginArray();
+  for (const Verdict& v : a.verdicts) WriteVerdict(w, v);
+  w.EndArray();
+  w.Key("waiting").BeginArray();
+  for (const WaitingOn& o : a.waiting) WriteWaiting(w, o);
+  w.EndArray();
+  const InputReport& in = a.input;
+  w.Key("input").BeginObject();
+  w.Key("files").Int(in.files);
+  w.Key("world_size").Int(in.world_size);
+  w.Key("unreadable").StringArray(in.unreadable);
+  w.Key("missing_ranks").IntArray(in.missing_ranks);
+  w.Key("wrapped_ranks").IntArray(in.wrapped_ranks);
+  w.Key("torn_ranks").IntArray(in.torn_ranks);
+  w.Key("dropped_ranks").IntArray(in.dropped_ranks);
+  w.Key("post_mortem").Bool(in.post_mortem);
+  w.Key("notes").StringArray(in.notes);
+  w.EndObject();
+  w.EndObject();
+  return w.str();
+}
+
+}  // namespace ncclscope::hang_detector

@@ -1,0 +1,18 @@
+// An Analysis as the JSON document of `ncclscope analyze --json`, also written by the in-process
+// watchdog as verdict.json, so both have one schema. Pure; thread-safe. libstdc++ only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hang_detector/verdict.h"
+
+namespace ncclscope::hang_detector {
+
+// indent as JsonWriter's (2: the CLI's pretty form). Ends without a newline.
+std::string RenderJson(const Analysis& analysis, int indent = 2);
+
+// A communicator id as the CLI prints it: 16 lower-case hex digits.
+std::string HexCommId(uint64_t id);
+
+}  // namespace ncclscope::hang_detector

@@ -1,0 +1,87 @@
+// End to end: the straggler scenarios played by `ncclscope sim` at 8 and 32 ranks, then
+// `ncclscope analyze --json`. Transfers are modeled at 5 ms (NCCLSIM_LATENCY_US) so a slow link
+// outweighs the scheduling noise of 32 processes on a few cores; healthy runs use the same model.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace ncclscope::testing {
+namespace {
+
+struct Case {
+  const char* scenario;
+  int ranks;
+  std::vector<int> culprits;  // empty: healthy, no verdict at all
+  const char* kind;           // "compute straggler" or "slow link" in the summary
+};
+
+nlohmann::json SimAndAnalyze(const Case& c, int* exit_code) {
+  char tmpl[] = "/tmp/ncclscope-st-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return {};
+  const std::string dir = std::string(tmpl) + "/trace", bin = NCCLSCOPE_TEST_BIN_DIR "/ncclscope";
+  const std::string sim = "NCCLSIM_LATENCY_US=5000 " + bin + " sim --ranks " +
+                          std::to_string(c.ranks) +
+                          " --scenario " NCCLSCOPE_TEST_SOURCE_DIR "/sim/scenarios/" + c.scenario +
+                          ".json --dir " + dir + " --timeout 30 >/dev/null 2>&1";
+  EXPECT_EQ(std::system(sim.c_str()), 0) << sim;
+  FILE* p = popen((bin + " analyze " + dir + " --json").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  const int status = pclose(p);
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::filesystem::remove_all(tmpl);
+  return nlohmann::json::parse(out);
+}
+
+class StragglerScenario : public ::testing::TestWithParam<Case> {};
+
+TEST_P(StragglerScenario, NamesExactlyTheCulpritOrNothing) {
+  const Case& c = GetParam();
+  int code = -1;
+  const nlohmann::json j = SimAndAnalyze(c, &code);
+  SCOPED_TRACE(j.dump(2));
+  ASSERT_FALSE(j["verdicts"].empty());
+  if (c.culprits.empty()) {
+    EXPECT_EQ(j["verdicts"].size(), 1u);
+    EXPECT_EQ(j["verdicts"][0]["class"], "healthy");
+    EXPECT_EQ(code, 0);
+    return;
+  }
+  ASSERT_EQ(j["verdicts"].size(), 1u);  // no false verdict next to the true one
+  const auto& v = j["verdicts"][0];
+  EXPECT_EQ(v["class"], "straggler");
+  EXPECT_EQ(v["culprits"].get<std::vector<int>>(), c.culprits);
+  EXPECT_FALSE(v["victims"].empty());
+  EXPECT_NE(v["summary"].get<std::string>().find(c.kind), std::string::npos);
+  EXPECT_GT(v["since_s"].get<double>(), 0);
+  EXPECT_GE(v["evidence"].size(), 3u);
+  EXPECT_EQ(code, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shipped, StragglerScenario,
+    ::testing::Values(Case{"compute-straggler-2x", 8, {7}, "compute straggler"},
+                      Case{"compute-straggler-2x", 32, {31}, "compute straggler"},
+                      Case{"compute-straggler-1.2x", 8, {3}, "compute straggler"},
+                      Case{"compute-straggler-1.2x", 32, {3}, "compute straggler"},
+                      Case{"slow-link-3x", 8, {2}, "slow link"},
+                      Case{"slow-link-3x", 32, {2}, "slow link"}, Case{"healthy-jitter", 8, {}, ""},
+                      Case{"healthy-jitter", 32, {}, ""}, Case{"healthy-large-op", 8, {}, ""}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      std::string name = std::string(info.param.scenario) + "_" + std::to_string(info.param.ranks);
+      for (char& ch : name) {
+        if (ch == '-' || ch == '.') ch = '_';
+      }
+      return name;
+    });
+
+}  // namespace
+}  // namespace ncclscope::testing

@@ -1,0 +1,218 @@
+// Compute stragglers and slow links over synthetic training loops (step_model.h): world plus
+// tensor-parallel pairs and two data-parallel groups, at 8 and 32 ranks.
+#include <gtest/gtest.h>
+
+#include "hang_detector/verdict_text.h"
+#include "tests/hang_detector/analyze_helpers.h"
+#include "tests/hang_detector/step_model.h"
+
+namespace ncclscope::testing {
+namespace {
+
+// world; tp = pairs {0,1} {2,3} ...; dp = even ranks, odd ranks. Each step: an allreduce on the
+// rank's tp pair, one on its dp group, and one on world.
+struct Job {
+  explicit Job(int n, uint32_t seed = 1) : ranks(n), job(n), model(&job, n, seed) {
+    std::vector<int> all;
+    for (int r = 0; r < n; ++r) all.push_back(r);
+    world = job.Comm("world", all);
+    for (int g = 0; g < n / 2; ++g) groups.push_back({2 * g, 2 * g + 1});
+    for (int parity = 0; parity < 2; ++parity) {
+      std::vector<int> dp;
+      for (int r = parity; r < n; r += 2) dp.push_back(r);
+      groups.push_back(dp);
+    }
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const bool tp = g < static_cast<size_t>(n / 2);
+      ids.push_back(job.Comm(tp ? "tp" : "dp", groups[g], world, tp ? 0 : 1));
+    }
+  }
+  // `steps` steps; `transfer_s` is the world allreduce's transfer time (the groups' are halves).
+  void Run(int steps, double transfer_s = 0.001, uint64_t world_count = 256) {
+    for (int s = 0; s < steps; ++s) {
+      std::vector<ModelOp> ops;
+      std::vector<std::vector<int>> members;
+      for (size_t g = 0; g < groups.size(); ++g) {
+        ops.push_back({ids[g], OpType::kAllReduce, transfer_s / 2});
+        members.push_back(groups[g]);
+      }
+      std::vector<int> all;
+      for (int r = 0; r < ranks; ++r) all.push_back(r);
+      ops.push_back({world, OpType::kAllReduce, transfer_s, world_count});
+      members.push_back(all);
+      model.Step(ops, members);
+    }
+  }
+  Analysis Analyze() {
+    job.HeartbeatAll(model.Now());
+    return AnalyzeAt(job, model.Now() + 0.01);
+  }
+
+  int ranks;
+  JobBuilder job;
+  StepModel model;
+  uint64_t world = 0;
+  std::vector<std::vector<int>> groups;
+  std::vector<uint64_t> ids;
+};
+
+std::vector<Verdict> Stragglers(const Analysis& a) {
+  std::vector<Verdict> out;
+  for (const Verdict& v : a.verdicts) {
+    if (v.cls == VerdictClass::kStraggler) out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<int> AllBut(int n, std::vector<int> except) {
+  std::vector<int> out;
+  for (int r = 0; r < n; ++r) {
+    if (std::find(except.begin(), except.end(), r) == except.end()) out.push_back(r);
+  }
+  return out;
+}
+
+class Sizes : public ::testing::TestWithParam<int> {};
+
+TEST_P(Sizes, HealthyJitterHasNoVerdict) {
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    Job j(GetParam(), seed);
+    j.model.jitter_s = 0.005;  // a quarter of the compute time
+    j.Run(40);
+    const Analysis a = j.Analyze();
+    EXPECT_EQ(First(a).cls, VerdictClass::kHealthy) << "seed " << seed << "\n"
+                                                    << hang_detector::RenderText(a, true);
+  }
+}
+
+TEST_P(Sizes, ComputeStragglerTwiceSlowerIsNamedWithItsVictims) {
+  const int n = GetParam();
+  Job j(n);
+  j.model.jitter_s = 0.003;
+  j.model.compute_slow = {{n - 1, 2.0, 10}};
+  j.Run(10);
+  const double onset = j.model.Now();
+  j.Run(30);
+  const Analysis a = j.Analyze();
+  const Verdict& v = First(a);
+  SCOPED_TRACE(hang_detector::RenderText(a, true));
+  ASSERT_EQ(Stragglers(a).size(), 1u);
+  EXPECT_EQ(v.cls, VerdictClass::kStraggler);
+  EXPECT_EQ(v.culprits, std::vector<int>{n - 1});
+  EXPECT_FALSE(v.tie);
+  EXPECT_EQ(v.comm_name, "world");  // the group most ranks wait in leads
+  EXPECT_EQ(v.victims, AllBut(n, {n - 1}));
+  EXPECT_EQ(v.op, "allreduce");
+  EXPECT_EQ(v.seq, 40u);
+  EXPECT_NE(v.summary.find("compute straggler"), std::string::npos);
+  // Since step 10: its compute ends 40 ms after that step began.
+  EXPECT_NEAR(v.since_s, j.model.Now() + 0.01 - onset - 0.040, 0.005);
+  EXPECT_TRUE(Mentions(v, n - 1));
+  EXPECT_EQ(hang_detector::ExitCode(a), 1);
+  const std::string text = hang_detector::RenderText(a, false);
+  EXPECT_NE(text.find("SLOW (straggler) comm world"), std::string::npos) << text;
+}
+
+TEST_P(Sizes, ComputeStragglerTwentyPercentSlowerIsNamed) {
+  const int n = GetParam();
+  Job j(n);
+  j.model.jitter_s = 0.002;
+  j.model.compute_slow = {{3, 1.2, 5}};
+  j.Run(40);
+  const Analysis a = j.Analyze();
+  SCOPED_TRACE(hang_detector::RenderText(a, true));
+  ASSERT_EQ(Stragglers(a).size(), 1u);
+  EXPECT_EQ(First(a).culprits, std::vector<int>{3});
+}
+
+TEST_P(Sizes, TwoComputeStragglersAreNamedApart) {
+  const int n = GetParam();
+  Job j(n);
+  j.model.jitter_s = 0.002;
+  j.model.compute_slow = {{1, 2.0, 5}, {4, 1.3, 5}};
+  j.Run(40);
+  const Analysis a = j.Analyze();
+  SCOPED_TRACE(hang_detector::RenderText(a, true));
+  const std::vector<Verdict> s = Stragglers(a);
+  ASSERT_EQ(s.size(), 2u);
+  std::vector<int> culprits = {s[0].culprits.at(0), s[1].culprits.at(0)};
+  std::sort(culprits.begin(), culprits.end());
+  EXPECT_EQ(culprits, (std::vector<int>{1, 4}));
+}
+
+TEST_P(Sizes, SlowLinkIsLocalizedByItsGroups) {
+  const int n = GetParam();
+  Job j(n);
+  j.model.jitter_s = 0.003;
+  j.model.link_slow = {{2, 3.0, 10}};
+  j.Run(10, 0.006);
+  const double onset = j.model.Now();
+  j.Run(30, 0.006);
+  const Analysis a = j.Analyze();
+  const Verdict& v = First(a);
+  SCOPED_TRACE(hang_detector::RenderText(a, true));
+  ASSERT_EQ(Stragglers(a).size(), 1u);
+  EXPECT_EQ(v.culprits, std::vector<int>{2});
+  EXPECT_FALSE(v.tie);
+  EXPECT_EQ(v.comm_name, "tp");  // the smallest slow group
+  EXPECT_NE(v.summary.find("slow link"), std::string::npos);
+  EXPECT_EQ(v.victims, AllBut(n, {2}));  // world is slow too: everyone waits
+  EXPECT_NEAR(v.since_s, j.model.Now() + 0.01 - onset - 0.020, 0.005);  // after the compute
+  EXPECT_EQ(hang_detector::ExitCode(a), 1);
+}
+
+TEST_P(Sizes, SlowLinkFromTheStartIsFoundAgainstSiblingGroups) {
+  const int n = GetParam();
+  Job j(n);
+  j.model.jitter_s = 0.003;
+  j.model.link_slow = {{5, 3.0, 0}};
+  j.Run(30, 0.006);
+  const Analysis a = j.Analyze();
+  SCOPED_TRACE(hang_detector::RenderText(a, true));
+  ASSERT_EQ(Stragglers(a).size(), 1u);
+  EXPECT_EQ(First(a).culprits, std::vector<int>{5});
+}
+
+TEST_P(Sizes, SlowLargeOperationThatNeverChangedIsHealthy) {
+  Job j(GetParam());
+  j.model.jitter_s = 0.003;
+  j.Run(30, 0.200, 1 << 28);  // the world allreduce takes ten compute times, every step
+  EXPECT_EQ(First(j.Analyze()).cls, VerdictClass::kHealthy);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, Sizes, ::testing::Values(8, 32));
+
+TEST(Straggler, SlowLinkWithoutGroupsToNarrowItIsATie) {
+  JobBuilder job(4);
+  StepModel model(&job, 4, 3);
+  const uint64_t world = job.Comm("world", {0, 1, 2, 3});
+  model.jitter_s = 0.003;
+  model.link_slow = {{1, 3.0, 8}};
+  for (int s = 0; s < 30; ++s) model.Step({{world, OpType::kAllReduce, 0.006}}, {{0, 1, 2, 3}});
+  job.HeartbeatAll(model.Now());
+  const Analysis a = AnalyzeAt(job, model.Now());
+  SCOPED_TRACE(hang_detector::RenderText(a, true));
+  const Verdict& v = First(a);
+  EXPECT_EQ(v.cls, VerdictClass::kStraggler);
+  EXPECT_TRUE(v.tie);
+  EXPECT_EQ(v.culprits, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_NE(v.summary.find("its earlier collectives"), std::string::npos);
+}
+
+TEST(Straggler, RecoveredStragglerIsHealthy) {
+  Job j(8);
+  j.model.jitter_s = 0.002;
+  j.model.compute_slow = {{6, 2.0, 2}, {6, 0.5, 12}};  // 2x from step 2, back to 1x from 12
+  j.Run(90);  // the window (64 collectives per group) holds only healthy steps
+  EXPECT_EQ(First(j.Analyze()).cls, VerdictClass::kHealthy);
+}
+
+TEST(Straggler, TooFewCollectivesSayNothing) {
+  Job j(8);
+  j.model.compute_slow = {{6, 3.0, 0}};
+  j.Run(5);
+  EXPECT_EQ(First(j.Analyze()).cls, VerdictClass::kHealthy);
+}
+
+}  // namespace
+}  // namespace ncclscope::testing

@@ -1,0 +1,204 @@
+#include "trace/ring_visitor.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "trace/ring_layout.h"
+
+namespace ncclscope::trace {
+namespace {
+
+// Upper bounds that no writer produces; larger values mean a corrupt header, not a big ring.
+constexpr uint64_t kMaxRecordCapacity = uint64_t{1} << 32;
+constexpr uint32_t kMaxCommCapacity = 1u << 20;
+// Records per visitor call: small enough to stay in L1/L2, large enough to amortize the call.
+constexpr size_t kBatch = 128;
+
+std::string Bounded(const char* s, size_t cap) {
+  return std::string(s, strnlen(s, cap));
+}
+
+bool Fail(std::string* error, const std::string& name, const std::string& what) {
+  *error = name + ": " + what;
+  return false;
+}
+
+std::string TooSmall(size_t size) {
+  return "truncated: " + std::to_string(size) + " bytes, smaller than the " +
+         std::to_string(kHeaderBytes) + "-byte header";
+}
+
+bool ValidateHeader(const FileHeader& h, size_t size, const std::string& name, std::string* error) {
+  if (std::memcmp(h.magic, kRingMagic, sizeof kRingMagic) != 0) {
+    return Fail(error, name, "not an ncclscope ring file (bad magic)");
+  }
+  if (h.format_version != kRingFormatVersion) {
+    return Fail(error, name,
+                "unsupported format version " + std::to_string(h.format_version) +
+                    " (this build reads version " + std::to_string(kRingFormatVersion) + ")");
+  }
+  if (h.header_bytes != kHeaderBytes || h.record_bytes != sizeof(RecordSlot)) {
+    return Fail(error, name, "corrupt header: unexpected header or record size");
+  }
+  const uint64_t cap = h.record_capacity;
+  if (cap == 0 || cap > kMaxRecordCapacity || (cap & (cap - 1)) != 0) {
+    return Fail(error, name, "corrupt header: record capacity " + std::to_string(cap));
+  }
+  if (h.comm_capacity == 0 || h.comm_capacity > kMaxCommCapacity) {
+    return Fail(error, name, "corrupt header: comm capacity " + std::to_string(h.comm_capacity));
+  }
+  const uint64_t comm_end = h.comm_table_offset + uint64_t{h.comm_capacity} * sizeof(CommEntry);
+  if (h.comm_table_offset != kHeaderBytes || h.records_offset < comm_end ||
+      h.records_offset % alignof(RecordSlot) != 0 ||
+      h.file_bytes != h.records_offset + cap * sizeof(RecordSlot)) {
+    return Fail(error, name, "corrupt header: inconsistent section offsets");
+  }
+  if (h.file_bytes > size) {
+    return Fail(error, name,
+                "truncated: header says " + std::to_string(h.file_bytes) + " bytes, file has " +
+                    std::to_string(size));
+  }
+  return true;
+}
+
+void ReadHeader(const FileHeader& h, const std::string& name, RingInfo* out) {
+  out->path = name;
+  out->format_version = h.format_version;
+  out->pid = h.pid;
+  out->global_rank = h.global_rank.load(std::memory_order_relaxed);
+  out->local_rank = h.local_rank;
+  out->world_size = h.world_size.load(std::memory_order_relaxed);
+  out->host = Bounded(h.host, kHostBytes);
+  out->job_id = Bounded(h.job_id, kJobIdBytes);
+  out->start_realtime_ns = h.start_realtime_ns;
+  out->start_monotonic_ns = h.start_monotonic_ns;
+  out->heartbeat_monotonic_ns = h.heartbeat_monotonic_ns.load(std::memory_order_relaxed);
+  out->nccl_version = h.nccl_version;
+  out->flags = h.flags.load(std::memory_order_relaxed);
+  out->record_capacity = h.record_capacity;
+  out->dropped_records = h.dropped_records.load(std::memory_order_relaxed);
+  out->dropped_comms = h.dropped_comms.load(std::memory_order_relaxed);
+  out->untracked_completions = h.untracked_completions.load(std::memory_order_relaxed);
+  out->unknown_comm_records = h.unknown_comm_records.load(std::memory_order_relaxed);
+}
+
+void ReadComms(const char* base, const FileHeader& h, RingInfo* out) {
+  const auto* entries = reinterpret_cast<const CommEntry*>(base + h.comm_table_offset);
+  const uint32_t n = std::min(h.comm_count.load(std::memory_order_acquire), h.comm_capacity);
+  for (uint32_t i = 0; i < n; ++i) {
+    const CommEntry& e = entries[i];
+    if (e.state.load(std::memory_order_acquire) != kCommEntryValid) continue;
+    CommInfo c;
+    c.id = e.id;
+    c.parent_id = e.parent_id;
+    c.origin = e.origin;
+    c.rank = e.rank;
+    c.nranks = e.nranks;
+    c.color = e.color;
+    c.key = e.key;
+    c.split_index = e.split_index;
+    c.cuda_device = e.cuda_device;
+    c.created_monotonic_ns = e.created_monotonic_ns;
+    c.handle = e.handle;
+    c.name = Bounded(e.name, kCommNameBytes);
+    out->comms.push_back(std::move(c));
+  }
+}
+
+// Copies one slot under its seqlock; false when it is mid-write or was overwritten meanwhile.
+bool CopySlot(const RecordSlot& slot, uint64_t index, RecordData* out) {
+  if (slot.commit.load(std::memory_order_acquire) != index + 1) return false;
+  uint64_t words[15];
+  for (int i = 0; i < 15; ++i) words[i] = slot.words[i].load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (slot.commit.load(std::memory_order_relaxed) != index + 1) return false;
+  std::memcpy(out, words, sizeof words);
+  return true;
+}
+
+void VisitRecords(const char* base, const FileHeader& h, uint64_t begin, uint64_t end,
+                  RingVisitor* visitor, RingInfo* info) {
+  const auto* slots = reinterpret_cast<const RecordSlot*>(base + h.records_offset);
+  const uint64_t mask = h.record_capacity - 1;
+  StoredRecord batch[kBatch];
+  size_t n = 0;
+  for (uint64_t index = begin; index < end; ++index) {
+    StoredRecord& r = batch[n];
+    if (!CopySlot(slots[index & mask], index, &r.data)) {
+      ++info->torn_records;
+      continue;
+    }
+    r.index = index;
+    if (++n == kBatch) {
+      visitor->Records(batch, n);
+      n = 0;
+    }
+  }
+  if (n > 0) visitor->Records(batch, n);
+}
+
+}  // namespace
+
+bool VisitRing(const void* data, size_t size, const std::string& name, RingVisitor* visitor,
+               std::string* error) {
+  if (size < kHeaderBytes) return Fail(error, name, TooSmall(size));
+  // Atomic loads need aligned memory; a caller's buffer (a fuzzer's, say) may not be.
+  std::unique_ptr<uint64_t[]> aligned;
+  if (reinterpret_cast<uintptr_t>(data) % alignof(RecordSlot) != 0) {
+    aligned.reset(new uint64_t[(size + 7) / 8]);
+    std::memcpy(aligned.get(), data, size);
+    data = aligned.get();
+  }
+  const char* base = static_cast<const char*>(data);
+  const auto& h = *reinterpret_cast<const FileHeader*>(base);
+  if (!ValidateHeader(h, size, name, error)) return false;
+
+  RingInfo info;
+  ReadHeader(h, name, &info);
+  ReadComms(base, h, &info);
+  const uint64_t cap = h.record_capacity;
+  const uint64_t end = h.write_pos.load(std::memory_order_acquire);
+  const uint64_t begin = end > cap ? end - cap : 0;
+  info.write_pos = end;
+  info.overwritten = begin;
+  visitor->BeginFile(info);
+  VisitRecords(base, h, begin, end, visitor, &info);
+  visitor->EndFile(info);
+  return true;
+}
+
+bool VisitRingFile(const std::string& path, RingVisitor* visitor, std::string* error) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Fail(error, path, std::string("cannot open: ") + std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return Fail(error, path, "not a regular file");
+  }
+  const auto size = static_cast<size_t>(st.st_size);
+  if (size < kHeaderBytes) {
+    close(fd);
+    return Fail(error, path, TooSmall(size));
+  }
+  // Shared mapping: the reader sees the writer's stores as they happen, file or page cache alike.
+  void* base = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  if (base == MAP_FAILED) {
+    return Fail(error, path, std::string("mmap failed: ") + std::strerror(errno));
+  }
+  // One pass from front to back: read ahead aggressively, drop pages behind (advice only).
+  madvise(base, size, MADV_SEQUENTIAL);
+  const bool ok = VisitRing(base, size, path, visitor, error);
+  munmap(base, size);
+  return ok;
+}
+
+}  // namespace ncclscope::trace
