@@ -27,8 +27,6 @@ build_and_test() {  # dir, ctest label filter ("" = all), targets ("" = all), ex
 echo "== main build: every test"
 build_and_test build "" ""
 [ "${1:-}" = "--quick" ] && exit 0
-echo "== lint: clang-format, clang-tidy on changed code"
-scripts/lint.sh build
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer: unit tests"
 # Tests labelled "unit" run in-process or fork their own children; preload tests are left out
 # because a sanitized libncclscope.so cannot be preloaded into unsanitized programs.
@@ -37,3 +35,5 @@ build_and_test build-asan unit \
   -DNCCLSCOPE_SANITIZE=address,undefined -DNCCLSCOPE_BUILD_BENCH=OFF
 echo "== ThreadSanitizer: concurrency tests"
 build_and_test build-tsan concurrency "trace_tests plugin_tests" -DNCCLSCOPE_SANITIZE=thread -DNCCLSCOPE_BUILD_BENCH=OFF
+echo "== lint: clang-format, clang-tidy on changed code"
+scripts/lint.sh build
