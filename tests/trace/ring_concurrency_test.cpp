@@ -46,7 +46,10 @@ TEST(RingConcurrency, ConcurrentWritersAndReaderSeeOnlyWholeRecords) {
   std::atomic<bool> done{false};
   std::atomic<uint64_t> records_seen{0};
   std::thread reader([&] {
-    while (!done.load()) {
+    // Reads while the writers run, and once more after they finished, so it always reads something
+    // even when the scheduler lets the writers finish first.
+    for (bool finished = false; !finished;) {
+      finished = done.load();
       std::string err;
       auto s = ReadRingFile(w->path(), &err);
       ASSERT_TRUE(s) << err;
