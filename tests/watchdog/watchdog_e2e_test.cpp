@@ -154,8 +154,10 @@ TEST(WatchdogAbort, AbortedCommunicatorsEndTheJobBeforeTheTimeout) {
   EXPECT_GE(Count(job.err, "NCCLSCOPE_ON_HANG=abort: aborted communicator dp"), 1);
   // A victim noticed through its error handling (ncclCommGetAsyncError) and failed the job.
   EXPECT_GE(Count(job.err, "(aborted?)"), 1);
+  // Ended by the abort, not by the launcher's timeout (no margin on wall time: under load the
+  // abort path itself can take seconds).
   EXPECT_EQ(Count(job.err, "timeout after"), 0);
-  EXPECT_LT(job.wall_s, kTimeoutS - 2);
+  EXPECT_LT(job.wall_s, kTimeoutS);
 }
 
 TEST(AnalyzeWatch, PrintsTheHangLiveAndEndsWithTheJob) {
