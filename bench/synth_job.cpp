@@ -84,7 +84,7 @@ void AddComms(const Job& job, int rank, trace::RingWriter* w) {
     c.key = d.key;
     c.split_index = split++;
     c.cuda_device = rank % 8;
-    c.created_monotonic_ns = job.t0 - 1000 * kMs + c.split_index * 10 * kMs;
+    c.created_monotonic_ns = job.t0 - 1000 * kMs + static_cast<int64_t>(c.split_index) * 10 * kMs;
     c.handle = 0x5000 + c.split_index;
     c.name = d.name;
     w->AddComm(c);

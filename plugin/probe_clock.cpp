@@ -23,7 +23,8 @@ TscCalibrator g_calibrator;
 bool InvariantTsc() noexcept {
 #if defined(__x86_64__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid_max(0x80000000, nullptr) < 0x80000007u) return false;
+  // GCC's cpuid.h returns unsigned, clang's int: compare as unsigned for both.
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000, nullptr)) < 0x80000007u) return false;
   if (__get_cpuid(0x80000007, &eax, &ebx, &ecx, &edx) == 0) return false;
   return (edx & (1u << 8)) != 0;
 #else
