@@ -24,8 +24,6 @@ TEST_P(ScenarioErrors, NamesFilePathAndProblem) {
   EXPECT_EQ(err.rfind("test.json: ", 0), 0u) << err;
 }
 
-constexpr const char* kStep = R"("steps": [{"ops": [{"op": "allreduce", "count": 1}]}])";
-
 INSTANTIATE_TEST_SUITE_P(
     Format, ScenarioErrors,
     ::testing::Values(
