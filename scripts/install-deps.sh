@@ -7,6 +7,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   protobuf-compiler libprotobuf-dev prometheus-cpp-dev
   clang-format
+  prometheus  # promtool and the server the dashboards tests run
 )
 missing=()
 for p in "${packages[@]}"; do
