@@ -35,6 +35,11 @@ void Publish(Runtime& rt, ncclComm_t comm, CommState* st, int cuda_device) {
   info.handle = reinterpret_cast<uintptr_t>(comm);
   info.name = st->name;
   rt.ring->AddComm(info);
+  // The first communicator's device is this process's GPU (one GPU per rank): its UUID lets
+  // dashboards join our metrics with dcgm-exporter's.
+  if (cuda_device >= 0 && rt.tracker != nullptr && !rt.ring->HasGpuUuid()) {
+    rt.ring->SetGpuUuid(rt.tracker->GpuUuid(cuda_device));
+  }
   st->published.store(true, std::memory_order_release);
   if (st->origin == trace::kCommFromUniqueId && rt.ring->GlobalRank() < 0 && info.rank >= 0) {
     rt.ring->SetGlobalRank(info.rank, info.nranks);

@@ -46,6 +46,14 @@ bool CompletionTracker::Ready() noexcept {
   return driver_state_.load(std::memory_order_acquire) == kReady;
 }
 
+std::string CompletionTracker::GpuUuid(int ordinal) noexcept {
+  try {
+    return Ready() ? GpuUuidOf(driver_, ordinal) : std::string();
+  } catch (...) {
+    return {};
+  }
+}
+
 int32_t CompletionTracker::RecordOn(cudaStream_t stream) noexcept {
   if (!Ready()) return -1;
   uint32_t token;

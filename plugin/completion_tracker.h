@@ -35,6 +35,10 @@ class CompletionTracker {
   // and tracking stays off). Thread-safe; lock-free once loaded.
   bool Ready() noexcept;
 
+  // "GPU-..." of CUDA device `ordinal`, loading the driver like Ready(); empty when unknown.
+  // Thread-safe; cold path (communicator creation).
+  std::string GpuUuid(int ordinal) noexcept;
+
   // Hot path. Takes an event from the pool and records it on stream (in the current CUDA context).
   // Returns a token >= 0 that Submit consumes, or -1 when no event could be recorded (pool
   // exhausted or a driver error: counted as untracked). Thread-safe, lock-free.

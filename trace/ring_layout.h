@@ -16,6 +16,7 @@ inline constexpr size_t kHeaderBytes = 4096;
 inline constexpr size_t kHostBytes = 64;
 inline constexpr size_t kJobIdBytes = 64;
 inline constexpr size_t kCommNameBytes = 64;
+inline constexpr size_t kGpuUuidBytes = 48;  // "GPU-" + 36 characters + NUL, with room to spare
 
 // Header flags.
 inline constexpr uint32_t kHeaderSuspect = 1u << 0;   // the local watchdog suspects a stall
@@ -87,6 +88,11 @@ struct FileHeader {
   // communicator that spans the job; -1 until known.
   std::atomic<int32_t> global_rank;
   std::atomic<int32_t> world_size;
+  // The GPU of the first communicator, "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" as nvidia-smi and
+  // dcgm-exporter print it. Set once: the characters first, then gpu_uuid_len (release), so a
+  // reader never sees half a UUID. Files of older builds hold zeros here, which reads as "none".
+  std::atomic<uint32_t> gpu_uuid_len;  // 0: not known (yet); kGpuUuidBytes or more: being written
+  char gpu_uuid[kGpuUuidBytes];
 };
 static_assert(sizeof(FileHeader) <= kHeaderBytes);
 static_assert(std::atomic<uint64_t>::is_always_lock_free &&

@@ -78,6 +78,9 @@ void ReadHeader(const FileHeader& h, const std::string& name, RingInfo* out) {
   out->world_size = h.world_size.load(std::memory_order_relaxed);
   out->host = Bounded(h.host, kHostBytes);
   out->job_id = Bounded(h.job_id, kJobIdBytes);
+  if (const uint32_t n = h.gpu_uuid_len.load(std::memory_order_acquire); n < kGpuUuidBytes) {
+    out->gpu_uuid = Bounded(h.gpu_uuid, n);
+  }
   out->start_realtime_ns = h.start_realtime_ns;
   out->start_monotonic_ns = h.start_monotonic_ns;
   out->heartbeat_monotonic_ns = h.heartbeat_monotonic_ns.load(std::memory_order_relaxed);
@@ -149,6 +152,11 @@ void VisitRecords(const char* base, const FileHeader& h, uint64_t begin, uint64_
 
 bool VisitRing(const void* data, size_t size, const std::string& name, RingVisitor* visitor,
                std::string* error) {
+  return VisitRingFrom(data, size, name, 0, visitor, error);
+}
+
+bool VisitRingFrom(const void* data, size_t size, const std::string& name, uint64_t first,
+                   RingVisitor* visitor, std::string* error) {
   if (size < kHeaderBytes) return Fail(error, name, TooSmall(size));
   // Atomic loads need aligned memory; a caller's buffer (a fuzzer's, say) may not be.
   std::unique_ptr<uint64_t[]> aligned;
@@ -170,12 +178,17 @@ bool VisitRing(const void* data, size_t size, const std::string& name, RingVisit
   info.write_pos = end;
   info.overwritten = begin;
   visitor->BeginFile(info);
-  VisitRecords(base, h, begin, end, visitor, &info);
+  VisitRecords(base, h, std::max(begin, std::min(first, end)), end, visitor, &info);
   visitor->EndFile(info);
   return true;
 }
 
 bool VisitRingFile(const std::string& path, RingVisitor* visitor, std::string* error) {
+  return VisitRingFileFrom(path, 0, visitor, error);
+}
+
+bool VisitRingFileFrom(const std::string& path, uint64_t first, RingVisitor* visitor,
+                       std::string* error) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Fail(error, path, std::string("cannot open: ") + std::strerror(errno));
   struct stat st;
@@ -196,7 +209,7 @@ bool VisitRingFile(const std::string& path, RingVisitor* visitor, std::string* e
   }
   // One pass from front to back: read ahead aggressively, drop pages behind (advice only).
   madvise(base, size, MADV_SEQUENTIAL);
-  const bool ok = VisitRing(base, size, path, visitor, error);
+  const bool ok = VisitRingFrom(base, size, path, first, visitor, error);
   munmap(base, size);
   return ok;
 }

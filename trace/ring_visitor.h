@@ -29,6 +29,7 @@ struct RingInfo {
   int world_size = -1;
   std::string host;
   std::string job_id;
+  std::string gpu_uuid;  // "GPU-..." of the first communicator's device; empty when not known
   int64_t start_realtime_ns = 0;
   int64_t start_monotonic_ns = 0;
   int64_t heartbeat_monotonic_ns = 0;
@@ -65,5 +66,13 @@ bool VisitRing(const void* data, size_t size, const std::string& name, RingVisit
 
 // Maps the file read-only with sequential read-ahead, visits it, and unmaps it before returning.
 bool VisitRingFile(const std::string& path, RingVisitor* visitor, std::string* error);
+
+// Incremental readers (the exporter): like the two above, but only the records from writer index
+// `first` on (those older than the ring still holds are skipped too). RingInfo::overwritten stays
+// the writer's count, so a reader learns whether records it never saw were overwritten.
+bool VisitRingFrom(const void* data, size_t size, const std::string& name, uint64_t first,
+                   RingVisitor* visitor, std::string* error);
+bool VisitRingFileFrom(const std::string& path, uint64_t first, RingVisitor* visitor,
+                       std::string* error);
 
 }  // namespace ncclscope::trace

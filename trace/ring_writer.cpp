@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -189,6 +190,23 @@ bool RingWriter::ReadSlot(uint64_t slot_index, RecordData* out) const {
 void RingWriter::SetGlobalRank(int global_rank, int world_size) {
   header_->global_rank.store(global_rank, std::memory_order_relaxed);
   header_->world_size.store(world_size, std::memory_order_relaxed);
+}
+
+void RingWriter::SetGpuUuid(const std::string& uuid) {
+  const size_t n = std::min(uuid.size(), kGpuUuidBytes - 1);
+  uint32_t expected = 0;
+  // Claim the field (a length no reader accepts) so two threads never interleave their bytes.
+  if (n == 0 || !header_->gpu_uuid_len.compare_exchange_strong(
+                    expected, static_cast<uint32_t>(kGpuUuidBytes), std::memory_order_relaxed)) {
+    return;
+  }
+  std::memcpy(header_->gpu_uuid, uuid.data(), n);
+  header_->gpu_uuid[n] = '\0';
+  header_->gpu_uuid_len.store(static_cast<uint32_t>(n), std::memory_order_release);
+}
+
+bool RingWriter::HasGpuUuid() const {
+  return header_->gpu_uuid_len.load(std::memory_order_relaxed) != 0;
 }
 
 int RingWriter::GlobalRank() const {

@@ -63,6 +63,10 @@ class RingWriter {
   bool ReadSlot(uint64_t slot_index, RecordData* out) const;
   uint64_t capacity() const { return mask_ + 1; }
   void SetGlobalRank(int global_rank, int world_size);
+  // Thread-safe, first call wins. Records the UUID of this process's GPU in the header (at most
+  // kGpuUuidBytes - 1 characters).
+  void SetGpuUuid(const std::string& uuid);
+  bool HasGpuUuid() const;
   int GlobalRank() const;
   void CountDroppedRecord();
   void CountUntrackedCompletion();

@@ -73,6 +73,18 @@ CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+// A fixed fake UUID per device ("GPU-6e637369-6d00-0000-0000-0000000000<dev>"): tests of the
+// dcgm join need one that is stable across runs and distinct per device.
+CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
+  if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  static constexpr char kPrefix[] = {'n', 'c', 's', 'i', 'm'};
+  std::memset(uuid->bytes, 0, sizeof uuid->bytes);
+  std::memcpy(uuid->bytes, kPrefix, sizeof kPrefix);
+  uuid->bytes[15] = static_cast<char>(dev);
+  return CUDA_SUCCESS;
+}
+
 CUresult cuCtxGetCurrent(CUcontext* pctx) {
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *pctx = t_current;
@@ -179,3 +191,8 @@ CUresult cuGetErrorName(CUresult error, const char** pStr) {
 }
 
 }  // extern "C"
+
+// The pre-11.4 name (cuda.h maps cuDeviceGetUuid to _v2); the signatures agree.
+#undef cuDeviceGetUuid
+extern "C"
+    __attribute__((alias("cuDeviceGetUuid_v2"))) decltype(cuDeviceGetUuid_v2) cuDeviceGetUuid;

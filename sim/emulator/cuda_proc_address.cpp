@@ -22,6 +22,7 @@ const Entry kEntries[] = {
     E("cuDeviceGetCount", cuDeviceGetCount),
     E("cuDeviceGet", cuDeviceGet),
     E("cuDeviceGetName", cuDeviceGetName),
+    E("cuDeviceGetUuid", cuDeviceGetUuid_v2),
     E("cuCtxGetCurrent", cuCtxGetCurrent),
     E("cuCtxSetCurrent", cuCtxSetCurrent),
     E("cuCtxGetDevice", cuCtxGetDevice),
