@@ -17,6 +17,7 @@ void RegisterRunCommand(CLI::App& app, const std::vector<std::string>& after_dou
 void RegisterDumpCommand(CLI::App& app, int* exit_code);
 void RegisterSimCommand(CLI::App& app, int* exit_code);
 void RegisterAnalyzeCommand(CLI::App& app, int* exit_code);
+void RegisterExporterCommand(CLI::App& app, int* exit_code);
 
 // Directory of the running ncclscope executable (build/bin), to find ../lib/libncclscope.so.
 std::string ExecutableDir();

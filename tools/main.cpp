@@ -27,6 +27,7 @@ int Main(int argc, char** argv) {
   ncclscope::tools::RegisterDumpCommand(app, &exit_code);
   ncclscope::tools::RegisterSimCommand(app, &exit_code);
   ncclscope::tools::RegisterAnalyzeCommand(app, &exit_code);
+  ncclscope::tools::RegisterExporterCommand(app, &exit_code);
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {

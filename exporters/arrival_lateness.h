@@ -1,0 +1,62 @@
+// Arrival lateness and the straggler score, from device completions as they stream in. The rank
+// that arrives last at a collective waits least between its start and the completion (design.md,
+// "Identity and time"), so no two hosts' clocks are ever compared: per collective, the lateness of
+// rank r is the median wait of the other members minus r's wait, clipped at 0; a rank's lateness
+// is the median of that over the newest kLatenessWindow collectives complete on every member the
+// exporter sees, and its score is that lateness over the communicator's median collective
+// duration, capped at 1. Not thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+namespace ncclscope::exporters {
+
+inline constexpr size_t kLatenessWindow = 64;
+// Collectives still waiting for a member's completion, per communicator; older ones are dropped
+// (a dead member never completes anything, and must not make the exporter grow).
+inline constexpr size_t kMaxIncomplete = 1024;
+
+struct Lateness {
+  double seconds = 0;
+  double score = 0;  // 0..1
+};
+
+class ArrivalLateness {
+ public:
+  // The members (file ids) of communicator `comm` that the exporter sees; call whenever the set
+  // may have changed. A collective is complete once all of them have reported it.
+  void SetMembers(uint64_t comm, std::vector<uint32_t> members);
+  // Member `member` completed collective `seq` of `comm`: wait = completion - start of its device
+  // work, duration = completion - enqueue, both of one host's clock.
+  void Completed(uint64_t comm, uint64_t seq, uint32_t member, double wait_s, double duration_s);
+  // 0 / 0 until a collective is complete on every member (or with a single visible member).
+  Lateness Of(uint64_t comm, uint32_t member) const;
+  // A member's file is gone: forget it everywhere.
+  void ForgetMember(uint32_t member);
+
+ private:
+  struct Arrival {
+    uint32_t member;
+    double wait_s;
+    double duration_s;
+  };
+  struct Sample {
+    std::vector<std::pair<uint32_t, double>> lateness;  // by member
+    double duration_s = 0;
+  };
+  struct Comm {
+    std::vector<uint32_t> members;                        // sorted
+    std::map<uint64_t, std::vector<Arrival>> incomplete;  // by sequence number
+    std::deque<Sample> window;                            // newest last
+  };
+  void Finish(Comm& c, std::vector<Arrival> arrivals);
+
+  std::unordered_map<uint64_t, Comm> comms_;
+};
+
+}  // namespace ncclscope::exporters

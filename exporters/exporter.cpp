@@ -1,0 +1,48 @@
+#include "exporters/exporter.h"
+
+#include <csignal>
+#include <iostream>
+#include <memory>
+
+#include "exporters/http_endpoint.h"
+#include "exporters/metrics_collectable.h"
+#include "exporters/node_aggregator.h"
+#include "exporters/ring_source.h"
+#include "exporters/verdict_poller.h"
+#include "hang_detector/process_probe.h"
+
+namespace ncclscope::exporters {
+
+int RunExporter(const ExporterOptions& options) {
+  // Blocked before any thread starts, so every thread inherits the mask and the signals wait
+  // for sigwait below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  DirRingSource source(options.dir);
+  const auto probe = hang_detector::MakeLinuxProcessProbe();
+  AggregatorOptions aggregator_options;
+  aggregator_options.probe = probe.get();
+  aggregator_options.version = options.version;
+  NodeAggregator aggregator(&source, aggregator_options);
+  VerdictPoller verdicts(AnalyzeTraceDir(options.dir, options.stall_s), options.verdict_interval_s);
+  auto collectable = std::make_shared<MetricsCollectable>(&aggregator, &verdicts);
+
+  std::string error;
+  const auto endpoint = HttpEndpoint::Start(options.listen, collectable, &error);
+  if (endpoint == nullptr) {
+    std::cerr << "ncclscope exporter: " << error << "\n";
+    return kExporterCannotListen;
+  }
+  verdicts.Start();
+  std::cerr << "ncclscope exporter: serving /metrics and /healthz on port " << endpoint->port()
+            << " (listen " << options.listen << ") for ring files in " << options.dir << std::endl;
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  return kExporterOk;
+}
+
+}  // namespace ncclscope::exporters

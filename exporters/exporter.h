@@ -1,0 +1,30 @@
+// `ncclscope exporter`: one process per node that serves the metrics of every ring file of a trace
+// directory until SIGINT/SIGTERM.
+#pragma once
+
+#include <string>
+
+namespace ncclscope::exporters {
+
+// Not in the Prometheus ecosystem's well-known ports near it: node_exporter 9100, dcgm-exporter
+// 9400, OpenTelemetry's Prometheus exporter 9464.
+inline constexpr char kDefaultListen[] = "0.0.0.0:9478";
+
+struct ExporterOptions {
+  std::string dir;
+  std::string listen = kDefaultListen;
+  double verdict_interval_s = 2.0;  // correlator runs
+  double stall_s = 2.0;             // a wait longer than this is a hang (AnalyzeOptions::stall_s)
+  std::string version;
+};
+
+// Exit codes of RunExporter.
+inline constexpr int kExporterOk = 0;
+inline constexpr int kExporterCannotListen = 3;
+
+// Blocks SIGINT and SIGTERM, serves until one arrives, returns 0; kExporterCannotListen (with one
+// line on stderr) when the address cannot be bound. Prints the address it serves on stderr.
+// Call from the main thread, once.
+int RunExporter(const ExporterOptions& options);
+
+}  // namespace ncclscope::exporters

@@ -1,0 +1,71 @@
+// Incremental reading of one ring file while its writer runs: each Poll hands over only what
+// changed since the previous one. The writer stamps device completion into a record after the
+// fact, so records still pending are read again until they complete; slots caught mid-write are
+// retried a few times. Wrapping is detected from the writer's index: records overwritten before
+// this reader saw them are counted, never guessed. Not thread-safe; one per file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "exporters/ring_source.h"
+#include "trace/record.h"
+#include "trace/ring_visitor.h"
+
+namespace ncclscope::exporters {
+
+// What a Poll found, in writer order. Only operations (collectives, send/recv) are reported.
+class TailEvents {
+ public:
+  virtual ~TailEvents() = default;
+  // The file changed identity (a new process reuses the name) or is seen for the first time:
+  // everything learnt from it so far is void.
+  virtual void Reset() = 0;
+  // The header and comm table of this read, before any record.
+  virtual void Header(const trace::RingInfo& info) = 0;
+  // First sight of an operation; `Completed` follows at once when its completion is already in.
+  virtual void Issued(const trace::StoredRecord& record) = 0;
+  // Its device completion, once per operation. was_pending: Issued saw it still pending.
+  virtual void Completed(const trace::StoredRecord& record, bool was_pending) = 0;
+  // A pending operation whose completion will never be seen (untracked, or overwritten).
+  virtual void Abandoned(const trace::StoredRecord& record) = 0;
+};
+
+class FileTail {
+ public:
+  // Slot reads that find a record mid-write this many polls in a row give it up (its writer
+  // died mid-record).
+  static constexpr int kTornRetries = 3;
+
+  // Reads what is new in `name`. False (and *error) when the file cannot be read; the state is
+  // kept, so the next successful poll continues where this one would have.
+  bool Poll(RingSource& source, const std::string& name, TailEvents* events, std::string* error);
+
+  uint64_t missed() const { return missed_; }  // overwritten before this reader saw them
+  uint64_t torn() const { return torn_; }      // given up after kTornRetries
+  uint64_t pending() const { return pending_; }
+
+ private:
+  class Visitor;
+  struct Revisit {
+    bool pending = false;  // else: the slot was torn, the record not seen yet
+    bool seen = false;     // delivered by the current pass
+    int attempts = 0;
+    trace::StoredRecord record{};  // pending only
+  };
+  void Forget();
+  // After a pass: gives up slots that stayed unreadable or were overwritten, moves the cursor.
+  void Settle(const Visitor& pass, TailEvents* events);
+
+  uint64_t cursor_ = 0;  // first writer index not read yet
+  int pid_ = -1;
+  int64_t start_realtime_ns = 0;
+  bool seen_ = false;
+  std::map<uint64_t, Revisit> revisit_;
+  uint64_t missed_ = 0;
+  uint64_t torn_ = 0;
+  uint64_t pending_ = 0;
+};
+
+}  // namespace ncclscope::exporters

@@ -1,0 +1,66 @@
+#include "exporters/http_endpoint.h"
+
+#include <CivetServer.h>
+#include <civetweb.h>
+#include <prometheus/exposer.h>
+
+#include <cstring>
+#include <exception>
+#include <vector>
+
+namespace ncclscope::exporters {
+namespace {
+
+constexpr char kHealthPath[] = "/healthz";
+
+// Runs before CivetWeb routes a request. Refuses every method but GET and HEAD on every path (the
+// exposer alone would answer 404 to a POST on /metrics, which hides what is wrong), and answers
+// /healthz itself: a liveness probe needs no metrics work. Everything else goes on to the
+// exposer. Returns the status when handled, 0 otherwise.
+int BeginRequest(mg_connection* conn) {
+  const mg_request_info* req = mg_get_request_info(conn);
+  if (req == nullptr || req->request_method == nullptr) return 0;
+  const bool get = std::strcmp(req->request_method, "GET") == 0;
+  const bool head = std::strcmp(req->request_method, "HEAD") == 0;
+  if (!get && !head) {
+    mg_printf(conn,
+              "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD\r\nContent-Length: 0\r\n"
+              "Connection: close\r\n\r\n");
+    return 405;
+  }
+  if (req->local_uri == nullptr || std::strcmp(req->local_uri, kHealthPath) != 0) return 0;
+  mg_printf(conn,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 3\r\n"
+            "Cache-Control: no-store\r\nConnection: close\r\n\r\n%s",
+            get ? "ok\n" : "");
+  return 200;
+}
+
+}  // namespace
+
+std::unique_ptr<HttpEndpoint> HttpEndpoint::Start(const std::string& listen,
+                                                  std::shared_ptr<prometheus::Collectable> metrics,
+                                                  std::string* error) {
+  std::unique_ptr<HttpEndpoint> endpoint(new HttpEndpoint());
+  static const CivetCallbacks kCallbacks = [] {
+    CivetCallbacks c;
+    c.begin_request = BeginRequest;
+    return c;
+  }();
+  try {
+    endpoint->exposer_ = std::make_unique<prometheus::Exposer>(
+        std::vector<std::string>{"listening_ports", listen, "num_threads", "2"}, &kCallbacks);
+  } catch (const std::exception& e) {
+    *error = "cannot listen on " + listen + ": " + e.what();
+    return nullptr;
+  }
+  endpoint->metrics_ = std::move(metrics);
+  endpoint->exposer_->RegisterCollectable(endpoint->metrics_);
+  const std::vector<int> ports = endpoint->exposer_->GetListeningPorts();
+  endpoint->port_ = ports.empty() ? 0 : ports.front();
+  return endpoint;
+}
+
+HttpEndpoint::~HttpEndpoint() = default;
+
+}  // namespace ncclscope::exporters

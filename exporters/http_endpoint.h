@@ -1,0 +1,38 @@
+// The HTTP side: prometheus-cpp's pull exposer (CivetWeb) serving GET /metrics, plus GET /healthz
+// answered "ok" by the server itself. Everything else is read-only too: the exposer answers other
+// methods on /metrics with 405, and unknown paths with 404.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <prometheus/collectable.h>
+
+namespace prometheus {
+class Exposer;
+}
+
+namespace ncclscope::exporters {
+
+class HttpEndpoint {
+ public:
+  // Binds `listen` ("ADDR:PORT", port 0 for an ephemeral one) and serves `metrics` on /metrics
+  // with 2 threads. Returns null with *error set when it cannot bind (port taken, bad address).
+  // The endpoint keeps `metrics` alive.
+  static std::unique_ptr<HttpEndpoint> Start(const std::string& listen,
+                                             std::shared_ptr<prometheus::Collectable> metrics,
+                                             std::string* error);
+  ~HttpEndpoint();
+  HttpEndpoint(const HttpEndpoint&) = delete;
+  HttpEndpoint& operator=(const HttpEndpoint&) = delete;
+
+  int port() const { return port_; }
+
+ private:
+  HttpEndpoint() = default;
+  std::shared_ptr<prometheus::Collectable> metrics_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  int port_ = 0;
+};
+
+}  // namespace ncclscope::exporters

@@ -1,0 +1,216 @@
+#include "exporters/metric_families.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+
+namespace ncclscope::exporters {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using Labels = std::vector<std::string>;
+
+// Rows of one family keyed by label values (in the order of the family's label names), so
+// files of the same rank merge into one series: counters add up, gauges keep the last value set
+// (files are visited oldest process first, so the newest process wins).
+class Rows {
+ public:
+  void Add(const Labels& key, double v) { rows_[key] += v; }
+  void Set(const Labels& key, double v) { rows_[key] = v; }
+  void Max(const Labels& key, double v) {
+    auto [it, inserted] = rows_.emplace(key, v);
+    if (!inserted) it->second = std::max(it->second, v);
+  }
+  const std::map<Labels, double>& rows() const { return rows_; }
+
+ private:
+  std::map<Labels, double> rows_;
+};
+
+ClientMetric Metric(const std::vector<std::string>& names, const Labels& values) {
+  ClientMetric m;
+  for (size_t i = 0; i < names.size(); ++i) {
+    // An empty value is the same as no label in Prometheus: leave it out.
+    if (!values[i].empty()) m.label.push_back({names[i], values[i]});
+  }
+  return m;
+}
+
+MetricFamily Family(const std::string& name, const std::string& help, MetricType type,
+                    const std::vector<std::string>& label_names, const Rows& rows) {
+  MetricFamily f{name, help, type, {}};
+  for (const auto& [key, value] : rows.rows()) {
+    ClientMetric m = Metric(label_names, key);
+    if (type == MetricType::Counter) {
+      m.counter.value = value;
+    } else {
+      m.gauge.value = value;
+    }
+    f.metric.push_back(std::move(m));
+  }
+  return f;
+}
+
+ClientMetric HistogramMetric(const std::string& comm, const std::string& op,
+                             const BucketCounts& counts, const std::vector<double>& bounds) {
+  ClientMetric m = Metric({"comm", "op"}, {comm, op});
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i <= bounds.size(); ++i) {
+    cumulative += i < counts.counts.size() ? counts.counts[i] : 0;
+    const double le = i < bounds.size() ? bounds[i] : std::numeric_limits<double>::infinity();
+    m.histogram.bucket.push_back({cumulative, le});
+  }
+  m.histogram.sample_count = counts.count;
+  m.histogram.sample_sum = counts.sum;
+  return m;
+}
+
+void AddHistograms(const NodeView& view, std::vector<MetricFamily>* out) {
+  std::map<std::pair<std::string, std::string>, std::pair<BucketCounts, BucketCounts>> merged;
+  for (const HistogramRow& h : view.histograms) {
+    auto& [duration, size] = merged[{h.comm, h.op}];
+    duration.Add(h.duration_s);
+    size.Add(h.size_bytes);
+  }
+  MetricFamily duration{"ncclscope_operation_duration_seconds",
+                        "Enqueue to device completion of completed operations",
+                        MetricType::Histogram,
+                        {}};
+  MetricFamily size{"ncclscope_operation_size_bytes",
+                    "Operation size (nccl-tests size convention, see docs/metrics.md)",
+                    MetricType::Histogram,
+                    {}};
+  for (const auto& [key, counts] : merged) {
+    // Operations issued but never completed (yet) have a size and no duration.
+    if (counts.first.count > 0) {
+      duration.metric.push_back(
+          HistogramMetric(key.first, key.second, counts.first, DurationBucketsSeconds()));
+    }
+    size.metric.push_back(
+        HistogramMetric(key.first, key.second, counts.second, SizeBucketsBytes()));
+  }
+  out->push_back(std::move(duration));
+  out->push_back(std::move(size));
+}
+
+void AddRankFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
+  Rows operations, bytes, inflight, issued, completed, lateness, score, progress, lost, up;
+  std::map<std::string, Labels> info;  // by rank: the newest process's labels
+  for (const FileView& f : view.files) {
+    for (const OpRow& o : f.ops) {
+      operations.Add({f.rank, o.comm, o.op}, static_cast<double>(o.operations));
+      bytes.Add({f.rank, o.comm, o.op}, static_cast<double>(o.bytes));
+    }
+    // Gauges of one rank come from its newest process only: a restarted rank's dead
+    // predecessor must not add its stale in-flight work. Several communicators under one label
+    // (the same name, or "other") keep the maximum.
+    Rows this_file_inflight, this_file_issued, this_file_completed, this_file_late, this_file_score;
+    for (const CommRow& c : f.comms) {
+      this_file_inflight.Add({f.rank, c.comm}, static_cast<double>(c.inflight));
+      this_file_issued.Max({f.rank, c.comm}, static_cast<double>(c.last_issued_seq));
+      this_file_completed.Max({f.rank, c.comm}, static_cast<double>(c.last_completed_seq));
+      this_file_late.Max({f.rank, c.comm}, c.lateness_s);
+      this_file_score.Max({f.rank, c.comm}, c.straggler_score);
+    }
+    for (const auto& [k, v] : this_file_inflight.rows()) inflight.Set(k, v);
+    for (const auto& [k, v] : this_file_issued.rows()) issued.Set(k, v);
+    for (const auto& [k, v] : this_file_completed.rows()) completed.Set(k, v);
+    for (const auto& [k, v] : this_file_late.rows()) lateness.Set(k, v);
+    for (const auto& [k, v] : this_file_score.rows()) score.Set(k, v);
+    if (f.last_progress_s > 0) progress.Max({f.rank}, f.last_progress_s);
+    for (size_t i = 0; i < kLostReasonCount; ++i) {
+      lost.Add({f.rank, kLostReasons[i]}, static_cast<double>(f.lost[i]));
+    }
+    up.Set({f.rank}, f.up ? 1 : 0);
+    info[f.rank] = {f.rank, f.local_rank, f.world_size, f.host, f.gpu_uuid, f.job_id};
+  }
+  Rows info_rows;
+  for (const auto& [rank, labels] : info) info_rows.Set(labels, 1);
+
+  const std::vector<std::string> rco = {"rank", "comm", "op"};
+  const std::vector<std::string> rc = {"rank", "comm"};
+  out->push_back(Family("ncclscope_operations_total",
+                        "Operations (collectives and send/recv) issued and accepted by NCCL",
+                        MetricType::Counter, rco, operations));
+  out->push_back(Family("ncclscope_operation_bytes_total",
+                        "Bytes of those operations (nccl-tests size convention)",
+                        MetricType::Counter, rco, bytes));
+  out->push_back(Family("ncclscope_inflight_operations",
+                        "Operations issued and not yet completed on the device", MetricType::Gauge,
+                        rc, inflight));
+  out->push_back(Family("ncclscope_last_issued_sequence",
+                        "Newest collective sequence number issued", MetricType::Gauge, rc, issued));
+  out->push_back(Family("ncclscope_last_completed_sequence",
+                        "Newest collective sequence number completed on the device",
+                        MetricType::Gauge, rc, completed));
+  out->push_back(Family("ncclscope_last_progress_timestamp_seconds",
+                        "Unix time of the rank's newest device completion", MetricType::Gauge,
+                        {"rank"}, progress));
+  out->push_back(Family("ncclscope_arrival_lateness_seconds",
+                        "Median over the newest 64 complete collectives of how much later this "
+                        "rank arrived than the other members (0 = on time)",
+                        MetricType::Gauge, rc, lateness));
+  out->push_back(Family("ncclscope_straggler_score",
+                        "Arrival lateness as a fraction of the median collective duration, 0-1",
+                        MetricType::Gauge, rc, score));
+  out->push_back(Family("ncclscope_records_lost_total",
+                        "Records and communicators the probe could not keep", MetricType::Counter,
+                        {"rank", "reason"}, lost));
+  out->push_back(Family("ncclscope_rank_up",
+                        "1 while the process writing the ring is alive, 0 once it has ended",
+                        MetricType::Gauge, {"rank"}, up));
+  out->push_back(
+      Family("ncclscope_rank_info", "Always 1: joins ranks with dcgm-exporter (Hostname, UUID)",
+             MetricType::Gauge, {"rank", "local_rank", "world_size", "Hostname", "UUID", "job_id"},
+             info_rows));
+}
+
+void AddNodeFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
+  Rows comm_ranks, verdict, verdict_age;
+  for (const auto& [comm, n] : view.comm_ranks) comm_ranks.Max({comm}, n);
+  for (const VerdictRow& v : view.verdicts) {
+    verdict.Set({v.cls, v.comm, v.rank}, 1);
+    verdict_age.Max({v.cls, v.comm}, v.age_s);
+  }
+  out->push_back(Family("ncclscope_communicator_ranks", "Ranks in the communicator",
+                        MetricType::Gauge, {"comm"}, comm_ranks));
+  out->push_back(Family("ncclscope_verdict",
+                        "1 for each culprit rank of each current correlator verdict",
+                        MetricType::Gauge, {"class", "comm", "rank"}, verdict));
+  out->push_back(Family("ncclscope_verdict_age_seconds",
+                        "How long the verdict's victims have waited", MetricType::Gauge,
+                        {"class", "comm"}, verdict_age));
+  Rows files, errors, missed, build;
+  files.Set({}, static_cast<double>(view.ring_files));
+  errors.Set({}, static_cast<double>(view.read_errors));
+  missed.Set({"overwritten"}, static_cast<double>(view.missed_overwritten));
+  missed.Set({"torn"}, static_cast<double>(view.missed_torn));
+  build.Set({view.version}, 1);
+  out->push_back(
+      Family("ncclscope_exporter_ring_files", "Ring files read", MetricType::Gauge, {}, files));
+  out->push_back(Family("ncclscope_exporter_read_errors_total",
+                        "Ring files that could not be read at a scrape", MetricType::Counter, {},
+                        errors));
+  out->push_back(Family("ncclscope_exporter_records_missed_total",
+                        "Records the exporter never read: overwritten before it got to them, or "
+                        "left mid-write by a writer that died",
+                        MetricType::Counter, {"reason"}, missed));
+  out->push_back(Family("ncclscope_build_info", "Always 1", MetricType::Gauge, {"version"}, build));
+}
+
+}  // namespace
+
+std::vector<MetricFamily> RenderFamilies(const NodeView& view) {
+  std::vector<MetricFamily> out;
+  AddRankFamilies(view, &out);
+  AddHistograms(view, &out);
+  AddNodeFamilies(view, &out);
+  return out;
+}
+
+}  // namespace ncclscope::exporters

@@ -1,0 +1,264 @@
+#include "exporters/node_aggregator.h"
+
+#include <algorithm>
+#include <iostream>
+#include <vector>
+
+#include "exporters/file_tail.h"
+#include "exporters/operation_size.h"
+#include "trace/record.h"
+#include "trace/ring_layout.h"
+
+namespace ncclscope::exporters {
+namespace {
+
+constexpr double kNsPerS = 1e9;
+
+struct OpTotals {
+  uint64_t operations = 0;
+  uint64_t bytes = 0;
+};
+
+struct CommProgress {
+  uint64_t last_issued_seq = 0;
+  uint64_t last_completed_seq = 0;
+  int64_t inflight = 0;
+};
+
+// NCCL accepted the call: ncclSuccess, or ncclInProgress on a non-blocking communicator.
+bool Accepted(const trace::RecordData& r) {
+  constexpr int32_t kSuccess = 0;
+  constexpr int32_t kInProgress = 7;
+  return r.result == kSuccess || r.result == kInProgress;
+}
+
+std::string Known(int value) {
+  return value >= 0 ? std::to_string(value) : std::string();
+}
+
+}  // namespace
+
+// One ring file: its tail reader and everything counted from it.
+class NodeAggregator::FileState final : public TailEvents {
+ public:
+  FileState(NodeAggregator* node, uint32_t id) : node_(node), id_(id) {}
+
+  uint32_t id() const { return id_; }
+  FileTail& tail() { return tail_; }
+  const trace::RingInfo& info() const { return info_; }
+  const std::map<std::pair<uint64_t, uint32_t>, OpTotals>& ops() const { return ops_; }
+  const std::map<uint64_t, CommProgress>& comms() const { return comms_; }
+  int64_t last_done_ns() const { return last_done_ns_; }
+  int64_t heartbeat_moved_at() const { return heartbeat_moved_at_; }
+
+  void Reset() override {
+    ops_.clear();
+    comms_.clear();
+    stream_done_.clear();
+    last_done_ns_ = 0;
+  }
+
+  void Header(const trace::RingInfo& info) override {
+    if (info.heartbeat_monotonic_ns != info_.heartbeat_monotonic_ns || heartbeat_moved_at_ == 0) {
+      heartbeat_moved_at_ = node_->now_ns_;
+    }
+    info_ = info;
+    for (const trace::CommInfo& c : info_.comms) {
+      comms_.try_emplace(c.id);
+      if (!c.name.empty()) node_->comm_names_.try_emplace(c.id, c.name);
+      if (c.nranks > 0) node_->comm_ranks_[c.id] = c.nranks;
+    }
+  }
+
+  void Issued(const trace::StoredRecord& record) override {
+    const trace::RecordData& r = record.data;
+    if (!Accepted(r)) return;
+    const uint64_t bytes = OperationBytes(r, node_->CommRanks(r.comm_id));
+    OpTotals& t = ops_[{r.comm_id, r.op}];
+    ++t.operations;
+    t.bytes += bytes;
+    node_->histograms_[{r.comm_id, r.op}].size_bytes.Observe(static_cast<double>(bytes),
+                                                             SizeBucketsBytes());
+    CommProgress& c = comms_[r.comm_id];
+    if (trace::IsCollective(static_cast<trace::OpType>(r.op))) {
+      c.last_issued_seq = std::max(c.last_issued_seq, r.seq);
+    }
+    if (trace::IsPending(r.t_device_done_ns)) ++c.inflight;
+  }
+
+  void Completed(const trace::StoredRecord& record, bool was_pending) override {
+    const trace::RecordData& r = record.data;
+    CommProgress& c = comms_[r.comm_id];
+    if (was_pending && c.inflight > 0) --c.inflight;
+    if (!Accepted(r)) return;
+    const int64_t done = r.t_device_done_ns;
+    last_done_ns_ = std::max(last_done_ns_, done);
+    const double duration_s = static_cast<double>(done - r.t_enter_ns) / kNsPerS;
+    node_->histograms_[{r.comm_id, r.op}].duration_s.Observe(duration_s, DurationBucketsSeconds());
+    // Device work starts when the call enqueues it or when the stream's previous work ends,
+    // whichever is later: a rank that waited on its own earlier work was not waiting for peers.
+    int64_t& stream_done = stream_done_[r.stream];
+    const int64_t start = std::max(r.t_enter_ns, stream_done);
+    stream_done = std::max(stream_done, done);
+    if (trace::IsCollective(static_cast<trace::OpType>(r.op)) && r.seq > 0) {
+      c.last_completed_seq = std::max(c.last_completed_seq, r.seq);
+      node_->lateness_.Completed(r.comm_id, r.seq, id_, static_cast<double>(done - start) / kNsPerS,
+                                 duration_s);
+    }
+  }
+
+  void Abandoned(const trace::StoredRecord& record) override {
+    CommProgress& c = comms_[record.data.comm_id];
+    if (c.inflight > 0) --c.inflight;
+  }
+
+ private:
+  NodeAggregator* node_;
+  uint32_t id_;
+  FileTail tail_;
+  trace::RingInfo info_;
+  std::map<std::pair<uint64_t, uint32_t>, OpTotals> ops_;
+  std::map<uint64_t, CommProgress> comms_;
+  std::unordered_map<uint64_t, int64_t> stream_done_;
+  int64_t last_done_ns_ = 0;
+  int64_t heartbeat_moved_at_ = 0;
+};
+
+NodeAggregator::NodeAggregator(RingSource* source, AggregatorOptions options)
+    : source_(source), options_(std::move(options)), labels_(options_.max_comm_labels) {}
+
+NodeAggregator::~NodeAggregator() = default;
+
+void NodeAggregator::Refresh(int64_t now_monotonic_ns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  now_ns_ = now_monotonic_ns;
+  std::string error;
+  const std::vector<std::string> names = source_->List(&error);
+  if (!error.empty() && logged_errors_.insert(error).second) {
+    std::cerr << "ncclscope exporter: " << error << "\n";
+  }
+  // Files that are gone take their state with them: their job's files were removed.
+  for (auto it = files_.begin(); it != files_.end();) {
+    if (std::binary_search(names.begin(), names.end(), it->first)) {
+      ++it;
+      continue;
+    }
+    lateness_.ForgetMember(it->second->id());
+    it = files_.erase(it);
+  }
+  for (const std::string& name : names) {
+    auto& state = files_[name];
+    if (state == nullptr) state = std::make_unique<FileState>(this, next_file_id_++);
+    std::string read_error;
+    if (!state->tail().Poll(*source_, name, state.get(), &read_error)) {
+      ++read_errors_;
+      if (logged_errors_.insert(read_error).second) {
+        std::cerr << "ncclscope exporter: " << read_error << "\n";
+      }
+    }
+  }
+  // Who is a member of what, as far as this node sees: a collective is complete for the lateness
+  // once every visible member completed it.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> members;
+  for (const auto& [name, f] : files_) {
+    for (const trace::CommInfo& c : f->info().comms) members[c.id].push_back(f->id());
+  }
+  for (auto& [comm, ids] : members) lateness_.SetMembers(comm, std::move(ids));
+}
+
+const std::string& NodeAggregator::CommLabel(uint64_t comm_id) {
+  const auto it = comm_names_.find(comm_id);
+  return labels_.Label(comm_id == 0 || it == comm_names_.end() ? std::string(kUnknownComm)
+                                                               : it->second);
+}
+
+int NodeAggregator::CommRanks(uint64_t comm_id) const {
+  const auto it = comm_ranks_.find(comm_id);
+  return it == comm_ranks_.end() ? 1 : it->second;
+}
+
+FileView NodeAggregator::ViewOf(FileState& f) {
+  const trace::RingInfo& info = f.info();
+  FileView v;
+  v.rank = info.global_rank >= 0 ? std::to_string(info.global_rank) : "unknown";
+  v.local_rank = Known(info.local_rank);
+  v.world_size = Known(info.world_size);
+  v.host = info.host;
+  v.gpu_uuid = info.gpu_uuid;
+  v.job_id = info.job_id;
+  v.start_realtime_ns = info.start_realtime_ns;
+  if ((info.flags & trace::kHeaderFinished) != 0) {
+    v.up = false;
+  } else if (options_.probe != nullptr && info.host == options_.probe->ThisHost()) {
+    v.up = options_.probe->State(info.pid) != hang_detector::ProcessState::kGone;
+  } else {
+    v.up = static_cast<double>(now_ns_ - f.heartbeat_moved_at()) <
+           options_.stale_heartbeat_s * kNsPerS;
+  }
+  if (f.last_done_ns() > 0) {
+    v.last_progress_s =
+        static_cast<double>(info.start_realtime_ns + (f.last_done_ns() - info.start_monotonic_ns)) /
+        kNsPerS;
+  }
+  for (const auto& [key, totals] : f.ops()) {
+    v.ops.push_back({CommLabel(key.first),
+                     trace::OpTypeName(static_cast<trace::OpType>(key.second)), totals.operations,
+                     totals.bytes});
+  }
+  for (const auto& [comm, progress] : f.comms()) {
+    const Lateness late = lateness_.Of(comm, f.id());
+    v.comms.push_back({CommLabel(comm), progress.last_issued_seq, progress.last_completed_seq,
+                       progress.inflight, late.seconds, late.score});
+  }
+  const uint64_t lost[kLostReasonCount] = {info.overwritten, info.dropped_records,
+                                           info.dropped_comms, info.untracked_completions,
+                                           info.unknown_comm_records};
+  std::copy(std::begin(lost), std::end(lost), std::begin(v.lost));
+  return v;
+}
+
+NodeView NodeAggregator::View(const hang_detector::Analysis* analysis) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  NodeView view;
+  view.version = options_.version;
+  view.ring_files = files_.size();
+  view.read_errors = read_errors_;
+  // Labels are handed out in file and comm table order, so the first scrape of a job keeps the
+  // names of its first communicators.
+  for (const auto& [name, f] : files_) {
+    for (const trace::CommInfo& c : f->info().comms) CommLabel(c.id);
+  }
+  for (const auto& [name, f] : files_) {
+    view.files.push_back(ViewOf(*f));
+    view.missed_overwritten += f->tail().missed();
+    view.missed_torn += f->tail().torn();
+  }
+  std::stable_sort(view.files.begin(), view.files.end(), [](const FileView& a, const FileView& b) {
+    return a.start_realtime_ns < b.start_realtime_ns;
+  });
+  for (const auto& [key, h] : histograms_) {
+    view.histograms.push_back({CommLabel(key.first),
+                               trace::OpTypeName(static_cast<trace::OpType>(key.second)),
+                               h.duration_s, h.size_bytes});
+  }
+  for (const auto& [comm, nranks] : comm_ranks_)
+    view.comm_ranks.emplace_back(CommLabel(comm), nranks);
+  if (analysis != nullptr) {
+    for (const hang_detector::Verdict& v : analysis->verdicts) {
+      if (v.cls == hang_detector::VerdictClass::kHealthy) continue;
+      std::string comm;
+      if (comm_names_.count(v.comm_id) != 0) {
+        comm = CommLabel(v.comm_id);
+      } else if (!v.comm_name.empty()) {
+        comm = labels_.Label(v.comm_name);
+      }
+      const std::string cls = hang_detector::VerdictClassName(v.cls);
+      if (v.culprits.empty()) view.verdicts.push_back({cls, comm, "", v.since_s});
+      for (int rank : v.culprits)
+        view.verdicts.push_back({cls, comm, std::to_string(rank), v.since_s});
+    }
+  }
+  return view;
+}
+
+}  // namespace ncclscope::exporters

@@ -1,0 +1,67 @@
+// What one scrape exposes, as label values and numbers: the aggregator's state after the comm
+// name cap and label formatting, before any Prometheus type. Plain data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exporters/buckets.h"
+
+namespace ncclscope::exporters {
+
+// Why records were lost (the `reason` label of ncclscope_records_lost_total), in this order.
+inline constexpr const char* kLostReasons[] = {"overwritten", "dropped", "dropped_comm",
+                                               "untracked_completion", "unknown_comm"};
+inline constexpr size_t kLostReasonCount = sizeof kLostReasons / sizeof kLostReasons[0];
+
+struct OpRow {
+  std::string comm, op;
+  uint64_t operations = 0;
+  uint64_t bytes = 0;
+};
+
+struct CommRow {
+  std::string comm;
+  uint64_t last_issued_seq = 0;
+  uint64_t last_completed_seq = 0;
+  int64_t inflight = 0;
+  double lateness_s = 0;
+  double straggler_score = 0;
+};
+
+// One ring file (one process). Several files can carry the same rank (a restarted process):
+// counters add up, gauges come from the newest file.
+struct FileView {
+  std::string rank, local_rank, world_size, host, gpu_uuid, job_id;
+  int64_t start_realtime_ns = 0;
+  bool up = false;
+  double last_progress_s = 0;  // Unix time of the newest device completion, 0 when none
+  std::vector<OpRow> ops;
+  std::vector<CommRow> comms;
+  uint64_t lost[kLostReasonCount] = {};
+};
+
+struct HistogramRow {
+  std::string comm, op;
+  BucketCounts duration_s, size_bytes;
+};
+
+struct VerdictRow {
+  std::string cls, comm, rank;  // rank "" when the verdict names no culprit
+  double age_s = 0;
+};
+
+struct NodeView {
+  std::vector<FileView> files;  // oldest process first
+  std::vector<HistogramRow> histograms;
+  std::vector<std::pair<std::string, int>> comm_ranks;  // comm label, ranks
+  std::vector<VerdictRow> verdicts;
+  size_t ring_files = 0;
+  uint64_t read_errors = 0;
+  uint64_t missed_overwritten = 0;  // records overwritten before the exporter read them
+  uint64_t missed_torn = 0;         // slots that stayed mid-write (writer died mid-record)
+  std::string version;
+};
+
+}  // namespace ncclscope::exporters

@@ -1,0 +1,37 @@
+// `ncclscope exporter [--dir D] [--listen ADDR:PORT]`: serves the metrics of every ring file of a
+// trace directory on GET /metrics (docs/metrics.md) until SIGINT/SIGTERM. Exit code 3 when the
+// address cannot be bound.
+#include <cstdlib>
+#include <memory>
+
+#include "exporters/exporter.h"
+#include "tools/commands.h"
+
+namespace ncclscope::tools {
+
+void RegisterExporterCommand(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand(
+      "exporter",
+      "Serve Prometheus metrics of every ring file of a trace directory (one per node)");
+  auto o = std::make_shared<exporters::ExporterOptions>();
+  if (const char* dir = std::getenv("NCCLSCOPE_DIR"); dir != nullptr) o->dir = dir;
+  cmd->add_option("--dir", o->dir, "Trace directory (default: $NCCLSCOPE_DIR)")
+      ->required(o->dir.empty());
+  cmd->add_option("--listen", o->listen,
+                  "ADDR:PORT to serve on; port 0 picks a free one (default: all addresses, "
+                  "port 9478, so the node's Prometheus can scrape it)")
+      ->capture_default_str();
+  cmd->add_option("--verdict-interval", o->verdict_interval_s,
+                  "Seconds between correlator runs whose verdicts /metrics shows")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--stall-after", o->stall_s, "Seconds a wait must last to count as a hang")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->callback([=] {
+    o->version = NCCLSCOPE_VERSION;
+    *exit_code = exporters::RunExporter(*o);
+  });
+}
+
+}  // namespace ncclscope::tools
