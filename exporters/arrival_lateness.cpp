@@ -25,22 +25,34 @@ void ArrivalLateness::SetMembers(uint64_t comm, std::vector<uint32_t> members) {
 void ArrivalLateness::Completed(uint64_t comm, uint64_t seq, uint32_t member, double wait_s,
                                 double duration_s) {
   Comm& c = comms_[comm];
-  if (!std::binary_search(c.members.begin(), c.members.end(), member)) return;
-  std::vector<Arrival>& arrivals = c.incomplete[seq];
-  arrivals.push_back({member, wait_s, duration_s});
-  size_t present = 0;
-  for (uint32_t m : c.members) {
-    present += std::any_of(arrivals.begin(), arrivals.end(),
-                           [m](const Arrival& a) { return a.member == m; })
-                   ? 1
-                   : 0;
-  }
-  if (present == c.members.size()) {
-    std::vector<Arrival> done = std::move(arrivals);
-    c.incomplete.erase(seq);
-    Finish(c, std::move(done));
-  }
+  c.incomplete[seq].push_back({member, wait_s, duration_s});
   while (c.incomplete.size() > kMaxIncomplete) c.incomplete.erase(c.incomplete.begin());
+}
+
+void ArrivalLateness::Settle() {
+  for (auto& [id, c] : comms_) {
+    for (auto it = c.incomplete.begin(); it != c.incomplete.end();) {
+      const std::vector<Arrival>& arrivals = it->second;
+      const bool complete =
+          !c.members.empty() &&
+          std::all_of(c.members.begin(), c.members.end(), [&arrivals](uint32_t m) {
+            return std::any_of(arrivals.begin(), arrivals.end(),
+                               [m](const Arrival& a) { return a.member == m; });
+          });
+      if (!complete) {
+        ++it;
+        continue;
+      }
+      std::vector<Arrival> members_only;
+      for (const Arrival& a : arrivals) {
+        if (std::binary_search(c.members.begin(), c.members.end(), a.member)) {
+          members_only.push_back(a);
+        }
+      }
+      Finish(c, std::move(members_only));
+      it = c.incomplete.erase(it);
+    }
+  }
 }
 
 void ArrivalLateness::Finish(Comm& c, std::vector<Arrival> arrivals) {

@@ -34,6 +34,9 @@ class ArrivalLateness {
   // Member `member` completed collective `seq` of `comm`: wait = completion - start of its device
   // work, duration = completion - enqueue, both of one host's clock.
   void Completed(uint64_t comm, uint64_t seq, uint32_t member, double wait_s, double duration_s);
+  // Scores the collectives now complete on every member, oldest first. Call after a round of
+  // Completed and SetMembers (one refresh), so files read later in the round still count.
+  void Settle();
   // 0 / 0 until a collective is complete on every member (or with a single visible member).
   Lateness Of(uint64_t comm, uint32_t member) const;
   // A member's file is gone: forget it everywhere.

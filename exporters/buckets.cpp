@@ -3,24 +3,21 @@
 #include <algorithm>
 
 namespace ncclscope::exporters {
-namespace {
-
-std::vector<double> Geometric(double first, double factor, int n) {
-  std::vector<double> bounds;
-  double b = first;
-  for (int i = 0; i < n; ++i, b *= factor) bounds.push_back(b);
-  return bounds;
-}
-
-}  // namespace
-
+// Written out as decimal literals: the nearest doubles, which is what every exporter prints.
+// prometheus-cpp formats `le` with 16 significant digits, so 6.4e-4 and 0.65536 still read
+// "0.0006400000000000001" and "0.6553600000000001" (docs/metrics.md lists the exact strings).
 const std::vector<double>& DurationBucketsSeconds() {
-  static const std::vector<double> kBounds = Geometric(10e-6, 4, 11);
+  static const std::vector<double> kBounds = {
+      1e-5, 4e-5, 1.6e-4, 6.4e-4, 2.56e-3, 1.024e-2, 4.096e-2, 0.16384, 0.65536, 2.62144, 10.48576};
   return kBounds;
 }
 
 const std::vector<double>& SizeBucketsBytes() {
-  static const std::vector<double> kBounds = Geometric(1024, 4, 12);
+  static const std::vector<double> kBounds = [] {
+    std::vector<double> bounds;
+    for (double b = 1024; b <= 4294967296.0; b *= 4) bounds.push_back(b);  // exact: powers of 2
+    return bounds;
+  }();
   return kBounds;
 }
 

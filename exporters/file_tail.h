@@ -45,6 +45,7 @@ class FileTail {
   uint64_t missed() const { return missed_; }  // overwritten before this reader saw them
   uint64_t torn() const { return torn_; }      // given up after kTornRetries
   uint64_t pending() const { return pending_; }
+  bool seen() const { return seen_; }  // read successfully at least once
 
  private:
   class Visitor;

@@ -50,6 +50,8 @@ class NodeAggregator::FileState final : public TailEvents {
   const std::map<uint64_t, CommProgress>& comms() const { return comms_; }
   int64_t last_done_ns() const { return last_done_ns_; }
   int64_t heartbeat_moved_at() const { return heartbeat_moved_at_; }
+  bool readable() const { return readable_; }
+  void set_readable(bool readable) { readable_ = readable; }
 
   void Reset() override {
     ops_.clear();
@@ -122,6 +124,7 @@ class NodeAggregator::FileState final : public TailEvents {
   std::unordered_map<uint64_t, int64_t> stream_done_;
   int64_t last_done_ns_ = 0;
   int64_t heartbeat_moved_at_ = 0;
+  bool readable_ = false;  // the last read succeeded
 };
 
 NodeAggregator::NodeAggregator(RingSource* source, AggregatorOptions options)
@@ -150,7 +153,8 @@ void NodeAggregator::Refresh(int64_t now_monotonic_ns) {
     auto& state = files_[name];
     if (state == nullptr) state = std::make_unique<FileState>(this, next_file_id_++);
     std::string read_error;
-    if (!state->tail().Poll(*source_, name, state.get(), &read_error)) {
+    state->set_readable(state->tail().Poll(*source_, name, state.get(), &read_error));
+    if (!state->readable()) {
       ++read_errors_;
       if (logged_errors_.insert(read_error).second) {
         std::cerr << "ncclscope exporter: " << read_error << "\n";
@@ -164,6 +168,7 @@ void NodeAggregator::Refresh(int64_t now_monotonic_ns) {
     for (const trace::CommInfo& c : f->info().comms) members[c.id].push_back(f->id());
   }
   for (auto& [comm, ids] : members) lateness_.SetMembers(comm, std::move(ids));
+  lateness_.Settle();
 }
 
 const std::string& NodeAggregator::CommLabel(uint64_t comm_id) {
@@ -221,7 +226,7 @@ NodeView NodeAggregator::View(const hang_detector::Analysis* analysis) {
   std::lock_guard<std::mutex> lock(mutex_);
   NodeView view;
   view.version = options_.version;
-  view.ring_files = files_.size();
+  for (const auto& [name, f] : files_) view.ring_files += f->readable() ? 1 : 0;
   view.read_errors = read_errors_;
   // Labels are handed out in file and comm table order, so the first scrape of a job keeps the
   // names of its first communicators.
@@ -229,6 +234,7 @@ NodeView NodeAggregator::View(const hang_detector::Analysis* analysis) {
     for (const trace::CommInfo& c : f->info().comms) CommLabel(c.id);
   }
   for (const auto& [name, f] : files_) {
+    if (!f->tail().seen()) continue;  // never read: no rank to show
     view.files.push_back(ViewOf(*f));
     view.missed_overwritten += f->tail().missed();
     view.missed_torn += f->tail().torn();

@@ -1,0 +1,146 @@
+// The exporter on real ring files written by trace::RingWriter, as the probe writes them: files
+// that appear later, broken files next to good ones, a ring that wraps between scrapes, a writer
+// that runs while scrapes read, and the GPU UUID of the header.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "exporters/node_aggregator.h"
+#include "exporters/ring_source.h"
+#include "tests/e2e/scratch_dir.h"
+#include "tests/exporters/scrape_text.h"
+#include "trace/ring_writer.h"
+
+namespace ncclscope::testing {
+namespace {
+
+constexpr uint64_t kWorld = 0x1234;
+
+std::unique_ptr<trace::RingWriter> Writer(const std::string& dir, int rank, uint64_t capacity) {
+  trace::RingOptions o;
+  o.dir = dir;
+  o.record_capacity = capacity;
+  o.global_rank = rank;
+  o.world_size = 2;
+  o.job_id = "job-7";
+  std::string error;
+  auto w = trace::RingWriter::Create(o, &error);
+  EXPECT_NE(w, nullptr) << error;
+  if (w == nullptr) return w;
+  trace::CommInfo c;
+  c.id = kWorld;
+  c.rank = rank;
+  c.nranks = 2;
+  c.name = "world";
+  w->AddComm(c);
+  return w;
+}
+
+// One completed allreduce of 256 float32.
+void AllReduce(trace::RingWriter& w, uint64_t seq) {
+  trace::RecordData r{};
+  r.comm_id = kWorld;
+  r.seq = seq;
+  r.op = static_cast<uint32_t>(trace::OpType::kAllReduce);
+  r.count = 256;
+  r.dtype = 7;
+  r.redop = 0;
+  r.peer = -1;
+  r.t_enter_ns = 1000;
+  r.t_exit_ns = 2000;
+  const uint64_t slot = w.Append(r, true);
+  w.CompleteDevice(slot, 5000);
+}
+
+std::string Ops(int rank) {
+  return "ncclscope_operations_total{rank=\"" + std::to_string(rank) +
+         "\",comm=\"world\",op=\"allreduce\"}";
+}
+
+class RingFiles : public ::testing::Test {
+ protected:
+  ScratchDir scratch;
+  std::string dir = scratch / "trace";
+  exporters::DirRingSource source{dir};
+  exporters::NodeAggregator aggregator{&source, {}};
+};
+
+TEST_F(RingFiles, FilesThatAppearLaterAreRead) {
+  auto w0 = Writer(dir, 0, 1024);
+  AllReduce(*w0, 1);
+  std::string text = Scrape(aggregator);
+  EXPECT_EQ(Value(text, "ncclscope_exporter_ring_files"), 1);
+  auto w1 = Writer(dir, 1, 1024);
+  AllReduce(*w1, 1);
+  AllReduce(*w0, 2);
+  text = Scrape(aggregator);
+  EXPECT_EQ(Value(text, "ncclscope_exporter_ring_files"), 2);
+  EXPECT_EQ(Value(text, Ops(0)), 2);
+  EXPECT_EQ(Value(text, Ops(1)), 1);
+}
+
+TEST_F(RingFiles, BrokenFilesAreCountedAndTheOthersStillRead) {
+  auto w0 = Writer(dir, 0, 1024);
+  AllReduce(*w0, 1);
+  std::ofstream(dir + "/junk.ring") << std::string(8192, 'x');
+  std::ofstream(dir + "/short.ring") << "NCSCOPER";
+  std::string text = Scrape(aggregator);
+  EXPECT_EQ(Value(text, "ncclscope_exporter_read_errors_total"), 2);
+  EXPECT_EQ(Value(text, "ncclscope_exporter_ring_files"), 1);
+  EXPECT_EQ(Value(text, Ops(0)), 1);
+  text = Scrape(aggregator);  // counted at every scrape they fail
+  EXPECT_EQ(Value(text, "ncclscope_exporter_read_errors_total"), 4);
+}
+
+TEST_F(RingFiles, AMissingDirectoryIsNoFilesNotACrash) {
+  exporters::DirRingSource nowhere(scratch / "does-not-exist");
+  exporters::NodeAggregator empty(&nowhere, {});
+  EXPECT_EQ(Value(Scrape(empty), "ncclscope_exporter_ring_files"), 0);
+}
+
+TEST_F(RingFiles, ARingThatWrapsBetweenScrapesCountsWhatWasOverwrittenUnread) {
+  auto w = Writer(dir, 0, 64);
+  for (uint64_t s = 1; s <= 10; ++s) AllReduce(*w, s);
+  EXPECT_EQ(Value(Scrape(aggregator), Ops(0)), 10);
+  for (uint64_t s = 11; s <= 210; ++s) AllReduce(*w, s);
+  const std::string text = Scrape(aggregator);
+  EXPECT_EQ(Value(text, Ops(0)), 10 + 64) << "the ring holds the newest 64";
+  EXPECT_EQ(Value(text, R"(ncclscope_exporter_records_missed_total{reason="overwritten"})"),
+            210 - 64 - 10);
+  EXPECT_EQ(Value(text, R"(ncclscope_records_lost_total{rank="0",reason="overwritten"})"),
+            210 - 64);
+  EXPECT_EQ(Value(text, R"(ncclscope_last_issued_sequence{rank="0",comm="world"})"), 210);
+}
+
+TEST_F(RingFiles, ScrapesWhileTheWriterRunsCountEveryRecordExactlyOnce) {
+  constexpr uint64_t kRecords = 20000;
+  auto w = Writer(dir, 0, 1 << 15);
+  std::thread writer([&] {
+    for (uint64_t s = 1; s <= kRecords; ++s) AllReduce(*w, s);
+  });
+  for (int i = 0; i < 50; ++i) Scrape(aggregator);
+  writer.join();
+  const std::string text = Scrape(aggregator);
+  EXPECT_EQ(Value(text, Ops(0)), kRecords);
+  EXPECT_EQ(
+      Value(text, R"(ncclscope_operation_duration_seconds_count{comm="world",op="allreduce"})"),
+      kRecords);
+  EXPECT_EQ(Value(text, R"(ncclscope_inflight_operations{rank="0",comm="world"})"), 0);
+}
+
+TEST_F(RingFiles, RankInfoCarriesTheGpuUuidOfTheHeader) {
+  auto w = Writer(dir, 0, 64);
+  w->SetGpuUuid("GPU-6e637369-6d00-0000-0000-000000000003");
+  w->SetGpuUuid("GPU-second-call-is-ignored");
+  const std::string text = Scrape(aggregator);
+  const std::string info = "ncclscope_rank_info{rank=\"0\",world_size=\"2\",Hostname=\"" +
+                           std::string(w->header().host) +
+                           "\",UUID=\"GPU-6e637369-6d00-0000-0000-000000000003\",job_id=\"job-7\"}";
+  EXPECT_EQ(Value(text, info), 1) << text;
+}
+
+}  // namespace
+}  // namespace ncclscope::testing

@@ -1,0 +1,25 @@
+// A scrape as a user sees it: the exposition text, and the value of one series in it.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "exporters/node_aggregator.h"
+
+namespace ncclscope::testing {
+
+// Refresh, view and serialize, as one GET /metrics does (without HTTP and verdicts unless given).
+std::string Scrape(exporters::NodeAggregator& aggregator,
+                   const hang_detector::Analysis* analysis = nullptr);
+
+// The value of the series written exactly as `series` (name and labels as serialized, e.g.
+// `ncclscope_rank_up{rank="1"}`), nullopt when absent.
+std::optional<double> Value(const std::string& text, const std::string& series);
+
+// Sum of every sample of `name` (no histogram suffixes) whose labels contain all of `labels`
+// (`rank="0"` style fragments).
+double Sum(const std::string& text, const std::string& name,
+           const std::map<std::string, std::string>& labels = {});
+
+}  // namespace ncclscope::testing
