@@ -1,0 +1,454 @@
+#!/usr/bin/env python3
+"""End to end with the real programs: simulated jobs write ring files, one `ncclscope exporter`
+per trace directory serves them, a real Prometheus (Debian's, /usr/bin/prometheus) scrapes the
+exporters every second with dashboards/prometheus/*.rules.yml loaded, and this script asks
+Prometheus's HTTP API what a user would ask:
+
+- steady (a healthy 4-rank job of ~25 s written here, all ten operation kinds): the operation
+  counters equal what the ranks' plans say they call, the byte counters what their records say;
+  every query of every dashboard returns data while it runs;
+- hang (sim/scenarios/stuck-before.json, rank 2 never issues a dp allreduce): the hang alert fires
+  within 30 s of the hang, naming rank 2 and communicator dp;
+- straggler (sim/scenarios/compute-straggler-2x.json, the last rank computes twice as long): the
+  slow rank has the highest straggler score;
+- no alert names a rank of the two healthy jobs; a real scrape passes `promtool check metrics`.
+
+Fails, never skips, when a program is missing (the exporter subcommand included).
+usage: e2e_prometheus.py --bin-dir BUILD/bin --source-dir SOURCE [--keep]
+"""
+import argparse
+import collections
+import json
+import math
+import os
+import pathlib
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dashboard_model as dm  # noqa: E402
+
+RANKS = 4
+OPERATION_KINDS = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall",
+                   "gather", "scatter", "send", "recv"}
+DTYPE_BYTES = {"int8": 1, "uint8": 1, "char": 1, "float8e4m3": 1, "float8e5m2": 1,
+               "float16": 2, "half": 2, "bfloat16": 2, "int32": 4, "uint32": 4, "float32": 4,
+               "float": 4, "int64": 8, "uint64": 8, "float64": 8, "double": 8}
+HANG_ALERT_BUDGET_S = 30     # the requirement: a hang alerts within 30 s of its onset
+STEADY_SCENARIO = {
+    "name": "dashboards-steady",
+    "description": "A healthy 4-rank job of about 25 s that runs every operation kind, so that "
+                   "rates and quantiles have data while the dashboards are queried.",
+    "seed": 7,
+    "min_ranks": 4,
+    "repeat": 450,
+    "compute": {"ms": 40},
+    "communicators": [
+        {"name": "tp", "split": {"by": "block", "size": 2}},
+        {"name": "dp", "split": {"by": "stride", "stride": 2}},
+    ],
+    "steps": [
+        {"name": "forward", "ops": [
+            {"op": "allreduce", "comm": "tp", "count": 4096, "dtype": "bfloat16"},
+            {"op": "pipeline", "comm": "dp", "count": 1024, "dtype": "float32"},
+            {"op": "allgather", "comm": "tp", "count": 512, "dtype": "float16"},
+            {"op": "alltoall", "count": 256, "dtype": "float32"},
+        ]},
+        {"name": "backward", "compute": {"ms": 10}, "ops": [
+            {"op": "pipeline", "comm": "dp", "count": 1024, "dtype": "float32",
+             "direction": "backward"},
+            {"op": "reducescatter", "comm": "dp", "count": 1024, "dtype": "float32"},
+            {"op": "allreduce", "count": 8192, "dtype": "float32"},
+            {"op": "broadcast", "comm": "tp", "count": 128, "dtype": "int32", "root": 1},
+            {"op": "reduce", "comm": "dp", "count": 128, "dtype": "float32", "root": 0},
+            {"op": "gather", "count": 64, "dtype": "float32", "root": 0},
+            {"op": "scatter", "count": 64, "dtype": "float32", "root": 2},
+        ]},
+    ],
+}
+
+
+class Failure(Exception):
+    pass
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read().decode()
+
+
+def wait_until(what, fn, timeout_s, interval_s=0.25):
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            got = fn()
+            if got:
+                return got
+        except (OSError, urllib.error.URLError, ValueError) as e:
+            last = e
+        time.sleep(interval_s)
+    raise Failure(f"timed out after {timeout_s} s waiting for {what}" + (f" ({last})" if last else ""))
+
+
+class Processes:
+    """Every process this test starts, ended at exit (their own process group, killed by id)."""
+
+    def __init__(self, logs):
+        self.logs = logs
+        self.procs = []
+
+    def start(self, name, argv, env=None):
+        out = open(self.logs / f"{name}.log", "w")
+        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
+                             start_new_session=True)
+        self.procs.append((name, p, out))
+        return p
+
+    def stop_all(self):
+        for name, p, out in reversed(self.procs):
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                    p.wait(timeout=5)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    try:
+                        os.killpg(p.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    p.wait()
+            out.close()
+
+
+def kill_ranks(sim):
+    """SIGKILLs the rank processes of a running `ncclscope sim`, which then reaps them, removes
+    the job's shared memory and exits."""
+    try:
+        children = pathlib.Path(f"/proc/{sim.pid}/task/{sim.pid}/children").read_text().split()
+    except OSError:
+        children = []
+    for pid in children:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+class Prometheus:
+    def __init__(self, port):
+        self.base = f"http://127.0.0.1:{port}"
+
+    def query(self, expr):
+        url = f"{self.base}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        try:
+            body = json.loads(http_get(url))
+        except urllib.error.HTTPError as e:
+            raise Failure(f"Prometheus rejected {expr!r}: {e.read().decode()}") from e
+        if body.get("status") != "success":
+            raise Failure(f"query {expr!r}: {body}")
+        data = body["data"]
+        if data["resultType"] == "vector":
+            return [(s["metric"], float(s["value"][1])) for s in data["result"]]
+        if data["resultType"] == "scalar":
+            return [({}, float(data["result"][1]))]
+        raise Failure(f"query {expr!r}: unexpected result type {data['resultType']}")
+
+    def alerts(self):
+        return json.loads(http_get(f"{self.base}/api/v1/alerts"))["data"]["alerts"]
+
+
+def require_program(path, what):
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise Failure(f"{what} not found at {path}")
+    return path
+
+
+def find_system_program(name):
+    path = shutil.which(name) or f"/usr/bin/{name}"
+    return require_program(path, f"{name} (Debian package prometheus, scripts/install-deps.sh)")
+
+
+def plan_counts(sim_rank, scenario, nranks):
+    """{(rank, comm, op): n} of the operations each rank's plan issues."""
+    counts = collections.Counter()
+    for rank in range(nranks):
+        out = subprocess.run([sim_rank, str(scenario), "--plan", "--rank", str(rank),
+                              "--nranks", str(nranks)], capture_output=True, text=True, check=True)
+        for line in out.stdout.splitlines():
+            call = json.loads(line)
+            if call.get("type") == "call" and call.get("op") in OPERATION_KINDS:
+                counts[(str(rank), call["comm"], call["op"])] += 1
+    return counts
+
+
+def recorded_bytes(cli, trace_dir):
+    """{(rank, comm, op): bytes} from the records (`ncclscope dump --json`), in the size
+    convention of docs/metrics.md."""
+    out = subprocess.run([cli, "dump", str(trace_dir), "--json"], capture_output=True, text=True,
+                         check=True)
+    nranks = {}
+    total = collections.Counter()
+    for line in out.stdout.splitlines():
+        rec = json.loads(line)
+        if rec.get("type") == "comm":
+            nranks[(rec["rank"], rec["comm_id"])] = rec["comm_nranks"]
+        elif rec.get("type") == "record" and rec.get("op") in OPERATION_KINDS:
+            size = rec["count"] * DTYPE_BYTES[rec["dtype"]]
+            if rec["op"] in ("allgather", "gather", "reducescatter", "scatter", "alltoall"):
+                size *= nranks[(rec["rank"], rec["comm_id"])]
+            total[(str(rec["rank"]), rec["comm_name"], rec["op"])] += size
+    return total
+
+
+def series_by(samples, *labels):
+    return {tuple(m.get(k, "") for k in labels): v for m, v in samples}
+
+
+def check_counts(prom, instance, expected, what):
+    got = series_by(prom.query(f'ncclscope_operations_total{{instance="{instance}"}}'),
+                    "rank", "comm", "op")
+    got = {k: v for k, v in got.items() if v > 0}
+    if got != {k: float(v) for k, v in expected.items()}:
+        diff = sorted(set(got.items()) ^ {(k, float(v)) for k, v in expected.items()})
+        raise Failure(f"{what}: ncclscope_operations_total differs from the plans (got vs "
+                      f"expected, symmetric difference): {diff[:12]}")
+    log(f"{what}: ncclscope_operations_total matches the plans: {len(expected)} series, "
+        f"{int(sum(expected.values()))} operations")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin-dir", required=True)
+    ap.add_argument("--source-dir", required=True)
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    args = ap.parse_args()
+    src = pathlib.Path(args.source_dir).resolve()
+    cli = require_program(os.path.join(args.bin_dir, "ncclscope"), "ncclscope")
+    sim_rank = require_program(os.path.join(args.bin_dir, "ncclscope-sim-rank"), "ncclscope-sim-rank")
+    prometheus_bin = find_system_program("prometheus")
+    promtool = find_system_program("promtool")
+    r = subprocess.run([cli, "exporter", "--help"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Failure(f"`ncclscope exporter --help` exits {r.returncode}: the exporter subcommand "
+                      f"is missing from this build\n{r.stdout}{r.stderr}")
+
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="ncclscope-dash-e2e-"))
+    logs = tmp / "logs"
+    logs.mkdir()
+    procs = Processes(logs)
+    ok = False
+    try:
+        ok = run(src, cli, sim_rank, prometheus_bin, promtool, tmp, procs)
+    finally:
+        procs.stop_all()
+        if ok and not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            log(f"kept {tmp} (logs in {logs})")
+    return 0 if ok else 1
+
+
+def run(src, cli, sim_rank, prometheus_bin, promtool, tmp, procs):
+    start = time.monotonic()
+    scenarios = {
+        "steady": tmp / "steady.json",
+        "hang": src / "sim" / "scenarios" / "stuck-before.json",
+        "straggler": src / "sim" / "scenarios" / "compute-straggler-2x.json",
+    }
+    scenarios["steady"].write_text(json.dumps(STEADY_SCENARIO, indent=1))
+
+    # One exporter per trace directory, as one per node.
+    instance = {}
+    for name in scenarios:
+        d = tmp / "traces" / name
+        d.mkdir(parents=True)
+        port = free_port()
+        instance[name] = f"127.0.0.1:{port}"
+        procs.start(f"exporter-{name}", [cli, "exporter", "--dir", str(d), "--listen", instance[name]])
+    for name, inst in instance.items():
+        wait_until(f"exporter {name} on {inst}", lambda i=inst: "ncclscope_build_info" in
+                   http_get(f"http://{i}/metrics"), 15)
+
+    prom_port = free_port()
+    rules = sorted((src / "dashboards" / "prometheus").glob("*.rules.yml"))
+    config = tmp / "prometheus.yml"
+    config.write_text("\n".join([
+        "global:", "  scrape_interval: 1s", "  evaluation_interval: 1s",
+        "rule_files:", *[f"  - {json.dumps(str(r))}" for r in rules],
+        "scrape_configs:", "  - job_name: ncclscope", "    scrape_timeout: 1s",
+        "    static_configs:",
+        "      - targets: [" + ", ".join(json.dumps(i) for i in instance.values()) + "]", ""]))
+    procs.start("prometheus", [prometheus_bin, f"--config.file={config}",
+                               f"--storage.tsdb.path={tmp / 'tsdb'}",
+                               f"--web.listen-address=127.0.0.1:{prom_port}", "--log.level=warn"])
+    prom = Prometheus(prom_port)
+    wait_until("Prometheus ready", lambda: http_get(f"{prom.base}/-/ready") is not None, 30)
+    wait_until("Prometheus scraping every exporter", lambda: len(
+        [s for s in prom.query('up{job="ncclscope"} == 1')]) == len(instance), 20)
+    log(f"exporters {instance}, Prometheus on 127.0.0.1:{prom_port}")
+
+    sims = {}
+    started = {}
+    for name, scenario in scenarios.items():
+        started[name] = time.monotonic()
+        sims[name] = procs.start(f"sim-{name}", [cli, "sim", "--ranks", str(RANKS), "--scenario",
+                                                 str(scenario), "--dir", str(tmp / "traces" / name),
+                                                 "--timeout", "120"])
+
+    failures = []
+
+    def check(what, fn):
+        try:
+            fn()
+        except Failure as e:
+            failures.append(f"{what}: {e}")
+            log(f"FAIL {what}: {e}")
+
+    # The hang: stuck-before.json's rank 2 blocks before step 3's dp allreduce, a fraction of a
+    # second into the job.
+    def hang_alert():
+        def firing():
+            return [a for a in prom.alerts() if a["labels"].get("alertname") == "NcclscopeCollectiveHang"
+                    and a["state"] == "firing" and a["labels"].get("instance") == instance["hang"]]
+        alerts = wait_until("NcclscopeCollectiveHang firing for the hang job", firing,
+                            HANG_ALERT_BUDGET_S + 15, 0.5)
+        elapsed = time.monotonic() - started["hang"]
+        labels = [a["labels"] for a in alerts]
+        log(f"hang alert firing {elapsed:.1f} s after the hang job started: {labels}")
+        culprit = [lb for lb in labels if lb.get("rank") == "2" and lb.get("comm") == "dp"]
+        if not culprit:
+            raise Failure(f"the hang alert does not name rank 2 on dp: {labels}")
+        if culprit[0].get("class") != "missing":
+            raise Failure(f"rank 2 never issued the allreduce: class missing expected, {culprit[0]}")
+        others = [lb for lb in labels if lb.get("rank") != "2"]
+        if others:
+            raise Failure(f"the hang alert blames victims too: {others}")
+        summary = next(a for a in alerts if a["labels"].get("rank") == "2")["annotations"]["summary"]
+        if "rank 2" not in summary or "dp" not in summary:
+            raise Failure(f"summary does not name the culprit: {summary!r}")
+        if elapsed > HANG_ALERT_BUDGET_S:
+            raise Failure(f"fired {elapsed:.1f} s after the job started: more than "
+                          f"{HANG_ALERT_BUDGET_S} s")
+
+    check("hang alert", hang_alert)
+
+    # Every query of every dashboard, as Grafana would run it with every variable at All.
+    def dashboard_queries():
+        empty, n = [], 0
+        for name, d in dm.load_dashboards(src / "dashboards" / "grafana").items():
+            for where, expr in dm.queries(d):
+                n += 1
+                samples = prom.query(dm.substitute(expr, rate_interval="4s", value=".*"))
+                if not samples:
+                    empty.append(f"{name} {where}: {expr}")
+                elif not any(math.isfinite(v) for _, v in samples):
+                    empty.append(f"{name} {where}: only NaN/Inf: {samples[:3]}")
+        log(f"{n} dashboard queries evaluated, {n - len(empty)} with data")
+        if empty:
+            raise Failure("queries without data:\n  " + "\n  ".join(empty))
+
+    check("dashboard queries", dashboard_queries)
+
+    # Straggler: wait for the job to end (its ring files stay), then rank by score.
+    def straggler():
+        rc = sims["straggler"].wait(timeout=60)
+        if rc != 0:
+            raise Failure(f"the straggler job exited {rc} (see sim-straggler.log)")
+        q = f'sort_desc(max by (rank) (ncclscope_straggler_score{{instance="{instance["straggler"]}"}}))'
+
+        def ranked():
+            s = prom.query(q)
+            return s if len(s) == RANKS else None
+        scores = wait_until("straggler scores of every rank", ranked, 10)
+        log("straggler scores, slowest first: " + ", ".join(f"rank {m['rank']} {v:.2f}" for m, v in scores))
+        if scores[0][0].get("rank") != str(RANKS - 1):
+            raise Failure(f"rank {RANKS - 1} computes twice as long, yet the highest score is "
+                          f"rank {scores[0][0].get('rank')}: {scores}")
+        if not scores[0][1] > scores[1][1]:
+            raise Failure(f"the slow rank's score does not stand out: {scores}")
+        check_counts(prom, instance["straggler"],
+                     plan_counts(sim_rank, scenarios["straggler"], RANKS), "straggler job")
+
+    check("straggler", straggler)
+
+    def steady_counts():
+        rc = sims["steady"].wait(timeout=90)
+        if rc != 0:
+            raise Failure(f"the steady job exited {rc} (see sim-steady.log)")
+        inst = instance["steady"]
+        wait_until("the steady job's ranks reported ended", lambda: prom.query(
+            f'sum(ncclscope_rank_up{{instance="{inst}"}}) == 0'), 10)
+        time.sleep(1.5)  # one more scrape after the last records
+        expected = plan_counts(sim_rank, scenarios["steady"], RANKS)
+        check_counts(prom, inst, expected, "steady job")
+        got_bytes = series_by(prom.query(f'ncclscope_operation_bytes_total{{instance="{inst}"}}'),
+                              "rank", "comm", "op")
+        want_bytes = recorded_bytes(cli, tmp / "traces" / "steady")
+        if {k: v for k, v in got_bytes.items() if v > 0} != {k: float(v) for k, v in want_bytes.items()}:
+            raise Failure(f"ncclscope_operation_bytes_total {sorted(got_bytes.items())[:8]} differs "
+                          f"from the records' sizes {sorted(want_bytes.items())[:8]}")
+        # Every operation completed: the duration histogram counts each rank's operations once.
+        per_op = collections.Counter()
+        for (_, comm, op), n in expected.items():
+            per_op[(comm, op)] += n
+        got_hist = series_by(prom.query(
+            f'ncclscope_operation_duration_seconds_count{{instance="{inst}"}}'), "comm", "op")
+        if got_hist != {k: float(v) for k, v in per_op.items()}:
+            raise Failure(f"duration histogram counts {sorted(got_hist.items())} differ from the "
+                          f"plans {sorted(per_op.items())}")
+        ranks = series_by(prom.query(f'ncclscope_communicator_ranks{{instance="{inst}"}}'), "comm")
+        if ranks != {("world",): 4.0, ("tp",): 2.0, ("dp",): 2.0}:
+            raise Failure(f"ncclscope_communicator_ranks {ranks}")
+        log(f"steady job: bytes, histogram counts and communicator sizes match")
+
+    check("steady job counts", steady_counts)
+
+    def healthy_jobs_do_not_alert():
+        healthy = {instance["steady"], instance["straggler"]}
+        wrong = [a["labels"] for a in prom.alerts() if a["labels"].get("instance") in healthy
+                 and a["labels"].get("alertname") != "NcclscopeStraggler"]
+        if wrong:
+            raise Failure(f"alerts about jobs without a fault: {wrong}")
+
+    check("healthy jobs", healthy_jobs_do_not_alert)
+
+    def scrape_passes_promtool():
+        text = http_get(f"http://{instance['steady']}/metrics")
+        r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Failure(f"promtool check metrics: {r.stdout}{r.stderr}")
+
+    check("promtool check metrics", scrape_passes_promtool)
+
+    kill_ranks(sims["hang"])
+    sims["hang"].wait(timeout=10)
+    log(f"done in {time.monotonic() - start:.1f} s: {len(failures)} failure(s)")
+    for f in failures:
+        print("FAIL:", f)
+    return not failures
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Failure as e:
+        print("FAIL:", e)
+        sys.exit(1)
