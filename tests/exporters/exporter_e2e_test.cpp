@@ -1,0 +1,175 @@
+// `ncclscope exporter` as an SRE runs it: started next to an emulated job, scraped over HTTP. What
+// a user notices: the counters equal what the job did, the text passes promtool, a hang becomes a
+// verdict series within seconds, a taken port is a clear error, only GET does anything.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "tests/e2e/cli.h"
+#include "tests/e2e/e2e_env.h"
+#include "tests/e2e/scratch_dir.h"
+#include "tests/e2e/sim_plan.h"
+#include "tests/exporters/background_process.h"
+#include "tests/exporters/http_get.h"
+#include "tests/exporters/scrape_text.h"
+
+namespace ncclscope::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool IsOperation(const std::string& op) {
+  static const std::set<std::string> kOps = {"allreduce",     "broadcast", "reduce", "allgather",
+                                             "reducescatter", "alltoall",  "gather", "scatter",
+                                             "send",          "recv"};
+  return kOps.count(op) != 0;
+}
+
+// An exporter on an ephemeral loopback port for `dir`.
+class Exporter {
+ public:
+  Exporter(const ScratchDir& scratch, const std::string& dir,
+           const std::vector<std::string>& extra = {})
+      : process_(Args(dir, extra), scratch / "exporter.log") {
+    port_ = process_.WaitForPort(20);
+    EXPECT_GT(port_, 0) << process_.Output();
+  }
+  int port() const { return port_; }
+  std::string Metrics() {
+    const HttpResponse r = HttpGet(port_, "/metrics");
+    EXPECT_EQ(r.status, 200);
+    return r.body;
+  }
+  BackgroundProcess& process() { return process_; }
+
+ private:
+  static std::vector<std::string> Args(const std::string& dir,
+                                       const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {Cli(), "exporter", "--dir", dir, "--listen", "127.0.0.1:0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  BackgroundProcess process_;
+  int port_ = -1;
+};
+
+TEST(ExporterE2E, CountersEqualWhatTheJobDid) {
+  ScratchDir scratch;
+  const std::string dir = scratch / "trace";
+  Exporter exporter(scratch, dir);  // before the job: the directory does not exist yet
+  EXPECT_EQ(Value(exporter.Metrics(), "ncclscope_exporter_ring_files"), 0);
+
+  constexpr int kRanks = 4;
+  const ProcessResult sim = RunSim("healthy.json", kRanks, dir, 60);
+  ASSERT_EQ(sim.exit_code, 0) << sim.out << sim.err;
+  const std::string text = exporter.Metrics();
+  EXPECT_EQ(Value(text, "ncclscope_exporter_ring_files"), kRanks);
+  EXPECT_EQ(Value(text, "ncclscope_exporter_read_errors_total"), 0);
+  for (int r = 0; r < kRanks; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    std::map<std::pair<std::string, std::string>, int> planned;  // (comm, op) -> calls
+    int total = 0;
+    for (const auto& call : LoadPlan(ScenarioPath("healthy.json"), r, kRanks).calls) {
+      const std::string op = call.at("op");
+      if (!IsOperation(op)) continue;
+      ++planned[{call.at("comm").get<std::string>(), op}];
+      ++total;
+    }
+    ASSERT_GT(total, 0);
+    for (const auto& [key, n] : planned) {
+      EXPECT_EQ(Value(text, "ncclscope_operations_total{rank=\"" + std::to_string(r) +
+                                "\",comm=\"" + key.first + "\",op=\"" + key.second + "\"}"),
+                n)
+          << key.first << " " << key.second;
+    }
+    EXPECT_EQ(Sum(text, "ncclscope_operations_total", {{"rank", std::to_string(r)}}), total);
+    EXPECT_EQ(Value(text, "ncclscope_rank_up{rank=\"" + std::to_string(r) + "\"}"), 0)
+        << "the job has ended";
+    EXPECT_EQ(Sum(text, "ncclscope_inflight_operations", {{"rank", std::to_string(r)}}), 0);
+  }
+  // The emulator's libcuda gives every device a UUID; the probe put it into the ring header.
+  EXPECT_NE(text.find("UUID=\"GPU-"), std::string::npos) << text;
+}
+
+// CI installs promtool (Debian package `prometheus`, scripts/install-deps.sh): missing, it fails.
+std::string Promtool() {
+  for (const char* path : {"/usr/bin/promtool", "/usr/local/bin/promtool"}) {
+    if (access(path, X_OK) == 0) return path;
+  }
+  return "";
+}
+
+TEST(ExporterE2E, PromtoolAcceptsARealScrape) {
+  const std::string promtool = Promtool();
+  ASSERT_FALSE(promtool.empty())
+      << "promtool not found: install the Debian package 'prometheus' (scripts/install-deps.sh)";
+  ScratchDir scratch;
+  const std::string dir = scratch / "trace";
+  Exporter exporter(scratch, dir);
+  ASSERT_EQ(RunSim("healthy.json", 4, dir, 60).exit_code, 0);
+  const std::string text = exporter.Metrics();
+  ASSERT_NE(text.find("ncclscope_operation_duration_seconds_bucket"), std::string::npos);
+  std::ofstream(scratch / "scrape.txt") << text;
+  const ProcessResult check =
+      RunProcess({"sh", "-c", promtool + " check metrics < " + (scratch / "scrape.txt")}, {}, 60);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+}
+
+TEST(ExporterE2E, AHangBecomesAVerdictSeriesWithinSeconds) {
+  ScratchDir scratch;
+  const std::string dir = scratch / "trace";
+  Exporter exporter(scratch, dir, {"--verdict-interval", "1"});
+  const auto start = Clock::now();
+  ProcessResult sim;
+  std::thread job([&] { sim = RunSim("hang.json", 4, dir, 14); });
+  std::string text;
+  double seen_after = -1;
+  while (std::chrono::duration<double>(Clock::now() - start).count() < 13) {
+    text = exporter.Metrics();
+    if (Sum(text, "ncclscope_verdict", {{"class", "device-stall"}}) > 0) {
+      seen_after = std::chrono::duration<double>(Clock::now() - start).count();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  job.join();
+  ASSERT_GT(seen_after, 0) << text;
+  // Job start, the 2 s stall threshold and one analysis period: well inside an alert's 30 s.
+  EXPECT_LT(seen_after, 12) << text;
+  EXPECT_EQ(Value(text, R"(ncclscope_verdict{class="device-stall",comm="tp",rank="1"})"), 1)
+      << text;
+  EXPECT_GT(*Value(text, R"(ncclscope_verdict_age_seconds{class="device-stall",comm="tp"})"), 0);
+}
+
+TEST(ExporterE2E, APortInUseIsAClearErrorWithExitCode3) {
+  ScratchDir scratch;
+  Exporter first(scratch, scratch / "trace");
+  const ProcessResult second = RunProcess({Cli(), "exporter", "--dir", scratch / "trace",
+                                           "--listen", "127.0.0.1:" + std::to_string(first.port())},
+                                          {}, 30);
+  EXPECT_EQ(second.exit_code, 3) << second.err;
+  EXPECT_NE(second.err.find("cannot listen on 127.0.0.1:" + std::to_string(first.port())),
+            std::string::npos)
+      << second.err;
+}
+
+TEST(ExporterE2E, HealthzAnswersOkAndOnlyGetIsServed) {
+  ScratchDir scratch;
+  Exporter exporter(scratch, scratch / "trace");
+  const HttpResponse health = HttpGet(exporter.port(), "/healthz");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(health.body, "ok\n");
+  EXPECT_EQ(HttpRequest(exporter.port(), "POST", "/metrics").status, 405);
+  EXPECT_EQ(HttpRequest(exporter.port(), "DELETE", "/healthz").status, 405);
+  EXPECT_EQ(HttpGet(exporter.port(), "/nothing-here").status, 404);
+  EXPECT_EQ(exporter.process().Stop(10), 0) << "SIGTERM is a clean stop";
+}
+
+}  // namespace
+}  // namespace ncclscope::testing
