@@ -72,6 +72,10 @@ const char* OpTypeName(OpType op) {
       return "redop_destroy";
     case OpType::kCommGetAsyncError:
       return "comm_get_async_error";
+    case OpType::kProfilerAttach:
+      return "profiler_attach";
+    case OpType::kDeviceStart:
+      return "device_start";
   }
   return "unknown";
 }

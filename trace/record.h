@@ -48,6 +48,9 @@ enum class OpType : uint16_t {
   kRedOpDestroy = 67,
   // Errors reported asynchronously (recorded only when not ncclSuccess/ncclInProgress).
   kCommGetAsyncError = 80,
+  // Written by the profiler-plugin side of the probe (NCCL_PROFILER_PLUGIN), not by a call.
+  kProfilerAttach = 90,  // the profiler observes this communicator's device work from now on
+  kDeviceStart = 91,     // the device work of a collective started (first kernel channel)
 };
 
 // Stable lower-case name ("allreduce", "send", ...); "unknown" for values this build does not know.
@@ -88,6 +91,12 @@ inline constexpr bool IsPending(int64_t t_device_done_ns) {
 //   get_unique_id comm_id = the id of the communicators that will be created from this unique id
 //   mem_alloc/free, comm_register, window_register: count = bytes, aux = the pointer
 //   comm_get_async_error: aux = the asynchronous error (recorded when it changes to an error)
+//   profiler_attach  comm_id = the communicator, aux = NCCL's commHash, count = the profiler ABI
+//                version (4, 5, 6), peer = comm rank; seq 0
+//   device_start comm_id, seq = the collective's per-comm sequence number (0: the probe could not
+//                tell which collective it was, so absences on this communicator prove nothing),
+//                count = NCCL's per-(comm, function) seqNumber, aux = GPU start time (globaltimer
+//                ns, 0 unknown), peer = channel; t_enter_ns = t_exit_ns = when the host saw it
 //
 // The payload of one record. Times are CLOCK_MONOTONIC nanoseconds of the writing host; the file
 // header holds a (realtime, monotonic) pair taken together to convert them.

@@ -19,6 +19,13 @@ struct FakeComm {
 int g_group_depth = 0;
 unsigned char g_next_id = 1;
 
+// Test hooks standing in for what real NCCL does inside these calls (the profiler plugin's init
+// during creation; its events during a collective).
+using FakeHook = void (*)(void* arg, int rank, int nranks);
+FakeHook g_on_init = nullptr;
+FakeHook g_on_allreduce = nullptr;
+void* g_hook_arg = nullptr;
+
 // The errno every fake call leaves behind (a value no libc call on the way would produce).
 constexpr int kFakeErrno = 4242;
 
@@ -42,6 +49,15 @@ ncclResult_t OnComm(ncclComm_t comm) {
 }  // namespace
 
 extern "C" {
+
+// Test hook: runs on_init inside every ncclCommInitRank* and on_allreduce inside ncclAllReduce
+// (nullptr: nothing), with arg and the communicator's rank and size.
+__attribute__((visibility("default"))) void fakenccl_set_hooks(FakeHook on_init,
+                                                               FakeHook on_allreduce, void* arg) {
+  g_on_init = on_init;
+  g_on_allreduce = on_allreduce;
+  g_hook_arg = arg;
+}
 
 // Test hook: makes ncclCommGetAsyncError report err for comm.
 __attribute__((visibility("default"))) void fakenccl_set_async_error(ncclComm_t comm,
@@ -67,6 +83,7 @@ ncclResult_t pncclGetUniqueId(ncclUniqueId* id) {
 }
 ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int rank) {
   if (rank < 0 || rank >= nranks) return Done(ncclInvalidArgument);
+  if (g_on_init != nullptr) g_on_init(g_hook_arg, rank, nranks);
   *comm = NewComm(rank, nranks, 0);
   return Done(ncclSuccess);
 }
@@ -169,6 +186,9 @@ ncclResult_t pncclBroadcast(const void*, void*, size_t, ncclDataType_t, int, ncc
 }
 ncclResult_t pncclAllReduce(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
                             ncclComm_t comm, cudaStream_t) {
+  if (comm != nullptr && g_on_allreduce != nullptr) {
+    g_on_allreduce(g_hook_arg, F(comm)->rank, F(comm)->nranks);
+  }
   return OnComm(comm);
 }
 ncclResult_t pncclReduceScatter(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,

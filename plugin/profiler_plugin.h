@@ -1,0 +1,71 @@
+// libncclscope.so as an NCCL profiler plugin (NCCL_PROFILER_PLUGIN=<path>/libncclscope.so, which
+// also works while it is LD_PRELOADed: NCCL dlopens the object already loaded). It asks NCCL for
+// CollApi, Coll and KernelCh events and writes into the process's ring the one fact the records
+// of calls cannot show: that the device work of collective (communicator, #seq) STARTED. A rank
+// whose kernel for #N never started while its peers' did is the one whose device is stuck.
+//
+// Every callback is noexcept, allocation-free, lock-free and system-call-free after the first use
+// on a thread; callbacks come from the application's threads and NCCL's proxy thread. Contexts and
+// event handles live in fixed process-wide pools that are never freed (NCCL may hand a parent
+// handle to a child event after the parent stopped); a full pool opts out (null context or handle,
+// one warning) and never hurts the host.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "plugin/comm_state.h"
+#include "plugin/profiler_abi.h"
+
+namespace ncclscope::plugin::profiler {
+
+inline constexpr uint32_t kMaxContexts = 1024;
+inline constexpr uint32_t kHandlePoolSize = 8192;  // power of two: a ring of recent events
+inline constexpr uint32_t kNameBytes = 64;
+
+// The activation mask bits the probe ORs into NCCL's mask (never clearing another plugin's).
+inline constexpr uint64_t kWantedMaskV5 =
+    prof_abi::kCollApi | prof_abi::kColl | prof_abi::kKernelCh;
+inline constexpr uint64_t kWantedMaskV4 = prof_abi::kColl | prof_abi::kKernelCh;
+
+// One NCCL communicator as the profiler sees it (NCCL's per-comm plugin context).
+struct Context {
+  int abi = 0;  // table version NCCL called init through
+  int rank = -1;
+  int nranks = -1;
+  uint64_t nccl_comm_hash = 0;
+  uint64_t comm_id = 0;  // our trace id; 0 when the creation could not be matched
+  char name[kNameBytes] = {};
+  std::atomic<CommState*> state{nullptr};  // found at the first collective, cached
+  std::atomic<uint32_t> state_lookups{0};  // bounded: a handle we never registered stays unknown
+};
+
+// An event handle we return to NCCL: a CollApi (v5+) or Coll event. The tag at offset 0 tells our
+// handles from anything else a parentObj could be.
+struct EventHandle {
+  std::atomic<uint64_t> tag{0};
+  std::atomic<Context*> ctx{nullptr};
+  std::atomic<uint64_t> seq{0};       // our per-comm sequence number; 0 unknown
+  std::atomic<uint64_t> nccl_seq{0};  // Coll: NCCL's per-function seqNumber
+  std::atomic<uint32_t> started{0};   // Coll: a kernel channel started (marker written)
+};
+
+// The callbacks behind every exported table. `abi` is 4, 5 or 6. Thread-safe as NCCL calls them.
+ncclResult_t Init(int abi, void** context, uint64_t comm_hash, int* mask, const char* comm_name,
+                  int nranks, int rank) noexcept;
+ncclResult_t StartEventV4(void* context, void** handle, void* descr) noexcept;
+ncclResult_t StartEventV5(void* context, void** handle, void* descr) noexcept;
+ncclResult_t StopEvent(void* handle) noexcept;
+ncclResult_t RecordEventState(void* handle, int state, prof_abi::StateArgsV4* args) noexcept;
+ncclResult_t Finalize(void* context) noexcept;
+
+// Counters for tests and the benchmark. Thread-safe.
+struct Stats {
+  uint64_t contexts = 0;
+  uint64_t unresolved_contexts = 0;  // creation not matched to one of ours
+  uint64_t markers = 0;              // device_start records written
+  uint64_t unmapped_markers = 0;     // of which the collective's sequence number was unknown
+};
+Stats GetStats() noexcept;
+
+}  // namespace ncclscope::plugin::profiler
