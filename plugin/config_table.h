@@ -42,4 +42,8 @@
     "Stall rule factor k: T = max(floor, k x the observed p99 latency of the operation class).")  \
   X(on_hang, Enum, "report", "report|abort",                                                      \
     "On a hang verdict: report (verdict.json, stderr), or also ncclCommAbort this rank's "        \
-    "communicators the verdict names, so the job fails fast and its launcher can restart it.")
+    "communicators the verdict names, so the job fails fast and its launcher can restart it.")    \
+  X(exporter, String, "", "",                                                                     \
+    "Read by `ncclscope run`, not by the library: PORT or ADDR:PORT of the node's metrics "       \
+    "exporter it starts with the job (as run --exporter=...; PORT alone listens on 0.0.0.0). "    \
+    "Empty: none.")

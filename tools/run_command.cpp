@@ -1,4 +1,5 @@
-// `ncclscope run [--dir D] [--] CMD ARGS...`: runs any command with the probe preloaded.
+// `ncclscope run [--dir D] [--exporter[=PORT]] [--] CMD ARGS...`: runs any command with the probe
+// preloaded and, with --exporter (or NCCLSCOPE_EXPORTER), this node's metrics exporter next to it.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,10 +49,52 @@ int ExitCodeOf(int status) {
   return 1;
 }
 
-int Run(const std::string& dir_option, const std::vector<std::string>& command) {
+// The node's exporter: one per node, so only the launcher of local rank 0 starts it when `run`
+// wraps each rank (srun ncclscope run -- python train.py); a launcher per node (torchrun, mpirun)
+// has no local rank and starts it.
+bool OwnsNodeExporter() {
+  for (const char* var : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
+    const char* value = getenv(var);
+    if (value != nullptr && *value != '\0') return std::strcmp(value, "0") == 0;
+  }
+  return true;
+}
+
+// "PORT" listens on every address (the node's Prometheus scrapes it from elsewhere); "ADDR:PORT"
+// as given.
+std::string ListenAddress(const std::string& exporter) {
+  return exporter.find(':') == std::string::npos ? "0.0.0.0:" + exporter : exporter;
+}
+
+// `ncclscope exporter` as a child of this launcher; -1 when it could not be started (the job runs
+// anyway: metrics are never worth a failed job).
+pid_t StartExporter(const std::string& dir, const std::string& listen) {
+  const std::string self = ExecutableDir() + "/ncclscope";
+  pid_t pid = fork();
+  if (pid == 0) {
+    // Not the job's: no probe in the exporter itself.
+    unsetenv("LD_PRELOAD");
+    execl(self.c_str(), self.c_str(), "exporter", "--dir", dir.c_str(), "--listen", listen.c_str(),
+          static_cast<char*>(nullptr));
+    std::cerr << "ncclscope run: cannot start the exporter: " << strerror(errno) << "\n";
+    _exit(127);
+  }
+  if (pid < 0) perror("ncclscope run: fork (exporter)");
+  return pid;
+}
+
+void StopExporter(pid_t exporter) {
+  if (exporter <= 0) return;
+  kill(exporter, SIGTERM);
+  while (waitpid(exporter, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+int Run(const std::string& dir_option, const std::string& exporter_option,
+        const std::vector<std::string>& command) {
   if (command.empty()) {
-    std::cerr
-        << "ncclscope run: no command given (usage: ncclscope run [--dir D] -- CMD ARGS...)\n";
+    std::cerr << "ncclscope run: no command given (usage: ncclscope run [--dir D] "
+                 "[--exporter[=PORT]] -- CMD ARGS...)\n";
     return 3;
   }
   const std::string probe = ExecutableDir() + "/../lib/libncclscope.so";
@@ -67,11 +110,18 @@ int Run(const std::string& dir_option, const std::vector<std::string>& command) 
     return 3;
   }
   setenv("NCCLSCOPE_DIR", dir.c_str(), 1);
+  const char* exporter_env = getenv("NCCLSCOPE_EXPORTER");
+  const std::string exporter = !exporter_option.empty()  ? exporter_option
+                               : exporter_env != nullptr ? exporter_env
+                                                         : "";
+  const pid_t exporter_pid =
+      !exporter.empty() && OwnsNodeExporter() ? StartExporter(dir, ListenAddress(exporter)) : -1;
   setenv("LD_PRELOAD", PreloadValue(probe).c_str(), 1);
 
   pid_t child = fork();
   if (child < 0) {
     perror("ncclscope run: fork");
+    StopExporter(exporter_pid);
     return 3;
   }
   if (child == 0) {
@@ -89,6 +139,9 @@ int Run(const std::string& dir_option, const std::vector<std::string>& command) 
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
+  // The job's ranks have ended: their last state was on /metrics while they ran, and the trace
+  // stays in the directory for `ncclscope analyze`.
+  StopExporter(exporter_pid);
   std::cerr << "ncclscope: trace in " << dir << " (ncclscope dump " << dir << ")\n";
   return ExitCodeOf(status);
 }
@@ -110,19 +163,24 @@ void RegisterRunCommand(CLI::App& app, const std::vector<std::string>& after_dou
       app.add_subcommand("run", "Run a command with the probe preloaded (like nsys profile)");
   struct Options {
     std::string dir;
+    std::string exporter;
   };
   auto options = std::make_shared<Options>();
   cmd->add_option("--dir", options->dir,
                   "Trace directory (default: $NCCLSCOPE_DIR, else ./ncclscope-<time>)");
+  cmd->add_flag("--exporter{9478}", options->exporter,
+                "Also serve this node's metrics while the job runs (ncclscope exporter): "
+                "--exporter listens on 0.0.0.0:9478, --exporter=PORT or =ADDR:PORT elsewhere "
+                "(default: $NCCLSCOPE_EXPORTER, empty: none)");
   // Everything from the first word that is not ours belongs to the command, even words that look
   // like our options.
   cmd->prefix_command();
   cmd->allow_extras();
-  cmd->footer("Usage: ncclscope run [--dir D] [--] CMD ARGS...");
+  cmd->footer("Usage: ncclscope run [--dir D] [--exporter[=PORT]] [--] CMD ARGS...");
   cmd->callback([=] {
     std::vector<std::string> command = cmd->remaining();
     command.insert(command.end(), after_double_dash.begin(), after_double_dash.end());
-    *exit_code = Run(options->dir, command);
+    *exit_code = Run(options->dir, options->exporter, command);
   });
 }
 

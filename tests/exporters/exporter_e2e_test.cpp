@@ -171,5 +171,17 @@ TEST(ExporterE2E, HealthzAnswersOkAndOnlyGetIsServed) {
   EXPECT_EQ(exporter.process().Stop(10), 0) << "SIGTERM is a clean stop";
 }
 
+TEST(ExporterE2E, RunStartsTheNodeExporterWithTheJobAndStopsItWhenTheJobEnds) {
+  ScratchDir scratch;
+  BackgroundProcess run({Cli(), "run", "--dir", scratch / "trace", "--exporter=127.0.0.1:0", "--",
+                         "sh", "-c", "sleep 3; exit 5"},
+                        scratch / "run.log");
+  const int port = run.WaitForPort(20);
+  ASSERT_GT(port, 0) << run.Output();
+  EXPECT_EQ(HttpGet(port, "/healthz").status, 200) << "serving while the job runs";
+  EXPECT_EQ(run.Wait(60), 5) << "the job's exit code, unchanged\n" << run.Output();
+  EXPECT_EQ(HttpGet(port, "/healthz").status, 0) << "the exporter ended with the job";
+}
+
 }  // namespace
 }  // namespace ncclscope::testing
