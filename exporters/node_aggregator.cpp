@@ -137,7 +137,7 @@ void NodeAggregator::Refresh(int64_t now_monotonic_ns) {
   now_ns_ = now_monotonic_ns;
   std::string error;
   const std::vector<std::string> names = source_->List(&error);
-  if (!error.empty() && logged_errors_.insert(error).second) {
+  if (!error.empty() && options_.log_errors && logged_errors_.insert(error).second) {
     std::cerr << "ncclscope exporter: " << error << "\n";
   }
   // Files that are gone take their state with them: their job's files were removed.
@@ -146,6 +146,7 @@ void NodeAggregator::Refresh(int64_t now_monotonic_ns) {
       ++it;
       continue;
     }
+    logged_errors_.erase(it->first);
     lateness_.ForgetMember(it->second->id());
     it = files_.erase(it);
   }
@@ -156,7 +157,8 @@ void NodeAggregator::Refresh(int64_t now_monotonic_ns) {
     state->set_readable(state->tail().Poll(*source_, name, state.get(), &read_error));
     if (!state->readable()) {
       ++read_errors_;
-      if (logged_errors_.insert(read_error).second) {
+      // Once per file (not per message: a file's error text may change from scrape to scrape).
+      if (options_.log_errors && logged_errors_.insert(name).second) {
         std::cerr << "ncclscope exporter: " << read_error << "\n";
       }
     }

@@ -29,6 +29,7 @@ struct AggregatorOptions {
   double stale_heartbeat_s = 10;
   size_t max_comm_labels = kMaxCommLabels;
   std::string version;  // ncclscope_build_info
+  bool log_errors = true;  // one stderr line per distinct read error
 };
 
 class NodeAggregator {

@@ -1,0 +1,44 @@
+// Fuzz target: any bytes served to the exporter as a ring file, read twice as two scrapes do
+// (incremental cursor, revisits), then rendered and serialized: a count or an error, never a crash.
+#include <prometheus/text_serializer.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exporters/metric_families.h"
+#include "exporters/node_aggregator.h"
+#include "exporters/ring_source.h"
+
+namespace {
+
+class BytesSource final : public ncclscope::exporters::RingSource {
+ public:
+  BytesSource(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  std::vector<std::string> List(std::string*) override { return {"fuzz.ring"}; }
+  bool Visit(const std::string& name, uint64_t first, ncclscope::trace::RingVisitor* visitor,
+             std::string* error) override {
+    return ncclscope::trace::VisitRingFrom(data_, size_, name, first, visitor, error);
+  }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  BytesSource source(data, size);
+  ncclscope::exporters::AggregatorOptions options;
+  options.log_errors = false;
+  ncclscope::exporters::NodeAggregator aggregator(&source, options);
+  for (int scrape = 0; scrape < 2; ++scrape) {
+    aggregator.Refresh(scrape);
+    const std::string text = prometheus::TextSerializer().Serialize(
+        ncclscope::exporters::RenderFamilies(aggregator.View(nullptr)));
+    if (text.find("ncclscope_exporter_ring_files") == std::string::npos) __builtin_trap();
+  }
+  return 0;
+}
