@@ -11,6 +11,7 @@
 #include <nccl.h>
 
 #include "sim/emulator/comm_layout.h"
+#include "sim/emulator/profiler.h"
 #include "sim/emulator/reduce_kernels.h"
 #include "sim/emulator/shm_segment.h"
 
@@ -58,6 +59,8 @@ struct ncclComm {
   std::atomic<bool> revoked{false};
   std::atomic<bool> destroyed{false};
   std::atomic<int> inflight{0};  // operations enqueued and not yet finished
+  // Set at creation when a profiler plugin is loaded (NCCL_PROFILER_PLUGIN).
+  ncclsim::ProfilerComm* profiler = nullptr;
 };
 
 namespace ncclsim {

@@ -5,6 +5,7 @@
 
 #include "sim/emulator/launch.h"
 #include "sim/emulator/link_model.h"
+#include "sim/emulator/profiler.h"
 
 namespace ncclsim {
 
@@ -17,7 +18,8 @@ thread_local std::vector<Comm*> t_joins;
 void launchNow(const std::vector<OpDesc>& descs) {
   std::vector<std::unique_ptr<OpRun>> ops;
   std::vector<CUstream> streams;
-  for (const OpDesc& d : descs) {
+  for (OpDesc d : descs) {
+    profilerCollEnqueued(&d);
     ops.push_back(std::make_unique<OpRun>(d));  // takes ring tickets in issue order
     streams.push_back(d.stream);
   }

@@ -8,13 +8,15 @@
 #include "sim/emulator/bootstrap.h"
 #include "sim/emulator/comm.h"
 #include "sim/emulator/group.h"
+#include "sim/emulator/profiler.h"
 
 using ncclsim::failWith;
 
 namespace {
 
 // Within a group, creation only publishes arrival; the outermost ncclGroupEnd waits for the others.
-ncclResult_t createComm(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, int dev) {
+ncclResult_t createComm(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, int dev,
+                        const char* name = nullptr) {
   if (out == nullptr) return failWith(ncclInvalidArgument, "comm pointer is NULL");
   if (nranks < 1 || rank < 0 || rank >= nranks) {
     return failWith(ncclInvalidArgument, "invalid rank %d of %d", rank, nranks);
@@ -24,6 +26,7 @@ ncclResult_t createComm(ncclComm_t* out, int nranks, const ncclUniqueId& id, int
   ncclResult_t r = ncclsim::commCreate(id, nranks, rank, dev, !defer, &c);
   if (r != ncclSuccess) return failWith(r, "cannot create communicator (see stderr)");
   if (defer) ncclsim::groupDeferJoin(c);
+  c->profiler = ncclsim::profilerCommInit(c->id_hash, name, nranks, rank);
   *out = c;
   return ncclSuccess;
 }
@@ -45,7 +48,8 @@ ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId
 ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                      ncclConfig_t* config) {
   // Non-blocking configs behave as blocking ones; the result is still ncclSuccess.
-  return pncclCommInitRank(comm, nranks, commId, rank);
+  const char* name = config != nullptr ? config->commName : nullptr;
+  return createComm(comm, nranks, commId, rank, ncclsim::currentCudaDevice(), name);
 }
 
 ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
@@ -61,6 +65,7 @@ ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   for (int i = 0; i < ndev; ++i) {
     ncclResult_t r = ncclsim::commCreate(id, ndev, i, devlist ? devlist[i] : i, false, &comms[i]);
     if (r != ncclSuccess) return failWith(r, "cannot create communicator %d of %d", i, ndev);
+    comms[i]->profiler = ncclsim::profilerCommInit(comms[i]->id_hash, nullptr, ndev, i);
   }
   for (int i = 0; i < ndev; ++i) ncclsim::commFinishJoin(comms[i]);
   return ncclSuccess;
@@ -141,7 +146,10 @@ ncclResult_t pncclCommFinalize(ncclComm_t comm) {
 ncclResult_t pncclCommDestroy(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
   ncclsim::commWaitIdle(comm);
-  if (!comm->destroyed.exchange(true)) ncclsim::unmapSegment(&comm->mapping);
+  if (!comm->destroyed.exchange(true)) {
+    ncclsim::profilerCommFinalize(comm->profiler);
+    ncclsim::unmapSegment(&comm->mapping);
+  }
   return ncclSuccess;
 }
 
@@ -149,7 +157,7 @@ ncclResult_t pncclCommDestroy(ncclComm_t comm) {
 // stays blocked. The segment stays mapped because that work may still touch it.
 ncclResult_t pncclCommAbort(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
-  comm->aborted.store(true);
+  if (!comm->aborted.exchange(true)) ncclsim::profilerCommFinalize(comm->profiler);
   return ncclSuccess;
 }
 

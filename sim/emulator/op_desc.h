@@ -8,6 +8,7 @@
 #include <nccl.h>
 
 #include "sim/emulator/comm.h"
+#include "sim/emulator/profiler.h"
 #include "sim/emulator/reduce_kernels.h"
 
 namespace ncclsim {
@@ -38,6 +39,7 @@ struct OpDesc {
   const void* scalar_ptr = nullptr;  // PreMulSum factor read when the op runs (device residence)
   Comm* comm = nullptr;
   CUstream stream = nullptr;
+  ProfilerOp prof;  // profiler plugin handles of this operation
 };
 
 }  // namespace ncclsim

@@ -19,12 +19,14 @@ OpRun::~OpRun() {
 void OpRun::finish() {
   if (finished_) return;
   finished_ = true;
+  profilerKernelStop(&d_);
   d_.comm->inflight.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 void OpRun::start(uint64_t now) {
   started_ = true;
   start_ns_ = now;
+  profilerKernelStart(&d_);
   timing_ = currentLinkTiming();
   min_end_ns_ = timing_.arrival(now, p_.model_bytes, 1.0);
   const size_t S = p_.elem_size;
