@@ -6,7 +6,6 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   protobuf-compiler libprotobuf-dev prometheus-cpp-dev
-  prometheus
   clang-format
   prometheus  # promtool and the server the dashboards tests run
 )
