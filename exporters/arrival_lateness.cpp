@@ -15,6 +15,17 @@ double Median(std::vector<double> v) {
   return (lower + upper) / 2;
 }
 
+// Median of `sorted` (ascending) without one copy of x, which it holds: O(log n), so scoring every
+// member of a 64-rank collective against the others stays cheap.
+double MedianWithout(const std::vector<double>& sorted, double x) {
+  const size_t n = sorted.size() - 1;  // what is left
+  if (n == 0) return 0;
+  const auto gone =
+      static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), x) - sorted.begin());
+  auto at = [&](size_t k) { return k < gone ? sorted[k] : sorted[k + 1]; };
+  return n % 2 == 1 ? at(n / 2) : (at(n / 2 - 1) + at(n / 2)) / 2;
+}
+
 }  // namespace
 
 void ArrivalLateness::SetMembers(uint64_t comm, std::vector<uint32_t> members) {
@@ -31,46 +42,56 @@ void ArrivalLateness::Completed(uint64_t comm, uint64_t seq, uint32_t member, do
 
 void ArrivalLateness::Settle() {
   for (auto& [id, c] : comms_) {
-    for (auto it = c.incomplete.begin(); it != c.incomplete.end();) {
-      const std::vector<Arrival>& arrivals = it->second;
-      const bool complete =
-          !c.members.empty() &&
-          std::all_of(c.members.begin(), c.members.end(), [&arrivals](uint32_t m) {
-            return std::any_of(arrivals.begin(), arrivals.end(),
-                               [m](const Arrival& a) { return a.member == m; });
-          });
-      if (!complete) {
-        ++it;
-        continue;
-      }
-      std::vector<Arrival> members_only;
-      for (const Arrival& a : arrivals) {
-        if (std::binary_search(c.members.begin(), c.members.end(), a.member)) {
-          members_only.push_back(a);
-        }
-      }
-      Finish(c, std::move(members_only));
-      it = c.incomplete.erase(it);
+    // Only the newest kLatenessWindow complete collectives are kept, so a scrape that finds
+    // thousands complete scores just those.
+    std::vector<std::map<uint64_t, std::vector<Arrival>>::iterator> complete;
+    for (auto it = c.incomplete.begin(); it != c.incomplete.end(); ++it) {
+      if (IsComplete(c, it->second)) complete.push_back(it);
+    }
+    const size_t skip = complete.size() > kLatenessWindow ? complete.size() - kLatenessWindow : 0;
+    for (size_t i = 0; i < complete.size(); ++i) {
+      if (i >= skip) Finish(c, std::move(complete[i]->second));
+      c.incomplete.erase(complete[i]);
     }
   }
 }
 
+bool ArrivalLateness::IsComplete(const Comm& c, std::vector<Arrival>& arrivals) {
+  // Each member reports a collective once: fewer arrivals than members is incomplete, the common
+  // case, decided without looking at who arrived.
+  if (c.members.empty() || arrivals.size() < c.members.size()) return false;
+  std::sort(arrivals.begin(), arrivals.end(),
+            [](const Arrival& a, const Arrival& b) { return a.member < b.member; });
+  size_t found = 0;
+  for (const Arrival& a : arrivals) {
+    found += std::binary_search(c.members.begin(), c.members.end(), a.member) ? 1 : 0;
+  }
+  return found >= c.members.size();
+}
+
 void ArrivalLateness::Finish(Comm& c, std::vector<Arrival> arrivals) {
+  // Members only (a file that left the communicator's visible members no longer counts).
+  arrivals.erase(std::remove_if(arrivals.begin(), arrivals.end(),
+                                [&c](const Arrival& a) {
+                                  return !std::binary_search(c.members.begin(), c.members.end(),
+                                                             a.member);
+                                }),
+                 arrivals.end());
   if (arrivals.size() < 2) return;  // nobody to be late against
-  Sample s;
   std::vector<double> waits;
   std::vector<double> durations;
   for (const Arrival& a : arrivals) {
     waits.push_back(a.wait_s);
     durations.push_back(a.duration_s);
   }
+  std::vector<double> sorted = waits;
+  std::sort(sorted.begin(), sorted.end());
+  Sample s;
   for (size_t i = 0; i < arrivals.size(); ++i) {
-    std::vector<double> others;
-    for (size_t j = 0; j < arrivals.size(); ++j) {
-      if (j != i) others.push_back(waits[j]);
-    }
-    s.lateness.emplace_back(arrivals[i].member, std::max(0.0, Median(others) - waits[i]));
+    s.lateness.emplace_back(arrivals[i].member,
+                            std::max(0.0, MedianWithout(sorted, waits[i]) - waits[i]));
   }
+  std::sort(s.lateness.begin(), s.lateness.end());
   s.duration_s = Median(durations);
   c.window.push_back(std::move(s));
   if (c.window.size() > kLatenessWindow) c.window.pop_front();
@@ -83,9 +104,9 @@ Lateness ArrivalLateness::Of(uint64_t comm, uint32_t member) const {
   std::vector<double> durations;
   for (const Sample& s : it->second.window) {
     durations.push_back(s.duration_s);
-    for (const auto& [m, l] : s.lateness) {
-      if (m == member) lateness.push_back(l);
-    }
+    const auto m =
+        std::lower_bound(s.lateness.begin(), s.lateness.end(), std::make_pair(member, -1.0));
+    if (m != s.lateness.end() && m->first == member) lateness.push_back(m->second);
   }
   Lateness out;
   out.seconds = Median(lateness);

@@ -49,7 +49,7 @@ class ArrivalLateness {
     double duration_s;
   };
   struct Sample {
-    std::vector<std::pair<uint32_t, double>> lateness;  // by member
+    std::vector<std::pair<uint32_t, double>> lateness;  // (member, lateness), sorted by member
     double duration_s = 0;
   };
   struct Comm {
@@ -57,6 +57,8 @@ class ArrivalLateness {
     std::map<uint64_t, std::vector<Arrival>> incomplete;  // by sequence number
     std::deque<Sample> window;                            // newest last
   };
+  // Whether every visible member reported; sorts arrivals by member.
+  static bool IsComplete(const Comm& c, std::vector<Arrival>& arrivals);
   void Finish(Comm& c, std::vector<Arrival> arrivals);
 
   std::unordered_map<uint64_t, Comm> comms_;
