@@ -37,7 +37,7 @@ struct Families {
       if (t.comm->parent_id == 0) continue;
       const FamilyKey key{t.comm->parent_id, t.comm->split_index};
       ++groups[key];
-      for (const Sample& s : t.samples) transfers[key][s.seq].push_back(s.Transfer());
+      for (const Sample& s : t.samples) transfers[key][s.seq].push_back(s.transfer_s);
     }
     for (auto& [key, by_seq] : transfers) {
       for (auto& [seq, v] : by_seq) std::sort(v.begin(), v.end());
@@ -55,7 +55,7 @@ std::vector<double> SiblingReference(const CommTimeline& t, const Families& f) {
   if (!f.HasSiblings(*t.comm)) return ref;
   const auto& by_seq = f.transfers.at({t.comm->parent_id, t.comm->split_index});
   for (size_t i = 0; i < t.samples.size(); ++i) {
-    const double r = MedianWithout(by_seq.at(t.samples[i].seq), t.samples[i].Transfer());
+    const double r = MedianWithout(by_seq.at(t.samples[i].seq), t.samples[i].transfer_s);
     if (r > 0) ref[i] = r;
   }
   return ref;
@@ -70,7 +70,7 @@ std::vector<double> HistoryReference(const CommTimeline& t) {
     const OpSignature& g = t.samples[i].sig;
     std::vector<double>& b = base[{g.op, g.dtype, g.redop, g.root, g.count}];
     if (b.size() < kBaseline) {
-      b.push_back(t.samples[i].Transfer());
+      b.push_back(t.samples[i].transfer_s);
     } else {
       ref[i] = Median(b);
     }
@@ -85,9 +85,9 @@ Judgement Judge(const CommTimeline& t, const std::vector<double>& ref, const cha
   std::vector<double> transfer, reference, ratio;
   for (size_t i = 0; i < t.samples.size(); ++i) {
     const bool known = std::isfinite(ref[i]) && ref[i] > 0;
-    j.ratio.push_back(known ? t.samples[i].Transfer() / ref[i] : kNaN);
+    j.ratio.push_back(known ? t.samples[i].transfer_s / ref[i] : kNaN);
     if (i < t.WindowBegin() || !known) continue;
-    transfer.push_back(t.samples[i].Transfer());
+    transfer.push_back(t.samples[i].transfer_s);
     reference.push_back(ref[i]);
     ratio.push_back(j.ratio.back());
   }
@@ -147,7 +147,7 @@ Verdict MakeVerdict(const Context& ctx, const std::vector<Judgement>& slow,
   v.evidence.push_back(ctx.RecordEvidence(t.files[0], last.pos[0],
                                           DescribeOp(file.At(last.pos[0])) + " on " + v.comm_name +
                                               ": the last arriver waited " +
-                                              Millis(last.Transfer())));
+                                              Millis(last.transfer_s)));
   for (const Judgement& j : slow) {
     if (v.evidence.size() < 12)
       v.evidence.push_back({j.t->ranks[0], 0, false, "slow: " + Describe(ctx, j)});

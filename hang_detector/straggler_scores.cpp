@@ -38,11 +38,55 @@ int64_t StartOf(const RankFile& file, const CollLane& lane, uint64_t seq) {
   return std::max(r.t_enter_ns, p.t_device_done_ns);
 }
 
-}  // namespace
-
-double Sample::Transfer() const {
-  return *std::min_element(wait_s.begin(), wait_s.end());
+// The newest kKept sequence numbers of [lo, hi) that completed on every member, oldest first.
+// Lane by lane, so each member's records are read in file order (the members' files are far apart
+// in memory: a world of 4096 members read sequence by sequence misses the cache at every member).
+// The span looked at starts at kKept and doubles only while incomplete collectives (the ones a hang
+// left behind) keep it from holding kKept complete ones.
+std::vector<uint64_t> CompleteSeqs(const JobIndex& index, const CommModel& comm, uint64_t lo,
+                                   uint64_t hi) {
+  std::vector<uint8_t> incomplete;  // by distance from the newest: hi - 1 - seq
+  uint64_t begin = hi, span = kKept;
+  size_t complete = 0;
+  while (begin > lo && complete < kKept) {
+    const uint64_t end = begin;
+    begin = hi - lo > span ? hi - span : lo;
+    incomplete.resize(hi - begin, 0);
+    for (const CollLane& lane : comm.lanes) {
+      const RankFile& file = index.files()[lane.file];
+      for (uint64_t seq = begin; seq < end; ++seq) {
+        uint8_t& bad = incomplete[hi - 1 - seq];
+        if (bad != 0) continue;  // a job without completion tracking reads each lane once
+        const uint32_t pos = lane.PosOf(seq);
+        bad = pos == kNoRecord || file.ops[pos].t_device_done_ns <= 0 ? 1 : 0;
+      }
+    }
+    complete = static_cast<size_t>(std::count(incomplete.begin(), incomplete.end(), 0));
+    span *= 2;
+  }
+  std::vector<uint64_t> seqs;
+  for (uint64_t d = 0; d < incomplete.size() && seqs.size() < kKept; ++d) {
+    if (incomplete[d] == 0) seqs.push_back(hi - 1 - d);
+  }
+  std::reverse(seqs.begin(), seqs.end());
+  return seqs;
 }
+
+// Fills member m of every sample from its lane, in file order.
+void FillMember(const RankFile& file, const CollLane& lane, size_t m, size_t window_begin,
+                std::vector<Sample>* samples) {
+  for (size_t i = 0; i < samples->size(); ++i) {
+    Sample& s = (*samples)[i];
+    const uint32_t pos = lane.PosOf(s.seq);
+    const OpRecord& r = file.ops[pos];
+    s.pos[m] = pos;
+    s.wait_s[m] = static_cast<double>(r.t_device_done_ns - StartOf(file, lane, s.seq)) * 1e-9;
+    s.gap_s[m] = i >= window_begin ? GapBefore(file, pos) : kNaN;
+    s.done_ns[m] = r.t_device_done_ns;
+  }
+}
+
+}  // namespace
 
 std::vector<CommTimeline> BuildTimelines(const Context& ctx) {
   const JobIndex& index = ctx.index;
@@ -59,32 +103,29 @@ std::vector<CommTimeline> BuildTimelines(const Context& ctx) {
       lo = std::max(lo, lane.first_seq);
       hi = std::min(hi, lane.EndSeq());
     }
-    // Newest first, and only as many as the window and the past it is compared with: memory stays
-    // O(members x kKept) however long the job ran.
-    for (uint64_t seq = hi; seq-- > lo && t.samples.size() < kKept;) {
-      Sample s;
-      s.seq = seq;
-      bool complete = true;
-      for (const CollLane& lane : comm.lanes) {
-        const uint32_t pos = lane.PosOf(seq);
-        const RankFile& file = index.files()[lane.file];
-        if (pos == kNoRecord || file.ops[pos].t_device_done_ns <= 0) {
-          complete = false;
-          break;
-        }
-        const OpRecord& r = file.ops[pos];
-        s.pos.push_back(pos);
-        s.wait_s.push_back(static_cast<double>(r.t_device_done_ns - StartOf(file, lane, seq)) *
-                           1e-9);
-        s.gap_s.push_back(GapBefore(file, pos));
-        s.done_ns.push_back(r.t_device_done_ns);
-      }
-      if (!complete) continue;
-      s.sig = SignatureOf(index.files()[comm.lanes[0].file].At(s.pos[0]));
-      t.samples.push_back(std::move(s));
+    if (lo >= hi) continue;
+    // Only as many as the window and the past it is compared with: memory stays O(members x kKept)
+    // however long the job ran.
+    const std::vector<uint64_t> seqs = CompleteSeqs(index, comm, lo, hi);
+    if (seqs.empty()) continue;
+    const size_t members = comm.lanes.size();
+    t.samples.resize(seqs.size());
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      Sample& s = t.samples[i];
+      s.seq = seqs[i];
+      s.pos.resize(members);
+      s.wait_s.resize(members);
+      s.gap_s.resize(members);
+      s.done_ns.resize(members);
     }
-    std::reverse(t.samples.begin(), t.samples.end());
-    if (!t.samples.empty()) out.push_back(std::move(t));
+    for (size_t m = 0; m < members; ++m) {
+      FillMember(index.files()[comm.lanes[m].file], comm.lanes[m], m, t.WindowBegin(), &t.samples);
+    }
+    for (Sample& s : t.samples) {
+      s.sig = SignatureOf(index.files()[comm.lanes[0].file].At(s.pos[0]));
+      s.transfer_s = *std::min_element(s.wait_s.begin(), s.wait_s.end());
+    }
+    out.push_back(std::move(t));
   }
   return out;
 }
@@ -110,16 +151,22 @@ double MedianWithout(const std::vector<double>& sorted, double x) {
 
 double Period(const CommTimeline& t) {
   // The interval between two collectives of the same signature is one iteration of the training
-  // loop, however many other collectives the communicator runs in between.
-  std::vector<double> per_rank;
+  // loop, however many other collectives the communicator runs in between. Which earlier sample
+  // repeats a signature is the same for every member, so it is found once.
+  const size_t begin = t.WindowBegin();
+  std::vector<std::pair<size_t, size_t>> repeats;  // (earlier, later) sample of one signature
+  for (size_t i = begin; i < t.samples.size(); ++i) {
+    for (size_t k = i; k-- > begin;) {
+      if (!(t.samples[k].sig == t.samples[i].sig)) continue;
+      repeats.emplace_back(k, i);
+      break;
+    }
+  }
+  std::vector<double> per_rank, d;
   for (size_t m = 0; m < t.ranks.size(); ++m) {
-    std::vector<double> d;
-    for (size_t i = t.WindowBegin(); i < t.samples.size(); ++i) {
-      for (size_t k = i; k-- > t.WindowBegin();) {
-        if (!(t.samples[k].sig == t.samples[i].sig)) continue;
-        d.push_back(static_cast<double>(t.samples[i].done_ns[m] - t.samples[k].done_ns[m]) * 1e-9);
-        break;
-      }
+    d.clear();
+    for (const auto& [k, i] : repeats) {
+      d.push_back(static_cast<double>(t.samples[i].done_ns[m] - t.samples[k].done_ns[m]) * 1e-9);
     }
     per_rank.push_back(Median(d));
   }

@@ -36,11 +36,13 @@ inline constexpr double kNaN = NAN;
 struct Sample {
   uint64_t seq = 0;
   OpSignature sig;
-  std::vector<uint32_t> pos;     // record of each member
-  std::vector<double> wait_s;    // completion - start, one host clock each
-  std::vector<double> gap_s;     // entry - newest own completion before it; NaN when none
+  std::vector<uint32_t> pos;   // record of each member
+  std::vector<double> wait_s;  // completion - start, one host clock each
+  // entry - newest own completion before it; NaN when none, and before the window (only the window
+  // is scored on it)
+  std::vector<double> gap_s;
   std::vector<int64_t> done_ns;  // monotonic, of the member's own host: only differenced per rank
-  double Transfer() const;       // the smallest wait: the last arriver only waits for the data
+  double transfer_s = kNaN;      // the smallest wait: the last arriver only waits for the data
 };
 
 struct CommTimeline {
