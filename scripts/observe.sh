@@ -69,6 +69,7 @@ wait_http() {  # URL WHAT: waits up to 30 s for URL to answer 200
 
 traces=$work/traces
 mkdir -p "$traces"
+chmod 700 "$traces"  # the probe refuses a trace directory other users can read
 "$cli" exporter --dir "$traces" --listen "127.0.0.1:$exporter_port" >"$work/exporter.log" 2>&1 &
 pids+=($!)
 wait_http "http://127.0.0.1:$exporter_port/metrics" "ncclscope exporter"

@@ -277,8 +277,10 @@ def job_overview():
             panel("heatmap", "Straggler score, rank x time",
                   "Which rank keeps the others waiting, and since when? Per rank, its arrival "
                   "lateness as a fraction of the communicator's median collective time (0 on "
-                  "time, 1 = late by a whole collective), worst communicator of the rank.",
-                  "percentunit", [target(f"max by (rank) (ncclscope_straggler_score{{{SELC}}})",
+                  "time, 1 = late by a whole collective or more), averaged over the rank's "
+                  "communicators: a straggler is late in all of them, a rank that only waits for "
+                  "it in one of its groups arrives late in another.",
+                  "percentunit", [target(f"avg by (rank) (ncclscope_straggler_score{{{SELC}}})",
                                          "rank {{rank}}")],
                   16, 9, options={
                       "calculate": False, "cellGap": 1, "showValue": "never",
@@ -290,10 +292,10 @@ def job_overview():
                       "tooltip": {"show": True, "yHistogram": False},
                       "legend": {"show": True}}),
             panel("bargauge", "Slowest ranks now",
-                  "Which rank is the straggler? The ten ranks with the highest straggler score, "
-                  "slowest first.",
+                  "Which rank is the straggler? The ten ranks with the highest straggler score "
+                  "averaged over their communicators, slowest first.",
                   "percentunit",
-                  [target(f"sort_desc(topk(10, max by (rank) (ncclscope_straggler_score{{{SELC}}})))",
+                  [target(f"sort_desc(topk(10, avg by (rank) (ncclscope_straggler_score{{{SELC}}})))",
                           "rank {{rank}}", instant=True)],
                   8, 9, options=BARS, min_max=(0, 1)),
 
@@ -410,9 +412,10 @@ def communicator():
                   12, 8, options=LEGEND_TABLE, custom=LINE),
             panel("bargauge", "Straggler score per rank",
                   "Which rank does this communicator wait for? Lateness as a fraction of the "
-                  "median collective time, slowest first.",
+                  "median collective time, slowest first (averaged when several communicators "
+                  "are selected).",
                   "percentunit",
-                  [target(f"sort_desc(topk(10, max by (rank) (ncclscope_straggler_score{{{SELC}}})))",
+                  [target(f"sort_desc(topk(10, avg by (rank) (ncclscope_straggler_score{{{SELC}}})))",
                           "rank {{rank}}", instant=True)],
                   12, 8, options=BARS, min_max=(0, 1)),
             panel("timeseries", "Last issued and completed collective per rank",

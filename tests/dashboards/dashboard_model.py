@@ -65,13 +65,15 @@ def variables_referenced(text):
     return {a or b for a, b in _VARIABLE.findall(text)}
 
 
-def substitute(expr, rate_interval="4s", value=".*"):
+def substitute(expr, rate_interval="4s", value=".*", values=None):
     """A dashboard query as Prometheus can run it: Grafana's interval variables replaced by a
-    duration, every template variable by `value` (the queries match variables with =~)."""
+    duration, template variables by `values[name]`, the others by `value` (the queries match
+    variables with =~, so a value is a regular expression)."""
     expr = re.sub(r"\$(?:\{__rate_interval\}|__rate_interval\b)", rate_interval, expr)
     expr = re.sub(r"\$(?:\{__interval\}|__interval\b)", rate_interval, expr)
     expr = re.sub(r"\$(?:\{__range\}|__range\b)", "1h", expr)
-    return _VARIABLE.sub(value, expr)
+    values = values or {}
+    return _VARIABLE.sub(lambda m: values.get(m.group(1) or m.group(2), value), expr)
 
 
 def metric_names(expr):

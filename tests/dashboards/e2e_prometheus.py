@@ -22,6 +22,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import shutil
 import signal
 import socket
@@ -218,6 +219,11 @@ def recorded_bytes(cli, trace_dir):
     return total
 
 
+def promql_regex(literal):
+    """A regular expression matching `literal`, escaped for a PromQL string."""
+    return re.escape(literal).replace("\\", "\\\\")
+
+
 def series_by(samples, *labels):
     return {tuple(m.get(k, "") for k in labels): v for m, v in samples}
 
@@ -280,6 +286,7 @@ def run(src, cli, sim_rank, prometheus_bin, promtool, tmp, procs):
     for name in scenarios:
         d = tmp / "traces" / name
         d.mkdir(parents=True)
+        d.chmod(0o700)  # the probe refuses a trace directory other users can read
         port = free_port()
         instance[name] = f"127.0.0.1:{port}"
         procs.start(f"exporter-{name}", [cli, "exporter", "--dir", str(d), "--listen", instance[name]])
@@ -333,16 +340,23 @@ def run(src, cli, sim_rank, prometheus_bin, promtool, tmp, procs):
         elapsed = time.monotonic() - started["hang"]
         labels = [a["labels"] for a in alerts]
         log(f"hang alert firing {elapsed:.1f} s after the hang job started: {labels}")
-        culprit = [lb for lb in labels if lb.get("rank") == "2" and lb.get("comm") == "dp"]
-        if not culprit:
-            raise Failure(f"the hang alert does not name rank 2 on dp: {labels}")
-        if culprit[0].get("class") != "missing":
-            raise Failure(f"rank 2 never issued the allreduce: class missing expected, {culprit[0]}")
+        culprit = [lb for lb in labels if lb.get("rank") == "2"]
+        if not culprit or culprit[0].get("class") != "missing":
+            raise Failure(f"rank 2 never issued its collective: the alert must name rank 2, class "
+                          f"missing: {labels}")
         others = [lb for lb in labels if lb.get("rank") != "2"]
         if others:
             raise Failure(f"the hang alert blames victims too: {others}")
+        # The alert names the communicator the correlator leads with (ncclscope analyze).
+        r = subprocess.run([cli, "analyze", str(tmp / "traces" / "hang"), "--json"],
+                           capture_output=True, text=True)
+        verdicts = json.loads(r.stdout)["verdicts"] if r.stdout.strip() else []
+        named = {(v["class"], v["comm_name"], str(c)) for v in verdicts for c in v["culprits"]}
+        for lb in culprit:
+            if (lb["class"], lb["comm"], lb["rank"]) not in named:
+                raise Failure(f"alert {lb} is not a verdict of ncclscope analyze: {sorted(named)}")
         summary = next(a for a in alerts if a["labels"].get("rank") == "2")["annotations"]["summary"]
-        if "rank 2" not in summary or "dp" not in summary:
+        if "rank 2" not in summary or culprit[0]["comm"] not in summary:
             raise Failure(f"summary does not name the culprit: {summary!r}")
         if elapsed > HANG_ALERT_BUDGET_S:
             raise Failure(f"fired {elapsed:.1f} s after the job started: more than "
@@ -372,7 +386,11 @@ def run(src, cli, sim_rank, prometheus_bin, promtool, tmp, procs):
         rc = sims["straggler"].wait(timeout=60)
         if rc != 0:
             raise Failure(f"the straggler job exited {rc} (see sim-straggler.log)")
-        q = f'sort_desc(max by (rank) (ncclscope_straggler_score{{instance="{instance["straggler"]}"}}))'
+        # What the overview's "Slowest ranks now" panel shows for that job.
+        overview = dm.load_dashboards(src / "dashboards" / "grafana")["ncclscope-job-overview.json"]
+        expr = next(p["targets"][0]["expr"] for p in dm.panels(overview)
+                    if p.get("title") == "Slowest ranks now")
+        q = dm.substitute(expr, values={"instance": promql_regex(instance["straggler"])})
 
         def ranked():
             s = prom.query(q)
@@ -382,8 +400,13 @@ def run(src, cli, sim_rank, prometheus_bin, promtool, tmp, procs):
         if scores[0][0].get("rank") != str(RANKS - 1):
             raise Failure(f"rank {RANKS - 1} computes twice as long, yet the highest score is "
                           f"rank {scores[0][0].get('rank')}: {scores}")
-        if not scores[0][1] > scores[1][1]:
-            raise Failure(f"the slow rank's score does not stand out: {scores}")
+        if not scores[0][1] > 1.5 * scores[1][1]:
+            raise Failure(f"the slow rank's score does not stand out (1.5x the next): {scores}")
+        verdicts = prom.query(f'ncclscope_verdict{{instance="{instance["straggler"]}"}} == 1')
+        named = {(m.get("class"), m.get("rank")) for m, _ in verdicts}
+        if named != {("straggler", str(RANKS - 1))}:
+            raise Failure(f"verdicts of the straggler job: {named}, expected only straggler rank "
+                          f"{RANKS - 1}")
         check_counts(prom, instance["straggler"],
                      plan_counts(sim_rank, scenarios["straggler"], RANKS), "straggler job")
 
