@@ -79,6 +79,12 @@ class Checker {
           fail(path + ".op", fmt::format("wrong_peer applies to pipeline ops, this is {}", name));
         }
         break;
+      case FaultKind::kSendFirst:
+        if (op.kind != OpKind::kPipeline || op.grouped) {
+          fail(path + ".op", fmt::format("send_first applies to ungrouped pipeline ops, this is {}{}",
+                                         name, op.kind == OpKind::kPipeline ? " (grouped)" : ""));
+        }
+        break;
       default:
         break;
     }

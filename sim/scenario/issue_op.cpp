@@ -24,14 +24,15 @@ ncclResult_t issuePipeline(RankBackend& nccl, const OpCall& c, OpBuffers& b, ncc
                            CUstream s) {
   ncclResult_t rc = ncclSuccess;
   if (c.grouped) rc = nccl.groupStart();
-  // Ungrouped, a stage receives before it sends, so the chain drains from the first stage on.
-  if (rc == ncclSuccess && !c.grouped && b.recv_peer >= 0) {
+  // Ungrouped, a stage receives before it sends, so the chain drains from the first stage on
+  // (exchange pairs: one side sends first, the other receives first).
+  if (rc == ncclSuccess && !c.grouped && !b.send_first && b.recv_peer >= 0) {
     rc = nccl.recv(b.recv.data(), b.recv_count, c.dtype, b.recv_peer, comm, s);
   }
   if (rc == ncclSuccess && b.send_peer >= 0) {
     rc = nccl.send(b.send.data(), b.send_count, c.dtype, b.send_peer, comm, s);
   }
-  if (rc == ncclSuccess && c.grouped && b.recv_peer >= 0) {
+  if (rc == ncclSuccess && (c.grouped || b.send_first) && b.recv_peer >= 0) {
     rc = nccl.recv(b.recv.data(), b.recv_count, c.dtype, b.recv_peer, comm, s);
   }
   if (c.grouped) {

@@ -79,7 +79,7 @@ constexpr std::array<std::pair<std::string_view, RedOp>, 6> kRedOps{{
     {"premulsum", RedOp::kPreMulSum},
 }};
 
-constexpr std::array<std::pair<std::string_view, FaultKind>, 16> kFaults{{
+constexpr std::array<std::pair<std::string_view, FaultKind>, 17> kFaults{{
     {"hang", FaultKind::kHang},
     {"stuck_before", FaultKind::kStuckBefore},
     {"skip", FaultKind::kSkip},
@@ -90,6 +90,7 @@ constexpr std::array<std::pair<std::string_view, FaultKind>, 16> kFaults{{
     {"wrong_redop", FaultKind::kWrongRedop},
     {"wrong_root", FaultKind::kWrongRoot},
     {"wrong_peer", FaultKind::kWrongPeer},
+    {"send_first", FaultKind::kSendFirst},
     {"compute_slowdown", FaultKind::kComputeSlowdown},
     {"slow_link", FaultKind::kSlowLink},
     {"crash", FaultKind::kCrash},

@@ -60,7 +60,7 @@ OpCall callFromSpec(const OpSpec& spec, int comm_index) {
   c.redop = spec.redop;
   c.scalar = spec.premul_scalar;
   c.root = spec.root;
-  c.forward = spec.forward;
+  c.direction = spec.direction;
   c.grouped = spec.grouped;
   return c;
 }
@@ -91,9 +91,20 @@ OpBuffers prepareBuffers(const OpCall& c, const PatternKey& key, int me, int n) 
       b.recv_count = all;
       break;
     case OpKind::kPipeline: {
-      const int step = c.forward ? 1 : -1;
-      if (me + step >= 0 && me + step < n) b.send_peer = mod(me + step + c.peer_shift, n);
-      if (me - step >= 0 && me - step < n) b.recv_peer = me - step;
+      if (c.direction == PipeDirection::kExchange) {
+        // Ungrouped, the lower rank of a pair sends first and the upper one receives first.
+        const int partner = me ^ 1;
+        if (partner < n) {
+          b.send_peer = mod(partner + c.peer_shift, n);
+          b.recv_peer = partner;
+        }
+        b.send_first = me % 2 == 0;
+      } else {
+        const int step = c.direction == PipeDirection::kForward ? 1 : -1;
+        if (me + step >= 0 && me + step < n) b.send_peer = mod(me + step + c.peer_shift, n);
+        if (me - step >= 0 && me - step < n) b.recv_peer = me - step;
+      }
+      b.send_first = b.send_first || c.send_first;
       b.send_count = b.send_peer >= 0 ? cnt : 0;
       b.recv_count = b.recv_peer >= 0 ? cnt : 0;
       break;

@@ -20,9 +20,10 @@ struct OpCall {
   RedOp redop = RedOp::kSum;
   double scalar = 1.0;
   int root = 0;
-  bool forward = true;
+  PipeDirection direction = PipeDirection::kForward;
   bool grouped = true;
   int peer_shift = 0;  // pipeline: added to the send peer (wrong_peer)
+  bool send_first = false;  // ungrouped pipeline: send before receiving (send_first)
 };
 
 OpCall callFromSpec(const OpSpec& spec, int comm_index);
@@ -35,6 +36,7 @@ struct OpBuffers {
   size_t recv_count = 0;
   int send_peer = -1;  // pipeline only, comm ranks; -1 = none
   int recv_peer = -1;
+  bool send_first = false;  // ungrouped: issue the send before the receive
 };
 
 // Sizes the buffers for rank `me` of a communicator of `n` ranks, fills the send buffer from the

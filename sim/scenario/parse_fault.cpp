@@ -44,6 +44,8 @@ std::vector<std::string_view> keysFor(FaultKind kind) {
       return {"step", "op", "root"};
     case FaultKind::kWrongPeer:
       return {"step", "op", "peer_shift"};
+    case FaultKind::kSendFirst:
+      return {"step", "op"};
     case FaultKind::kComputeSlowdown:
       return {"step", "until_step", "extra_ms", "factor"};
     case FaultKind::kSlowLink:

@@ -79,10 +79,15 @@ OpSpec parseOp(const JsonNode& node) {
   if (node.has("direction")) {
     const JsonNode d = node.at("direction");
     const std::string dir = d.asString();
-    if (dir != "forward" && dir != "backward") {
-      d.fail(fmt::format("unknown direction '{}' (expected forward or backward)", dir));
+    if (dir == "forward") {
+      op.direction = PipeDirection::kForward;
+    } else if (dir == "backward") {
+      op.direction = PipeDirection::kBackward;
+    } else if (dir == "exchange") {
+      op.direction = PipeDirection::kExchange;
+    } else {
+      d.fail(fmt::format("unknown direction '{}' (expected forward, backward or exchange)", dir));
     }
-    op.forward = dir == "forward";
   }
   if (node.has("grouped")) op.grouped = node.at("grouped").asBool();
   return op;

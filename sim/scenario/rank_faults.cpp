@@ -28,7 +28,9 @@ bool isProcessFault(FaultKind k) {
 }
 
 bool changesIssue(FaultKind k) {
-  return isOpFault(k) && k != FaultKind::kHang && k != FaultKind::kStuckBefore;
+  // send_first changes the order of a pair's calls, not what they carry.
+  return isOpFault(k) && k != FaultKind::kHang && k != FaultKind::kStuckBefore &&
+         k != FaultKind::kSendFirst;
 }
 
 bool activeAt(const FaultSpec& f, int step) {

@@ -177,6 +177,9 @@ class Runner {
       case FaultKind::kWrongPeer:
         c.peer_shift = f.peer_shift;
         break;
+      case FaultKind::kSendFirst:
+        c.send_first = true;
+        break;
       default:
         break;
     }

@@ -28,6 +28,10 @@ enum class OpKind {
 // Reduction as written in the scenario; premulsum is turned into a dynamic ncclRedOp_t at issue.
 enum class RedOp { kSum, kProd, kMax, kMin, kAvg, kPreMulSum };
 
+// Pipeline partners: the next stage, the previous one, or pairs (0,1), (2,3), ... swapping data
+// both ways, as adjacent stages of a 1F1B schedule exchange activations and gradients.
+enum class PipeDirection { kForward, kBackward, kExchange };
+
 enum class SplitBy { kBlock, kStride };
 enum class SplitKey { kParentRank, kReverse };
 
@@ -47,7 +51,7 @@ struct OpSpec {
   RedOp redop = RedOp::kSum;
   double premul_scalar = 2.0;  // only for premulsum; a power of two keeps results exact
   int root = 0;                // rank within the communicator
-  bool forward = true;         // pipeline: stage i sends to i+1 (false: to i-1)
+  PipeDirection direction = PipeDirection::kForward;  // pipeline only
   bool grouped = true;         // pipeline: send and recv inside one ncclGroupStart/End
 };
 
@@ -75,6 +79,7 @@ enum class FaultKind {
   kWrongRedop,
   kWrongRoot,
   kWrongPeer,
+  kSendFirst,
   kComputeSlowdown,
   kSlowLink,
   kCrash,

@@ -122,12 +122,34 @@ TEST(OpData, PipelinePeersAndWrongPeer) {
   EXPECT_EQ(prepareBuffers(call, key, 0, 4).recv_peer, -1);
   EXPECT_EQ(prepareBuffers(call, key, 3, 4).send_peer, -1);
   EXPECT_EQ(prepareBuffers(call, key, 3, 4).recv_peer, 2);
-  call.forward = false;
+  call.direction = PipeDirection::kBackward;
   EXPECT_EQ(prepareBuffers(call, key, 3, 4).send_peer, 2);
   EXPECT_EQ(prepareBuffers(call, key, 0, 4).recv_peer, 1);
-  call.forward = true;
+  call.direction = PipeDirection::kForward;
   call.peer_shift = 1;
   EXPECT_EQ(prepareBuffers(call, key, 0, 4).send_peer, 2);
+}
+
+TEST(OpData, ExchangePairsNeighboursAndOrdersTheirCalls) {
+  OpCall call;
+  call.kind = OpKind::kPipeline;
+  call.direction = PipeDirection::kExchange;
+  call.count = 4;
+  const PatternKey key{};
+  for (const auto& [me, partner] : {std::pair{0, 1}, {1, 0}, {2, 3}, {3, 2}}) {
+    const OpBuffers b = prepareBuffers(call, key, me, 5);
+    EXPECT_EQ(b.send_peer, partner) << me;
+    EXPECT_EQ(b.recv_peer, partner) << me;
+    // Ungrouped, the lower rank of a pair sends first so the pair cannot wait on each other.
+    EXPECT_EQ(b.send_first, me % 2 == 0) << me;
+  }
+  const OpBuffers odd_one = prepareBuffers(call, key, 4, 5);  // no partner in a group of 5
+  EXPECT_EQ(odd_one.send_peer, -1);
+  EXPECT_EQ(odd_one.recv_peer, -1);
+  call.send_first = true;  // the send_first fault
+  EXPECT_TRUE(prepareBuffers(call, key, 1, 4).send_first);
+  call.direction = PipeDirection::kForward;
+  EXPECT_TRUE(prepareBuffers(call, key, 2, 4).send_first);
 }
 
 TEST(OpData, BufferSizesFollowNcclCounts) {

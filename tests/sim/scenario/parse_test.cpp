@@ -30,11 +30,20 @@ TEST(ScenarioParse, ReadsCommunicatorsStepsAndDefaults) {
   EXPECT_EQ(ops[0].kind, OpKind::kReduceScatter);
   EXPECT_EQ(ops[0].count, 32u);  // 64 bytes of bfloat16
   EXPECT_EQ(ops[0].redop, RedOp::kAvg);
-  EXPECT_FALSE(ops[1].forward);
+  EXPECT_EQ(ops[1].direction, PipeDirection::kBackward);
   EXPECT_FALSE(ops[1].grouped);
   EXPECT_EQ(ops[2].comm, "world");
   EXPECT_EQ(ops[2].dtype, ncclFloat32);
   EXPECT_EQ(ops[2].premul_scalar, 4.0);
+}
+
+TEST(ScenarioParse, ExchangeAndSendFirst) {
+  const Scenario s = parse(R"({"steps": [{"ops": [
+      {"op": "pipeline", "count": 3, "direction": "exchange", "grouped": false}]}],
+    "faults": [{"kind": "send_first", "ranks": [3], "step": 0, "op": 0}]})");
+  EXPECT_EQ(s.steps[0].ops[0].direction, PipeDirection::kExchange);
+  ASSERT_EQ(s.faults.size(), 1u);
+  EXPECT_EQ(s.faults[0].kind, FaultKind::kSendFirst);
 }
 
 TEST(ScenarioParse, AcceptsEveryNcclDtypeSpelling) {

@@ -103,6 +103,9 @@ TEST(ScenarioErrors, FaultsMustFitTheirOp) {
                 "faults[0].op: step 1 has 3 ops"},
            Case{R"({"kind": "wrong_peer", "ranks": [1], "step": 0, "op": 0})",
                 "faults[0].op: wrong_peer applies to pipeline ops, this is allreduce"},
+           Case{R"({"kind": "send_first", "ranks": [1], "step": 0, "op": 2})",
+                "faults[0].op: send_first applies to ungrouped pipeline ops, this is pipeline "
+                "(grouped)"},
            Case{R"({"kind": "wrong_root", "ranks": [1], "step": 0, "op": 0})",
                 "faults[0].op: allreduce has no root"},
            Case{R"({"kind": "wrong_redop", "ranks": [1], "step": 0, "op": 1})",
