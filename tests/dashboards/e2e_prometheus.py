@@ -9,8 +9,10 @@ Prometheus's HTTP API what a user would ask:
   every query of every dashboard returns data while it runs;
 - hang (sim/scenarios/stuck-before.json, rank 2 never issues a dp allreduce): the hang alert fires
   within 30 s of the hang, naming rank 2 and communicator dp;
+- crash (sim/scenarios/crash-sigkill.json, rank 1 is killed): the dead-rank alert fires within
+  30 s naming rank 1 alone, the rank-down alert is pending or firing for it;
 - straggler (sim/scenarios/compute-straggler-2x.json, the last rank computes twice as long): the
-  slow rank has the highest straggler score;
+  slow rank has the highest straggler score and the only straggler verdict;
 - no alert names a rank of the two healthy jobs; a real scrape passes `promtool check metrics`.
 
 Fails, never skips, when a program is missing (the exporter subcommand included).
@@ -278,6 +280,7 @@ def run(src, cli, sim_rank, prometheus_bin, promtool, tmp, procs):
         "steady": tmp / "steady.json",
         "hang": src / "sim" / "scenarios" / "stuck-before.json",
         "straggler": src / "sim" / "scenarios" / "compute-straggler-2x.json",
+        "crash": src / "sim" / "scenarios" / "crash-sigkill.json",
     }
     scenarios["steady"].write_text(json.dumps(STEADY_SCENARIO, indent=1))
 
@@ -369,6 +372,39 @@ def run(src, cli, sim_rank, prometheus_bin, promtool, tmp, procs):
                           f"{HANG_ALERT_BUDGET_S} s")
 
     check("hang alert", hang_alert)
+
+    # The crash: crash-sigkill.json's rank 1 is SIGKILLed at the start of step 2; the others wait
+    # for it. The dead-rank alert names it; the rank-down alert (30 s `for`) is at least pending
+    # for it, with its training job's id.
+    def dead_alerts():
+        inst = instance["crash"]
+
+        def firing():
+            return [a for a in prom.alerts() if a["labels"].get("alertname") == "NcclscopeRankDead"
+                    and a["state"] == "firing" and a["labels"].get("instance") == inst]
+        alerts = wait_until("NcclscopeRankDead firing for the crashed job", firing,
+                            HANG_ALERT_BUDGET_S + 15, 0.5)
+        elapsed = time.monotonic() - started["crash"]
+        labels = [a["labels"] for a in alerts]
+        log(f"dead-rank alert firing {elapsed:.1f} s after the crash job started: {labels}")
+        if {lb.get("rank") for lb in labels} != {"1"}:
+            raise Failure(f"rank 1 was killed: the dead-rank alert must name it alone: {labels}")
+        if elapsed > HANG_ALERT_BUDGET_S:
+            raise Failure(f"fired {elapsed:.1f} s after the job started: more than "
+                          f"{HANG_ALERT_BUDGET_S} s")
+        job_ids = {m.get("job_id") for m, _ in prom.query(f'ncclscope_rank_info{{instance="{inst}"}}')}
+        down = [a for a in prom.alerts() if a["labels"].get("alertname") == "NcclscopeRankDown"
+                and a["labels"].get("instance") == inst]
+        if [(a["labels"].get("rank"), a["labels"].get("job_id")) for a in down] != \
+                [("1", j) for j in job_ids] or len(job_ids) != 1:
+            raise Failure(f"NcclscopeRankDown should be pending or firing for rank 1 of job "
+                          f"{job_ids}: {[(a['state'], a['labels']) for a in down]}")
+        blamed = [a["labels"] for a in prom.alerts() if a["labels"].get("instance") == inst
+                  and a["labels"].get("rank") not in (None, "1")]
+        if blamed:
+            raise Failure(f"alerts blame ranks that only wait for the dead one: {blamed}")
+
+    check("dead-rank alerts", dead_alerts)
 
     # Every query of every dashboard, as Grafana would run it with every variable at All.
     def dashboard_queries():
@@ -469,8 +505,9 @@ def run(src, cli, sim_rank, prometheus_bin, promtool, tmp, procs):
 
     check("promtool check metrics", scrape_passes_promtool)
 
-    kill_ranks(sims["hang"])
-    sims["hang"].wait(timeout=10)
+    for name in ("hang", "crash"):
+        kill_ranks(sims[name])
+        sims[name].wait(timeout=10)
     log(f"done in {time.monotonic() - start:.1f} s: {len(failures)} failure(s)")
     for f in failures:
         print("FAIL:", f)
