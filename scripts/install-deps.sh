@@ -7,7 +7,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   protobuf-compiler libprotobuf-dev prometheus-cpp-dev
   clang-format
-  prometheus  # promtool and the server the dashboards tests run
+  prometheus python3  # promtool, the server and the scripts of the dashboards tests
 )
 missing=()
 for p in "${packages[@]}"; do
