@@ -22,8 +22,8 @@ int RunExporter(const ExporterOptions& options) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  DirRingSource source(options.dir);
   const auto probe = hang_detector::MakeLinuxProcessProbe();
+  DirRingSource source(options.dir, options.this_host_only ? probe->ThisHost() : "");
   AggregatorOptions aggregator_options;
   aggregator_options.probe = probe.get();
   aggregator_options.version = options.version;

@@ -15,6 +15,7 @@ struct ExporterOptions {
   std::string listen = kDefaultListen;
   double verdict_interval_s = 2.0;  // correlator runs
   double stall_s = 2.0;             // a wait longer than this is a hang (AnalyzeOptions::stall_s)
+  bool this_host_only = false;      // serve only the ring files this host wrote (shared dirs)
   std::string version;
 };
 

@@ -28,7 +28,7 @@ struct AggregatorOptions {
   // A file of another host whose heartbeat has not moved for this long counts as down.
   double stale_heartbeat_s = 10;
   size_t max_comm_labels = kMaxCommLabels;
-  std::string version;  // ncclscope_build_info
+  std::string version;     // ncclscope_build_info
   bool log_errors = true;  // one stderr line per distinct read error
 };
 

@@ -23,16 +23,20 @@ class RingSource {
 };
 
 // The *.ring files of a directory, mapped read-only at each visit: never blocks or disturbs the
-// writers. Thread-safe.
+// writers. With a host, only the files that host wrote (named "<host>-<pid>-<nonce>.ring"): the
+// exporters of several nodes sharing one trace directory then each serve their own ranks.
+// Thread-safe.
 class DirRingSource final : public RingSource {
  public:
-  explicit DirRingSource(std::string dir) : dir_(std::move(dir)) {}
+  explicit DirRingSource(std::string dir, std::string host = "")
+      : dir_(std::move(dir)), host_(std::move(host)) {}
   std::vector<std::string> List(std::string* error) override;
   bool Visit(const std::string& name, uint64_t first, trace::RingVisitor* visitor,
              std::string* error) override;
 
  private:
   std::string dir_;
+  std::string host_;
 };
 
 }  // namespace ncclscope::exporters

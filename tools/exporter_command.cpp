@@ -28,6 +28,9 @@ void RegisterExporterCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--stall-after", o->stall_s, "Seconds a wait must last to count as a hang")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--this-host-only", o->this_host_only,
+                "Serve only the ring files written on this host, when nodes share one trace "
+                "directory (the verdicts still correlate every file)");
   cmd->callback([=] {
     o->version = NCCLSCOPE_VERSION;
     *exit_code = exporters::RunExporter(*o);

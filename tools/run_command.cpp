@@ -74,8 +74,9 @@ pid_t StartExporter(const std::string& dir, const std::string& listen) {
   if (pid == 0) {
     // Not the job's: no probe in the exporter itself.
     unsetenv("LD_PRELOAD");
+    // This node's ranks only: the directory may be shared by every node's launcher.
     execl(self.c_str(), self.c_str(), "exporter", "--dir", dir.c_str(), "--listen", listen.c_str(),
-          static_cast<char*>(nullptr));
+          "--this-host-only", static_cast<char*>(nullptr));
     std::cerr << "ncclscope run: cannot start the exporter: " << strerror(errno) << "\n";
     _exit(127);
   }

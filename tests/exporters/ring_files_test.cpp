@@ -95,6 +95,17 @@ TEST_F(RingFiles, BrokenFilesAreCountedAndTheOthersStillRead) {
   EXPECT_EQ(Value(text, "ncclscope_exporter_read_errors_total"), 4);
 }
 
+TEST_F(RingFiles, WithAHostOnlyThatHostsFilesAreServed) {
+  auto w = Writer(dir, 0, 64);
+  AllReduce(*w, 1);
+  exporters::DirRingSource mine(dir, w->header().host);
+  exporters::DirRingSource elsewhere(dir, "another-node");
+  exporters::NodeAggregator here(&mine, {});
+  exporters::NodeAggregator there(&elsewhere, {});
+  EXPECT_EQ(Value(Scrape(here), Ops(0)), 1);
+  EXPECT_EQ(Value(Scrape(there), "ncclscope_exporter_ring_files"), 0);
+}
+
 TEST_F(RingFiles, AMissingDirectoryIsNoFilesNotACrash) {
   exporters::DirRingSource nowhere(scratch / "does-not-exist");
   exporters::NodeAggregator empty(&nowhere, {});
