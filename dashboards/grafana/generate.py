@@ -99,10 +99,10 @@ def layout(items):
 
 
 def variables(with_comm_multi):
-    def query_var(name, label, query, multi=True):
+    def query_var(name, label, query, multi=True, all_value=".+"):
         return {"name": name, "label": label, "type": "query", "datasource": DS,
                 "query": query, "definition": query, "refresh": 2, "sort": 1,
-                "multi": multi, "includeAll": multi, "allValue": ".+" if multi else None,
+                "multi": multi, "includeAll": multi, "allValue": all_value if multi else None,
                 "current": {}, "options": [], "hide": 0, "regex": ""}
     return [
         {"name": "datasource", "label": "Data source", "type": "datasource",
@@ -112,7 +112,8 @@ def variables(with_comm_multi):
         query_var("instance", "Instance", 'label_values(ncclscope_build_info{job=~"$job"}, instance)'),
         query_var("comm", "Communicator",
                   'label_values(ncclscope_communicator_ranks{job=~"$job", instance=~"$instance"}, comm)',
-                  multi=with_comm_multi),
+                  # All must also match no comm label: a verdict about a process has none.
+                  multi=with_comm_multi, all_value=".*"),
     ]
 
 
@@ -306,7 +307,15 @@ def job_overview():
                   "untracked_completion, unknown_comm: see docs/metrics.md).",
                   "short", [target("sum by (rank, reason) (increase(ncclscope_records_lost_total"
                                    f"{{{SEL}}}[$__rate_interval]))", "rank {{rank}} {{reason}}")],
-                  24, 6, options=LEGEND_TABLE, custom=LINE),
+                  16, 6, options=LEGEND_TABLE, custom=LINE),
+            panel("timeseries", "Records the exporters missed",
+                  "Do the metrics undercount? Records an exporter never read in each interval: "
+                  "overwritten when a ring wraps between two scrapes (scrape more often or raise "
+                  "NCCLSCOPE_RING_RECORDS), torn when a writer died mid-record.",
+                  "short", [target("sum by (instance, reason) (increase("
+                                   f"ncclscope_exporter_records_missed_total{{{SEL}}}[$__rate_interval]))",
+                                   "{{instance}} {{reason}}")],
+                  8, 6, options=LEGEND_LIST, custom=LINE),
         ],
         comm_multi=True)
 

@@ -82,6 +82,9 @@ class Dashboards(unittest.TestCase):
                 self.assertEqual(v[var].get("allValue"), ".+", f"{name} ${var}: allValue")
             self.assertIn('job=~"$job"', dm.variable_query(v["instance"]),
                           f"{name}: $instance lists only the instances of $job")
+            if v["comm"].get("includeAll"):
+                self.assertEqual(v["comm"].get("allValue"), ".*",
+                                 f"{name}: All communicators must match verdicts without comm")
 
     def test_panel_datasource_rule(self):
         for name, d in self.each():
