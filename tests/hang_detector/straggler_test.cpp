@@ -207,6 +207,27 @@ TEST(Straggler, RecoveredStragglerIsHealthy) {
   EXPECT_EQ(First(j.Analyze()).cls, VerdictClass::kHealthy);
 }
 
+// A host that runs ahead of a stuck stream leaves more incomplete collectives than the span the
+// detector keeps (128 per group): the straggler is still judged on the complete ones before them.
+TEST(Straggler, StragglerIsNamedBehindAHundredsLongTailOfIncompleteCollectives) {
+  Job j(8);
+  j.model.jitter_s = 0.002;
+  j.model.compute_slow = {{5, 2.0, 5}};
+  j.Run(70);
+  const double t = j.model.Now();
+  for (int k = 0; k < 300; ++k) {
+    for (int r = 0; r < 8; ++r)
+      j.job.Coll(r, j.world, OpType::kAllReduce, t + 1e-4 * k, Done::kPending);
+  }
+  const Analysis a = j.Analyze();
+  SCOPED_TRACE(hang_detector::RenderText(a, true));
+  const std::vector<Verdict> s = Stragglers(a);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].culprits, std::vector<int>{5});
+  EXPECT_EQ(s[0].comm_name, "world");
+  EXPECT_EQ(s[0].seq, 70u);  // the newest complete world collective, not one of the tail
+}
+
 TEST(Straggler, TooFewCollectivesSayNothing) {
   Job j(8);
   j.model.compute_slow = {{6, 3.0, 0}};
