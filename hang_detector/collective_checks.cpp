@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "hang_detector/detectors.h"
+#include "hang_detector/device_stall.h"
 
 namespace ncclscope::hang_detector {
 namespace {
@@ -250,6 +251,9 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
       v.tie = st.completed.empty() && w.issued.size() > 1;
       v.summary = "every rank issued it; device work never completed on " + RankList(v.culprits) +
                   (v.tie ? " (no record tells which device is stuck)" : "");
+      std::vector<uint32_t> waiting_files;
+      for (const Issued& i : st.waiting) waiting_files.push_back(i.file);
+      if (v.tie) LocalizeDeviceStall(ctx, comm, seq, waiting_files, &v);
       if (unseen > 0) v.summary += "; " + std::to_string(unseen) + " member(s) have no ring file";
     }
     for (const Issued& i : st.waiting) {

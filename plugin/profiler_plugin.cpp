@@ -130,8 +130,10 @@ ncclResult_t Init(int abi, void** context, uint64_t comm_hash, int* mask, const 
   if (context == nullptr) return ncclSuccess;
   // A null context opts this communicator out: NCCL keeps calling, and we ignore it.
   *context = nullptr;
-  Runtime* rt = LiveRuntime();
+  Runtime* rt = g_runtime.load(std::memory_order_acquire);
+  if (rt == kRuntimeOff) return ncclSuccess;  // recording is off: that was warned about already
   if (rt == nullptr) {
+    // No interposed call has run: the library was loaded as a plugin only, not preloaded.
     if (!g_warned_unrecorded.exchange(true)) {
       Warn(
           "profiler plugin loaded, but the probe is not recording (LD_PRELOAD libncclscope.so "

@@ -31,6 +31,8 @@ std::vector<std::string> rankEnvironment(const JobEnv& job, int rank, char** bas
     const auto old = env.find("LD_PRELOAD");
     env["LD_PRELOAD"] =
         old == env.end() || old->second.empty() ? job.probe : job.probe + ":" + old->second;
+    // The probe is also NCCL's profiler plugin (device start events); a user's choice stays.
+    env.try_emplace("NCCL_PROFILER_PLUGIN", job.probe);
   }
   for (const auto& [k, v] : job.extra) env[k] = v;
   std::vector<std::string> out;

@@ -12,7 +12,9 @@ namespace ncclscope::testing {
 struct RankDump {  // NOLINT(bugprone-exception-escape): a false positive on nlohmann::json members
   nlohmann::json header;
   std::vector<nlohmann::json> comms;
-  std::vector<nlohmann::json> records;
+  std::vector<nlohmann::json> records;  // the calls the rank made, in order
+  // What the profiler-plugin side wrote (profiler_attach, device_start): events, not calls.
+  std::vector<nlohmann::json> profiler_records;
 };
 
 // Keyed by global rank. Fails the calling test (ADD_FAILURE) on a line that is not JSON.

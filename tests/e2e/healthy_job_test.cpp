@@ -65,6 +65,26 @@ TEST_P(HealthyJob, EveryRankRecordsExactlyItsCallsAndRanksAgree) {
   }
   ExpectCollectivesAgree(dump);
   ExpectSendRecvMatch(dump);
+  // The probe is NCCL's profiler plugin too: one device start per collective, under its number.
+  for (int r = 0; r < n; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const RankDump& d = dump.at(r);
+    std::multiset<std::pair<std::string, uint64_t>> starts;
+    for (const auto& rec : d.profiler_records) {
+      if (rec.at("op") == "device_start") {
+        starts.emplace(rec.at("comm_id").get<std::string>(), rec.at("seq").get<uint64_t>());
+      }
+    }
+    size_t collectives = 0;
+    for (const auto& rec : d.records) {
+      if (!IsDeviceWork(rec.at("op")) || rec.at("op") == "send" || rec.at("op") == "recv") continue;
+      ++collectives;
+      EXPECT_EQ(starts.count({rec.at("comm_id").get<std::string>(), rec.at("seq").get<uint64_t>()}),
+                1u)
+          << rec.dump();
+    }
+    EXPECT_EQ(starts.size(), collectives);
+  }
 }
 
 // 32 ranks run in well under a second here; a 2-core CI machine still fits them in seconds.

@@ -31,6 +31,7 @@ struct Expected {
   std::vector<int> culprits;
   bool live = false;  // analyse while the job runs instead of after the launcher killed it
   const char* op = "";
+  int ranks = kRanks;
 };
 
 std::string Bin() {
@@ -41,8 +42,9 @@ std::string Scenario(const std::string& name) {
 }
 
 // Starts `ncclscope sim`, output discarded (the launcher prefixes every rank's lines).
-pid_t StartSim(const std::string& scenario, const std::string& dir, double timeout_s) {
-  const std::string ranks = std::to_string(kRanks), timeout = std::to_string(timeout_s);
+pid_t StartSim(const std::string& scenario, const std::string& dir, double timeout_s,
+               int nranks = kRanks) {
+  const std::string ranks = std::to_string(nranks), timeout = std::to_string(timeout_s);
   const std::string path = Scenario(scenario), bin = Bin();
   const pid_t pid = fork();
   if (pid == 0) {
@@ -89,7 +91,7 @@ TEST_P(AnalyzeScenario, NamesClassCommunicatorSequenceAndCulprits) {
     j = Analyze(dir, &code);
     waitpid(sim, nullptr, 0);
   } else {
-    waitpid(StartSim(e.scenario, dir, healthy ? 0 : kKillAfterS), nullptr, 0);
+    waitpid(StartSim(e.scenario, dir, healthy ? 0 : kKillAfterS, e.ranks), nullptr, 0);
     j = Analyze(dir, &code);
   }
   std::filesystem::remove_all(tmpl);
@@ -112,6 +114,29 @@ TEST_P(AnalyzeScenario, NamesClassCommunicatorSequenceAndCulprits) {
   EXPECT_FALSE(v["evidence"].empty());
 }
 
+// Without the profiler plugin nothing tells which device is stuck: every member stays a suspect.
+// (Parameterized only to be instantiated as Shipped/, the label of the end-to-end runs.)
+class AnalyzeWithoutProfiler : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(AnalyzeWithoutProfiler, DeviceStallIsATie) {
+  char tmpl[] = "/tmp/ncclscope-hd-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = std::string(tmpl) + "/trace";
+  setenv("NCCL_PROFILER_PLUGIN", "none", 1);  // the launcher keeps a user's choice
+  waitpid(StartSim(GetParam(), dir, kKillAfterS), nullptr, 0);
+  unsetenv("NCCL_PROFILER_PLUGIN");
+  int code = -1;
+  const nlohmann::json j = Analyze(dir, &code);
+  std::filesystem::remove_all(tmpl);
+  SCOPED_TRACE(j.dump(2));
+  ASSERT_FALSE(j["verdicts"].empty());
+  const auto& v = j["verdicts"][0];
+  EXPECT_EQ(v["class"], "device-stall");
+  EXPECT_EQ(v["culprits"].get<std::vector<int>>(), (std::vector<int>{0, 1}));
+  EXPECT_EQ(v["tie"], true);
+}
+INSTANTIATE_TEST_SUITE_P(Shipped, AnalyzeWithoutProfiler, ::testing::Values("hang"));
+
 // Sequence numbers follow the scenarios' step lists: tp holds two collectives per repetition,
 // dp and world one each. A dead rank stalls several communicators at once; which wait began
 // first is a matter of microseconds, so only its class and culprit are asserted. The world
@@ -122,8 +147,11 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Expected{"healthy", "healthy", "", 0, {}},
         Expected{"stuck-before", "missing", "dp", 2, {2}},
-        Expected{"hang", "device-stall", "tp", 3, {0, 1}}, Expected{"skip", "desync", "tp", 3, {3}},
-        Expected{"extra-op", "desync", "tp", 4, {1}}, Expected{"wrong-op", "desync", "tp", 3, {1}},
+        // The profiler plugin's device start records single out the rank whose stream is blocked.
+        Expected{"hang", "device-stall", "tp", 3, {1}, false, "allreduce"},
+        Expected{"hang", "device-stall", "tp", 3, {1}, false, "allreduce", 32},
+        Expected{"skip", "desync", "tp", 3, {3}}, Expected{"extra-op", "desync", "tp", 4, {1}},
+        Expected{"wrong-op", "desync", "tp", 3, {1}},
         Expected{"wrong-count", "desync", "dp", 2, {0}},
         Expected{"wrong-dtype", "desync", "dp", 2, {2}},
         Expected{"wrong-redop", "desync", "dp", 2, {3}},
@@ -139,6 +167,7 @@ INSTANTIATE_TEST_SUITE_P(
       for (char& c : name) {
         if (c == '-') c = '_';
       }
+      if (info.param.ranks != kRanks) name += "_" + std::to_string(info.param.ranks);
       return name;
     });
 

@@ -136,6 +136,26 @@ void JobBuilder::SplitInCall(int rank, uint64_t parent, uint32_t split_index, in
   Append(rank, r, t, Done::kUntracked).t_exit_ns = 0;
 }
 
+void JobBuilder::ProfilerAttach(int rank, uint64_t comm, double t) {
+  trace::RecordData r{};
+  r.comm_id = comm;
+  r.op = static_cast<uint32_t>(trace::OpType::kProfilerAttach);
+  r.count = 5;
+  r.dtype = r.redop = -1;
+  r.peer = CommRank(comm, rank);
+  Append(rank, r, t, Done::kUntracked);
+}
+
+void JobBuilder::DeviceStart(int rank, uint64_t comm, uint64_t seq, double t) {
+  trace::RecordData r{};
+  r.comm_id = comm;
+  r.seq = seq;
+  r.op = static_cast<uint32_t>(trace::OpType::kDeviceStart);
+  r.dtype = r.redop = -1;
+  r.peer = 0;  // channel
+  Append(rank, r, t, Done::kUntracked);
+}
+
 void JobBuilder::Heartbeat(int rank, double t) {
   files_[rank].heartbeat_monotonic_ns = Mono(t);
 }

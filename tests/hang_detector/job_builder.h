@@ -37,6 +37,10 @@ class JobBuilder {
   // A call still blocked inside communicator creation.
   void InitInCall(int rank, uint64_t child, int nranks, int comm_rank, double t);
   void SplitInCall(int rank, uint64_t parent, uint32_t split_index, int color, double t);
+  // What the probe's profiler-plugin side writes: it watches `comm` from now on; the device work
+  // of collective #seq started (seq 0: a start it could not number).
+  void ProfilerAttach(int rank, uint64_t comm, double t);
+  void DeviceStart(int rank, uint64_t comm, uint64_t seq, double t);
 
   void Heartbeat(int rank, double t);  // default: the time of its last record
   void HeartbeatAll(double t);

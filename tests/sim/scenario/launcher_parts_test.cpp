@@ -60,6 +60,18 @@ TEST(LauncherEnv, SetsJobVariablesAndPrependsTheProbe) {
   EXPECT_EQ(lookup(rankEnvironment(job, 0, base), "LD_PRELOAD"), "/other.so");
 }
 
+TEST(LauncherEnv, TheProbeIsAlsoNcclsProfilerPluginUnlessTheUserChoseOne) {
+  JobEnv job{"abc", "sim-abc", "/tmp/t", "/tmp/run", "/x/libncclscope.so", 2, {}};
+  char home[] = "HOME=/root";
+  char* plain[] = {home, nullptr};
+  EXPECT_EQ(lookup(rankEnvironment(job, 0, plain), "NCCL_PROFILER_PLUGIN"), "/x/libncclscope.so");
+  char none[] = "NCCL_PROFILER_PLUGIN=none";
+  char* chosen[] = {none, nullptr};
+  EXPECT_EQ(lookup(rankEnvironment(job, 0, chosen), "NCCL_PROFILER_PLUGIN"), "none");
+  job.probe.clear();
+  EXPECT_EQ(lookup(rankEnvironment(job, 0, plain), "NCCL_PROFILER_PLUGIN"), "<unset>");
+}
+
 TEST(LauncherEnv, TagsAreUniqueAndShmSafe) {
   const std::string a = newJobTag();
   EXPECT_NE(a, newJobTag());
