@@ -1,7 +1,9 @@
 // The hot path makes no heap allocation and takes no lock: malloc/free/operator new and
 // pthread_mutex_lock are interposed by this executable and counted on the calling thread while it
 // issues collectives, send/recv and groups through the probe (linked in, in front of the fake
-// libnccl, with completion tracking on through the fake libcuda).
+// libnccl, with completion tracking on through the fake libcuda). The fake libnccl also drives the
+// probe's profiler-plugin table inside each allreduce (CollApi, Coll, two KernelCh starts), as
+// NCCL does, so the profiler callbacks are inside the counted window.
 #include <dlfcn.h>
 #include <nccl.h>
 #include <pthread.h>
@@ -13,11 +15,16 @@
 
 #include "../trace/temp_dir.h"
 #include "plugin/probe_clock.h"
+#include "plugin/profiler_abi.h"
+#include "plugin/profiler_plugin.h"
 
 extern "C" void* __libc_malloc(size_t);
 extern "C" void* __libc_calloc(size_t, size_t);
 extern "C" void* __libc_realloc(void*, size_t);
 extern "C" void __libc_free(void*);
+extern "C" void fakenccl_set_hooks(void (*on_init)(void*, int, int),
+                                   void (*on_allreduce)(void*, int, int), void* arg);
+extern "C" const ncclscope::plugin::prof_abi::TableV5 ncclProfiler_v5;
 
 namespace {
 __thread bool t_counting = false;
@@ -59,6 +66,34 @@ void operator delete(void* p, size_t) noexcept {
 
 namespace {
 
+namespace abi = ncclscope::plugin::prof_abi;
+void* g_profiler_ctx = nullptr;
+int g_profiler_mask = 0;
+
+void ProfilerInit(void*, int rank, int nranks) {
+  ncclProfiler_v5.init(&g_profiler_ctx, 1, &g_profiler_mask, nullptr, 1, nranks, rank, nullptr);
+}
+
+void ProfilerEvents(void*, int, int) {
+  void* api = nullptr;
+  void* coll = nullptr;
+  void* kernel = nullptr;
+  abi::EventDescrV5 e{};
+  e.type = abi::kCollApi;
+  ncclProfiler_v5.startEvent(g_profiler_ctx, &api, &e);
+  e.type = abi::kColl;
+  e.parentObj = api;
+  ncclProfiler_v5.startEvent(g_profiler_ctx, &coll, &e);
+  ncclProfiler_v5.stopEvent(coll);
+  ncclProfiler_v5.stopEvent(api);
+  e.type = abi::kKernelCh;
+  e.parentObj = coll;
+  for (uint8_t ch = 0; ch < 2; ++ch) {
+    e.kernelCh.channelId = ch;
+    ncclProfiler_v5.startEvent(g_profiler_ctx, &kernel, &e);
+  }
+}
+
 bool IssueOneRound(ncclComm_t comm, cudaStream_t stream, float* buf) {
   bool ok = ncclAllReduce(buf, buf, 16, ncclFloat32, ncclSum, comm, stream) == ncclSuccess;
   ok &= ncclBroadcast(buf, buf, 16, ncclFloat32, 0, comm, stream) == ncclSuccess;
@@ -78,6 +113,7 @@ int main() {
   setenv("NCCLSCOPE_DIR", dir.path().c_str(), 1);
   setenv("NCCLSCOPE_CUDA_LIBRARY", FAKE_CUDA_LIBRARY, 1);
   setenv("NCCLSCOPE_EVENT_POOL", "64", 1);
+  fakenccl_set_hooks(ProfilerInit, ProfilerEvents, nullptr);
   ncclUniqueId uid;
   ncclComm_t comm = nullptr;
   if (ncclGetUniqueId(&uid) != ncclSuccess || ncclCommInitRank(&comm, 2, uid, 0) != ncclSuccess) {
@@ -98,8 +134,15 @@ int main() {
   for (int i = 0; i < 20000; ++i) ok &= IssueOneRound(comm, stream, buf);
   t_counting = false;
   std::printf("calls=%d allocations=%ld locks=%ld\n", 20000 * 7, t_allocations, t_locks);
+  const uint64_t markers = ncclscope::plugin::profiler::GetStats().markers;
+  std::printf("profiler device_start records=%llu\n", static_cast<unsigned long long>(markers));
   if (!ok || t_allocations != 0 || t_locks != 0) {
     std::fprintf(stderr, "FAIL: the hot path allocated or locked (or a call failed)\n");
+    return 1;
+  }
+  // The profiler callbacks were really in the window: one start record per allreduce.
+  if (g_profiler_ctx == nullptr || markers < 20000) {
+    std::fprintf(stderr, "FAIL: the profiler table was not exercised\n");
     return 1;
   }
   // The counters themselves must work, or the check above proves nothing.
