@@ -118,6 +118,8 @@ int Run(const std::string& dir_option, const std::string& exporter_option,
   const pid_t exporter_pid =
       !exporter.empty() && OwnsNodeExporter() ? StartExporter(dir, ListenAddress(exporter)) : -1;
   setenv("LD_PRELOAD", PreloadValue(probe).c_str(), 1);
+  // The probe is NCCL's profiler plugin too (device start events); a user's choice is kept.
+  setenv("NCCL_PROFILER_PLUGIN", probe.c_str(), 0);
 
   pid_t child = fork();
   if (child < 0) {

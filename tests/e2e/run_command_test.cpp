@@ -47,6 +47,20 @@ TEST(RunCommand, SetsTraceDirAndPreloadsTheProbe) {
   EXPECT_EQ(access(preload.c_str(), R_OK), 0) << "the preloaded path exists: " << preload;
 }
 
+TEST(RunCommand, MakesTheProbeNcclsProfilerPluginUnlessOneIsChosen) {
+  ScratchDir scratch;
+  const std::string echo = "echo \"plugin=$NCCL_PROFILER_PLUGIN;preload=$LD_PRELOAD\"";
+  const ProcessResult p = RunWrapped(scratch / "trace", echo, {});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const size_t at = p.out.find("plugin=");
+  ASSERT_NE(at, std::string::npos) << p.out;
+  const std::string plugin = p.out.substr(at + 7, p.out.find(';', at) - at - 7);
+  EXPECT_NE(plugin.find("libncclscope.so"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("preload=" + plugin + "\n"), std::string::npos) << "the same file";
+  const ProcessResult q = RunWrapped(scratch / "trace", echo, {{"NCCL_PROFILER_PLUGIN", "none"}});
+  EXPECT_NE(q.out.find("plugin=none;"), std::string::npos) << q.out;
+}
+
 TEST(RunCommand, KeepsAnExistingPreload) {
   ScratchDir scratch;
   const std::string libc = LibcPath();
