@@ -7,7 +7,8 @@
 # run misses the verdict or a target.
 # Usage: bench/run_scale_bench.sh [synth_job options: --fault desync --culprit R --pp 1 ...]
 # BUILD_DIR overrides the build (Release, default build-sc); COLD=1 also drops the page cache
-# before a second, cold-cache run (needs root; skipped with a note when not permitted).
+# before a second, cold-cache run (needs root; skipped with a note when not permitted). RUNS=N
+# repeats the warm run N times: on a shared machine the load, printed before each run, changes.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$repo/build-sc}
@@ -76,7 +77,9 @@ run() {
 
 failed=0
 
-run "page cache warm (right after generation)"
+for i in $(seq 1 "${RUNS:-1}"); do
+  run "page cache warm (right after generation), run $i"
+done
 if [ "${COLD:-0}" = 1 ]; then
   if sync && echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
     run "page cache dropped"
