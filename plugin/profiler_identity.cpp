@@ -56,13 +56,14 @@ uint64_t FindCreatingComm(const trace::RingWriter& ring, uint32_t tid, int rank,
   return others == 1 ? only : 0;
 }
 
-CommState* FindCommState(const Runtime& rt, uint64_t id, int rank) noexcept {
+CommState* FindCommState(const Runtime& rt, uint64_t id, int rank, const char* name) noexcept {
   CommState* found = nullptr;
   rt.comms.ForEach([&](void*, CommState* cs) {
     if (found == nullptr && cs->id == id && cs->rank.load(std::memory_order_relaxed) == rank) {
       found = cs;
     }
   });
+  if (found != nullptr && name != nullptr && *name != '\0' && found->name != name) return nullptr;
   return found;
 }
 

@@ -24,7 +24,9 @@ uint64_t FindCreatingComm(const trace::RingWriter& ring, uint32_t tid, int rank,
                           int nranks) noexcept;
 
 // The state of communicator `id` as rank `rank` in this process, or null when no live handle has
-// it. Scans the whole map: call once per communicator and cache. Thread-safe, lock-free.
-CommState* FindCommState(const Runtime& rt, uint64_t id, int rank) noexcept;
+// it. A non-empty `name` (ncclConfig_t.commName as NCCL gave it to the profiler) must also be the
+// state's name, which catches a creation matched to the wrong communicator. Scans the whole map:
+// call once per communicator and cache. Thread-safe, lock-free.
+CommState* FindCommState(const Runtime& rt, uint64_t id, int rank, const char* name) noexcept;
 
 }  // namespace ncclscope::plugin

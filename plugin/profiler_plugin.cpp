@@ -80,7 +80,7 @@ uint64_t SeqOfCallInProgress(Context& c, bool require_ungrouped) noexcept {
     if (rt == nullptr ||
         c.state_lookups.fetch_add(1, std::memory_order_relaxed) >= kMaxStateLookups)
       return 0;
-    cs = FindCommState(*rt, c.comm_id, c.rank);
+    cs = FindCommState(*rt, c.comm_id, c.rank, c.name);
     if (cs == nullptr) return 0;
     c.state.store(cs, std::memory_order_release);
   }

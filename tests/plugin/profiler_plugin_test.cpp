@@ -33,6 +33,7 @@ ncclscope::testing::TempDir* g_dir = nullptr;
 // What NCCL would do, configurable per test.
 struct FakeNccl {
   int version = 5;
+  const char* name = nullptr;  // ncclConfig_t.commName as NCCL passes it to init
   int mask = 0;
   void* ctx = nullptr;
   bool init_on_other_thread = false;
@@ -46,9 +47,11 @@ FakeNccl g_nccl;
 void OnInit(void* /*arg*/, int rank, int nranks) {
   auto init = [&] {
     if (g_nccl.version == 5) {
-      ncclProfiler_v5.init(&g_nccl.ctx, 0xc0ffee, &g_nccl.mask, "tp", 1, nranks, rank, nullptr);
+      ncclProfiler_v5.init(&g_nccl.ctx, 0xc0ffee, &g_nccl.mask, g_nccl.name, 1, nranks, rank,
+                           nullptr);
     } else {
-      ncclProfiler_v4.init(&g_nccl.ctx, &g_nccl.mask, "tp", 0xc0ffee, 1, nranks, rank, nullptr);
+      ncclProfiler_v4.init(&g_nccl.ctx, &g_nccl.mask, g_nccl.name, 0xc0ffee, 1, nranks, rank,
+                           nullptr);
     }
   };
   if (g_nccl.init_on_other_thread) {
@@ -202,6 +205,28 @@ TEST_F(ProfilerPlugin, InitOnAnotherThreadFindsTheOnlyOpenCreation) {
   const uint64_t id = NewComm(8, 5);
   ASSERT_NE(g_nccl.ctx, nullptr);
   EXPECT_EQ(RecordsOf(OpType::kProfilerAttach, id).size(), 1u);
+}
+
+TEST_F(ProfilerPlugin, ANameThatIsNotTheCommunicatorsLeavesCollectivesUnnumbered) {
+  ncclUniqueId uid;
+  ASSERT_EQ(ncclGetUniqueId(&uid), ncclSuccess);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.commName = "tp";
+  g_nccl.name = "tp";
+  ASSERT_EQ(ncclCommInitRankConfig(&comm_, 2, uid, 0, &config), ncclSuccess);
+  const uint64_t tp = trace::CommIdFromUniqueId(&uid, sizeof uid);
+  AllReduce();
+  ASSERT_EQ(ncclGetUniqueId(&uid), ncclSuccess);
+  g_nccl.name = "pp";  // NCCL says this creation is "pp": our match was wrong, trust nothing
+  ASSERT_EQ(ncclCommInitRankConfig(&comm_, 2, uid, 0, &config), ncclSuccess);
+  const uint64_t other = trace::CommIdFromUniqueId(&uid, sizeof uid);
+  AllReduce();
+  const auto named = RecordsOf(OpType::kDeviceStart, tp);
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].seq, 1u);
+  const auto mismatched = RecordsOf(OpType::kDeviceStart, other);
+  ASSERT_EQ(mismatched.size(), 1u);
+  EXPECT_EQ(mismatched[0].seq, 0u);
 }
 
 TEST_F(ProfilerPlugin, InitOutsideAnyCreationOptsOutAndLeavesTheMaskAlone) {
