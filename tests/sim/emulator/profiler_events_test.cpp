@@ -189,9 +189,10 @@ int kernelStartFollowsTheStream() {
     CHILD_CHECK(api != nullptr && coll != nullptr);
     CHILD_CHECK(coll->parent == api->handle && coll->seq == 0);
   }
-  const Event* k0 = find(ev, Event::kStart, pabi::kEvKernelCh, 0);
-  CHILD_CHECK(k0 != nullptr);
-  CHILD_CHECK(k0->parent == find(ev, Event::kStart, pabi::kEvColl, 0)->handle);
+  const Event* started = find(ev, Event::kStart, pabi::kEvKernelCh, 0);
+  CHILD_CHECK(started != nullptr);
+  const Event k0 = *started;  // ev is replaced below
+  CHILD_CHECK(k0.parent == find(ev, Event::kStart, pabi::kEvColl, 0)->handle);
   CHILD_CHECK(count(ev, Event::kStart, pabi::kEvKernelCh, 1) == 0);  // queued is not started
   g_gate_open.store(true);
   for (CUstream& st : s) CHILD_CHECK(cuStreamSynchronize(st) == CUDA_SUCCESS);
@@ -199,7 +200,7 @@ int kernelStartFollowsTheStream() {
   CHILD_CHECK(count(ev, Event::kStart, pabi::kEvKernelCh, 1) == 1);
   int kernel_stops = 0;
   for (const Event& e : ev) {
-    if (e.kind == Event::kState && e.state == pabi::kStateKernelChStop && e.ptimer >= k0->ptimer)
+    if (e.kind == Event::kState && e.state == pabi::kStateKernelChStop && e.ptimer >= k0.ptimer)
       ++kernel_stops;
   }
   CHILD_CHECK(kernel_stops == 2);
