@@ -76,7 +76,7 @@ class Node {
         d.count = uint64_t{1} << (10 + step_ % 12);
         d.dtype = 7;
         d.peer = -1;
-        d.t_enter_ns = step_ * 1000000 + r * 1000;
+        d.t_enter_ns = step_ * 1000000 + int64_t{r} * 1000;
         d.t_exit_ns = d.t_enter_ns + 5000;
         const uint64_t slot = writers_[static_cast<size_t>(r)]->Append(d, true);
         writers_[static_cast<size_t>(r)]->CompleteDevice(slot, step_ * 1000000 + 900000);
