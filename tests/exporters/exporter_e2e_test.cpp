@@ -18,6 +18,8 @@
 #include "tests/exporters/background_process.h"
 #include "tests/exporters/http_get.h"
 #include "tests/exporters/scrape_text.h"
+#include "tests/exporters/snapshot_source.h"
+#include "tests/hang_detector/job_builder.h"
 
 namespace ncclscope::testing {
 namespace {
@@ -116,6 +118,22 @@ TEST(ExporterE2E, PromtoolAcceptsARealScrape) {
   const std::string text = exporter.Metrics();
   ASSERT_NE(text.find("ncclscope_operation_duration_seconds_bucket"), std::string::npos);
   std::ofstream(scratch / "scrape.txt") << text;
+  const ProcessResult check =
+      RunProcess({"sh", "-c", promtool + " check metrics < " + (scratch / "scrape.txt")}, {}, 60);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+}
+
+TEST(ExporterE2E, PromtoolAcceptsEscapedLabelValues) {
+  const std::string promtool = Promtool();
+  ASSERT_FALSE(promtool.empty()) << "promtool not found: install the Debian package 'prometheus'";
+  JobBuilder job(1);
+  const uint64_t odd = job.Comm("quote\" backslash\\ newline\n end", {0});
+  job.Coll(0, odd, trace::OpType::kAllReduce, 0.0, Done::kCompleted);
+  SnapshotSource source;
+  source.set = job.Build();
+  exporters::NodeAggregator aggregator(&source, {});
+  ScratchDir scratch;
+  std::ofstream(scratch / "scrape.txt") << Scrape(aggregator);
   const ProcessResult check =
       RunProcess({"sh", "-c", promtool + " check metrics < " + (scratch / "scrape.txt")}, {}, 60);
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
