@@ -36,7 +36,9 @@ void ArrivalLateness::SetMembers(uint64_t comm, std::vector<uint32_t> members) {
 void ArrivalLateness::Completed(uint64_t comm, uint64_t seq, uint32_t member, double wait_s,
                                 double duration_s) {
   Comm& c = comms_[comm];
-  c.incomplete[seq].push_back({member, wait_s, duration_s});
+  std::vector<Arrival>& arrivals = c.incomplete[seq];
+  if (arrivals.empty()) arrivals.reserve(c.members.size());  // one allocation per collective
+  arrivals.push_back({member, wait_s, duration_s});
   while (c.incomplete.size() > kMaxIncomplete) c.incomplete.erase(c.incomplete.begin());
 }
 
