@@ -15,11 +15,12 @@ namespace ncclscope::plugin {
 // How many of the newest records FindCreatingComm looks at.
 inline constexpr uint64_t kCreationScanRecords = 1024;
 
-// Our id of the communicator being created with (rank, nranks), from the open creation records of
-// the ring: the one opened by thread `tid` if there is one (a blocking creation: NCCL runs init on
-// the caller's thread), else the only open unique-id creation of that rank and size (a creation
-// finished on NCCL's own thread). 0 when that does not single one out. Thread-safe, lock-free, no
-// allocation.
+// Our id of the communicator being created with (rank, nranks), from the creation records of the
+// ring: the open one of thread `tid` if there is one (a blocking creation: NCCL runs init on the
+// caller's thread), else the only open unique-id creation of that rank and size (a creation
+// finished on NCCL's own thread), else the only such creation issued inside a group whose
+// ncclGroupEnd is still open (NCCL creates grouped communicators there, on its own threads). 0 when
+// that does not single one out. Thread-safe, lock-free, no allocation.
 uint64_t FindCreatingComm(const trace::RingWriter& ring, uint32_t tid, int rank,
                           int nranks) noexcept;
 

@@ -24,6 +24,7 @@ unsigned char g_next_id = 1;
 using FakeHook = void (*)(void* arg, int rank, int nranks);
 FakeHook g_on_init = nullptr;
 FakeHook g_on_allreduce = nullptr;
+FakeHook g_on_group_end = nullptr;
 void* g_hook_arg = nullptr;
 
 // The errno every fake call leaves behind (a value no libc call on the way would produce).
@@ -57,6 +58,12 @@ __attribute__((visibility("default"))) void fakenccl_set_hooks(FakeHook on_init,
   g_on_init = on_init;
   g_on_allreduce = on_allreduce;
   g_hook_arg = arg;
+}
+
+// Test hook: runs on_group_end(arg, 0, 0) inside the outermost ncclGroupEnd (where NCCL creates
+// the communicators of a group); nullptr: nothing.
+__attribute__((visibility("default"))) void fakenccl_set_group_end_hook(FakeHook on_group_end) {
+  g_on_group_end = on_group_end;
 }
 
 // Test hook: makes ncclCommGetAsyncError report err for comm.
@@ -223,7 +230,7 @@ ncclResult_t pncclGroupStart() {
 }
 ncclResult_t pncclGroupEnd() {
   if (g_group_depth == 0) return Done(ncclInvalidUsage);
-  --g_group_depth;
+  if (--g_group_depth == 0 && g_on_group_end != nullptr) g_on_group_end(g_hook_arg, 0, 0);
   return Done(ncclSuccess);
 }
 ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* info) {

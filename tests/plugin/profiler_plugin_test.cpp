@@ -18,6 +18,7 @@
 
 extern "C" void fakenccl_set_hooks(void (*on_init)(void*, int, int),
                                    void (*on_allreduce)(void*, int, int), void* arg);
+extern "C" void fakenccl_set_group_end_hook(void (*on_group_end)(void*, int, int));
 extern "C" const ncclscope::plugin::prof_abi::TableV5 ncclProfiler_v5;
 extern "C" const ncclscope::plugin::prof_abi::TableV4 ncclProfiler_v4;
 
@@ -37,6 +38,8 @@ struct FakeNccl {
   int mask = 0;
   void* ctx = nullptr;
   bool init_on_other_thread = false;
+  bool init_at_group_end = false;  // grouped creation: NCCL runs init inside ncclGroupEnd
+  int pending_rank = -1, pending_nranks = -1;
   bool start_kernel = true;
   int channels = 2;
   uint64_t nccl_seq = 0;
@@ -45,6 +48,11 @@ struct FakeNccl {
 FakeNccl g_nccl;
 
 void OnInit(void* /*arg*/, int rank, int nranks) {
+  if (g_nccl.init_at_group_end) {
+    g_nccl.pending_rank = rank;
+    g_nccl.pending_nranks = nranks;
+    return;
+  }
   auto init = [&] {
     if (g_nccl.version == 5) {
       ncclProfiler_v5.init(&g_nccl.ctx, 0xc0ffee, &g_nccl.mask, g_nccl.name, 1, nranks, rank,
@@ -59,6 +67,14 @@ void OnInit(void* /*arg*/, int rank, int nranks) {
   } else {
     init();
   }
+}
+
+void OnGroupEnd(void* arg, int, int) {
+  if (g_nccl.pending_rank < 0) return;
+  g_nccl.init_at_group_end = false;
+  g_nccl.init_on_other_thread = true;  // NCCL's async init thread
+  OnInit(arg, g_nccl.pending_rank, g_nccl.pending_nranks);
+  g_nccl.pending_rank = -1;
 }
 
 void StartKernelChannels(void* coll, int channels) {
@@ -134,8 +150,12 @@ class ProfilerPlugin : public ::testing::Test {
   void SetUp() override {
     g_nccl = FakeNccl{};
     fakenccl_set_hooks(OnInit, OnAllReduce, nullptr);
+    fakenccl_set_group_end_hook(OnGroupEnd);
   }
-  void TearDown() override { fakenccl_set_hooks(nullptr, nullptr, nullptr); }
+  void TearDown() override {
+    fakenccl_set_hooks(nullptr, nullptr, nullptr);
+    fakenccl_set_group_end_hook(nullptr);
+  }
 
   // A communicator created through the interposer; returns our id of it.
   uint64_t NewComm(int nranks, int rank) {
@@ -205,6 +225,23 @@ TEST_F(ProfilerPlugin, InitOnAnotherThreadFindsTheOnlyOpenCreation) {
   const uint64_t id = NewComm(8, 5);
   ASSERT_NE(g_nccl.ctx, nullptr);
   EXPECT_EQ(RecordsOf(OpType::kProfilerAttach, id).size(), 1u);
+}
+
+TEST_F(ProfilerPlugin, GroupedCreationIsFoundInsideItsGroupEnd) {
+  g_nccl.init_at_group_end = true;
+  ncclUniqueId uid;
+  ASSERT_EQ(ncclGetUniqueId(&uid), ncclSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclCommInitRank(&comm_, 4, uid, 3), ncclSuccess);
+  EXPECT_EQ(g_nccl.ctx, nullptr);  // not yet: NCCL creates it at the group's end
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  ASSERT_NE(g_nccl.ctx, nullptr);
+  const uint64_t id = trace::CommIdFromUniqueId(&uid, sizeof uid);
+  EXPECT_EQ(RecordsOf(OpType::kProfilerAttach, id).size(), 1u);
+  AllReduce();
+  const auto markers = RecordsOf(OpType::kDeviceStart, id);
+  ASSERT_EQ(markers.size(), 1u);
+  EXPECT_EQ(markers[0].seq, 1u);
 }
 
 TEST_F(ProfilerPlugin, ANameThatIsNotTheCommunicatorsLeavesCollectivesUnnumbered) {
