@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -95,8 +96,16 @@ TEST(ExporterE2E, CountersEqualWhatTheJobDid) {
         << "the job has ended";
     EXPECT_EQ(Sum(text, "ncclscope_inflight_operations", {{"rank", std::to_string(r)}}), 0);
   }
-  // The emulator's libcuda gives every device a UUID; the probe put it into the ring header.
-  EXPECT_NE(text.find("UUID=\"GPU-"), std::string::npos) << text;
+  // The emulator's libcuda gives every device a UUID; the probe put it into the ring header, in
+  // nvidia-smi's format, one GPU per rank.
+  static const std::regex kUuid(
+      "UUID=\"(GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\"");
+  std::set<std::string> uuids;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kUuid);
+       it != std::sregex_iterator(); ++it) {
+    uuids.insert((*it)[1]);
+  }
+  EXPECT_EQ(uuids.size(), static_cast<size_t>(kRanks)) << text;
 }
 
 // CI installs promtool (Debian package `prometheus`, scripts/install-deps.sh): missing, it fails.
