@@ -19,7 +19,7 @@ class FileTail::Visitor final : public trace::RingVisitor {
     FileTail& t = *tail_;
     // A different process behind the same name, or a shorter stream than already read: start
     // over rather than mix two writers' records.
-    if (t.seen_ && (info.pid != t.pid_ || info.start_realtime_ns != t.start_realtime_ns ||
+    if (t.seen_ && (info.pid != t.pid_ || info.start_realtime_ns != t.start_realtime_ns_ ||
                     info.write_pos < t.cursor_)) {
       restart_ = true;
       return;
@@ -27,7 +27,7 @@ class FileTail::Visitor final : public trace::RingVisitor {
     if (!t.seen_) {
       t.seen_ = true;
       t.pid_ = info.pid;
-      t.start_realtime_ns = info.start_realtime_ns;
+      t.start_realtime_ns_ = info.start_realtime_ns;
       events_->Reset();
     }
     overwritten_ = info.overwritten;
@@ -55,8 +55,14 @@ class FileTail::Visitor final : public trace::RingVisitor {
   }
 
  private:
-  // Slots the reader skipped because their commit word did not match: mid-write, most likely.
+  // Slots the reader skipped because their commit word did not match: mid-write, most likely, and
+  // then a handful. More than kMaxTornTracked in one pass is a damaged file (a write position
+  // nothing was written at): counted at once instead of remembered one by one.
   void MarkTorn(uint64_t begin, uint64_t end) {
+    if (end - begin > kMaxTornTracked) {
+      tail_->torn_ += end - begin;
+      return;
+    }
     for (uint64_t index = begin; index < end; ++index) tail_->revisit_[index] = Revisit{};
   }
 
@@ -110,7 +116,7 @@ void FileTail::Forget() {
   pending_ = 0;
 }
 
-bool FileTail::Poll(RingSource& source, const std::string& name, TailEvents* events,
+bool FileTail::Poll(RingSource& source, const std::string& name, int64_t now_ns, TailEvents* events,
                     std::string* error) {
   for (auto& [index, v] : revisit_) v.seen = false;
   const uint64_t first = revisit_.empty() ? cursor_ : std::min(cursor_, revisit_.begin()->first);
@@ -120,14 +126,14 @@ bool FileTail::Poll(RingSource& source, const std::string& name, TailEvents* eve
     Forget();
     Visitor fresh(this, events);
     if (!source.Visit(name, 0, &fresh, error)) return false;
-    Settle(fresh, events);
+    Settle(fresh, now_ns, events);
     return true;
   }
-  Settle(pass, events);
+  Settle(pass, now_ns, events);
   return true;
 }
 
-void FileTail::Settle(const Visitor& pass, TailEvents* events) {
+void FileTail::Settle(const Visitor& pass, int64_t now_ns, TailEvents* events) {
   if (pass.overwritten() > cursor_) missed_ += pass.overwritten() - cursor_;
   pending_ = 0;
   for (auto it = revisit_.begin(); it != revisit_.end();) {
@@ -138,7 +144,9 @@ void FileTail::Settle(const Visitor& pass, TailEvents* events) {
       ++it;
       continue;
     }
-    if (!lost && ++v.attempts < kTornRetries) {
+    if (v.since_ns < 0) v.since_ns = now_ns;
+    const bool patience_left = ++v.attempts < kTornRetries || now_ns - v.since_ns < kTornPatienceNs;
+    if (!lost && patience_left) {
       pending_ += v.pending ? 1 : 0;
       ++it;
       continue;

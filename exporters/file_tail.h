@@ -34,13 +34,19 @@ class TailEvents {
 
 class FileTail {
  public:
-  // Slot reads that find a record mid-write this many polls in a row give it up (its writer
-  // died mid-record).
+  // A slot that stays mid-write for this many polls and at least kTornPatienceNs is given up (its
+  // writer died mid-record). Both, because a live writer descheduled mid-record on a busy machine
+  // can hold a slot through several quick polls.
   static constexpr int kTornRetries = 3;
+  static constexpr int64_t kTornPatienceNs = 1000000000;
+  // Unreadable slots remembered for a retry per pass; beyond, the file is damaged, not mid-write.
+  static constexpr uint64_t kMaxTornTracked = 4096;
 
-  // Reads what is new in `name`. False (and *error) when the file cannot be read; the state is
-  // kept, so the next successful poll continues where this one would have.
-  bool Poll(RingSource& source, const std::string& name, TailEvents* events, std::string* error);
+  // Reads what is new in `name`; now: CLOCK_MONOTONIC of the reader. False (and *error) when the
+  // file cannot be read; the state is kept, so the next successful poll continues where this one
+  // would have.
+  bool Poll(RingSource& source, const std::string& name, int64_t now_ns, TailEvents* events,
+            std::string* error);
 
   uint64_t missed() const { return missed_; }  // overwritten before this reader saw them
   uint64_t torn() const { return torn_; }      // given up after kTornRetries
@@ -53,15 +59,16 @@ class FileTail {
     bool pending = false;  // else: the slot was torn, the record not seen yet
     bool seen = false;     // delivered by the current pass
     int attempts = 0;
+    int64_t since_ns = -1;         // first poll that could not read it
     trace::StoredRecord record{};  // pending only
   };
   void Forget();
   // After a pass: gives up slots that stayed unreadable or were overwritten, moves the cursor.
-  void Settle(const Visitor& pass, TailEvents* events);
+  void Settle(const Visitor& pass, int64_t now_ns, TailEvents* events);
 
   uint64_t cursor_ = 0;  // first writer index not read yet
   int pid_ = -1;
-  int64_t start_realtime_ns = 0;
+  int64_t start_realtime_ns_ = 0;
   bool seen_ = false;
   std::map<uint64_t, Revisit> revisit_;
   uint64_t missed_ = 0;

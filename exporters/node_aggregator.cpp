@@ -154,7 +154,7 @@ void NodeAggregator::Refresh(int64_t now_monotonic_ns) {
     auto& state = files_[name];
     if (state == nullptr) state = std::make_unique<FileState>(this, next_file_id_++);
     std::string read_error;
-    state->set_readable(state->tail().Poll(*source_, name, state.get(), &read_error));
+    state->set_readable(state->tail().Poll(*source_, name, now_ns_, state.get(), &read_error));
     if (!state->readable()) {
       ++read_errors_;
       // Once per file (not per message: a file's error text may change from scrape to scrape).

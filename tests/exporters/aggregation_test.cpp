@@ -166,10 +166,14 @@ TEST_F(Aggregation, ASlotThatStaysTornIsGivenUpAndCounted) {
   for (int i = 0; i < 4; ++i) job.Coll(0, world, OpType::kAllReduce, i * 0.01, Done::kCompleted);
   source.set = job.Build();
   source.set.files[0].records.erase(source.set.files[0].records.begin() + 1);
+  // Quick polls do not give it up: its writer may only be descheduled mid-record.
   std::string text;
-  for (int scrape = 0; scrape < exporters::FileTail::kTornRetries; ++scrape) {
-    text = Scrape(aggregator);
+  for (int scrape = 0; scrape < 2 * exporters::FileTail::kTornRetries; ++scrape) {
+    text = Scrape(aggregator, nullptr, scrape * 1000);
   }
+  EXPECT_EQ(Value(text, R"(ncclscope_exporter_records_missed_total{reason="torn"})"), 0);
+  // Still unreadable a second later: its writer died mid-record.
+  text = Scrape(aggregator, nullptr, exporters::FileTail::kTornPatienceNs + 1000000);
   EXPECT_EQ(Value(text, Ops(0, "world", "allreduce")), 3);
   EXPECT_EQ(Value(text, R"(ncclscope_exporter_records_missed_total{reason="torn"})"), 1);
 }

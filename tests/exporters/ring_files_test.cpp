@@ -12,6 +12,7 @@
 #include "exporters/ring_source.h"
 #include "tests/e2e/scratch_dir.h"
 #include "tests/exporters/scrape_text.h"
+#include "trace/clock.h"
 #include "trace/ring_writer.h"
 
 namespace ncclscope::testing {
@@ -132,7 +133,7 @@ TEST_F(RingFiles, ScrapesWhileTheWriterRunsCountEveryRecordExactlyOnce) {
   std::thread writer([&] {
     for (uint64_t s = 1; s <= kRecords; ++s) AllReduce(*w, s);
   });
-  for (int i = 0; i < 50; ++i) Scrape(aggregator);
+  for (int i = 0; i < 50; ++i) Scrape(aggregator, nullptr, trace::MonotonicNs());
   writer.join();
   const std::string text = Scrape(aggregator);
   EXPECT_EQ(Value(text, Ops(0)), kRecords);

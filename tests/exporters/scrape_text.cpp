@@ -8,8 +8,9 @@
 
 namespace ncclscope::testing {
 
-std::string Scrape(exporters::NodeAggregator& aggregator, const hang_detector::Analysis* analysis) {
-  aggregator.Refresh(0);
+std::string Scrape(exporters::NodeAggregator& aggregator, const hang_detector::Analysis* analysis,
+                   int64_t now_ns) {
+  aggregator.Refresh(now_ns);
   return prometheus::TextSerializer().Serialize(
       exporters::RenderFamilies(aggregator.View(analysis)));
 }
