@@ -169,7 +169,7 @@ TEST_F(Aggregation, ASlotThatStaysTornIsGivenUpAndCounted) {
   // Quick polls do not give it up: its writer may only be descheduled mid-record.
   std::string text;
   for (int scrape = 0; scrape < 2 * exporters::FileTail::kTornRetries; ++scrape) {
-    text = Scrape(aggregator, nullptr, scrape * 1000);
+    text = Scrape(aggregator, nullptr, int64_t{scrape} * 1000);
   }
   EXPECT_EQ(Value(text, R"(ncclscope_exporter_records_missed_total{reason="torn"})"), 0);
   // Still unreadable a second later: its writer died mid-record.
