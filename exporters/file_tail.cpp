@@ -113,7 +113,6 @@ void FileTail::Forget() {
   cursor_ = 0;
   seen_ = false;
   revisit_.clear();
-  pending_ = 0;
 }
 
 bool FileTail::Poll(RingSource& source, const std::string& name, int64_t now_ns, TailEvents* events,
@@ -135,19 +134,16 @@ bool FileTail::Poll(RingSource& source, const std::string& name, int64_t now_ns,
 
 void FileTail::Settle(const Visitor& pass, int64_t now_ns, TailEvents* events) {
   if (pass.overwritten() > cursor_) missed_ += pass.overwritten() - cursor_;
-  pending_ = 0;
   for (auto it = revisit_.begin(); it != revisit_.end();) {
     Revisit& v = it->second;
     const bool lost = it->first < pass.overwritten();
     if (v.seen) {
-      ++pending_;
       ++it;
       continue;
     }
     if (v.since_ns < 0) v.since_ns = now_ns;
     const bool patience_left = ++v.attempts < kTornRetries || now_ns - v.since_ns < kTornPatienceNs;
     if (!lost && patience_left) {
-      pending_ += v.pending ? 1 : 0;
       ++it;
       continue;
     }

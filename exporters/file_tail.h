@@ -50,8 +50,7 @@ class FileTail {
 
   uint64_t missed() const { return missed_; }  // overwritten before this reader saw them
   uint64_t torn() const { return torn_; }      // given up after kTornRetries
-  uint64_t pending() const { return pending_; }
-  bool seen() const { return seen_; }  // read successfully at least once
+  bool seen() const { return seen_; }          // read successfully at least once
 
  private:
   class Visitor;
@@ -73,7 +72,6 @@ class FileTail {
   std::map<uint64_t, Revisit> revisit_;
   uint64_t missed_ = 0;
   uint64_t torn_ = 0;
-  uint64_t pending_ = 0;
 };
 
 }  // namespace ncclscope::exporters

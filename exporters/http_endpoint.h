@@ -18,7 +18,8 @@ class HttpEndpoint {
  public:
   // Binds `listen` ("ADDR:PORT", port 0 for an ephemeral one) and serves `metrics` on /metrics
   // with 2 threads. Returns null with *error set when it cannot bind (port taken, bad address).
-  // The endpoint keeps `metrics` alive.
+  // The endpoint keeps `metrics` alive. Thread-safe; the server calls metrics->Collect() from its
+  // own threads.
   static std::unique_ptr<HttpEndpoint> Start(const std::string& listen,
                                              std::shared_ptr<prometheus::Collectable> metrics,
                                              std::string* error);
@@ -26,7 +27,7 @@ class HttpEndpoint {
   HttpEndpoint(const HttpEndpoint&) = delete;
   HttpEndpoint& operator=(const HttpEndpoint&) = delete;
 
-  int port() const { return port_; }
+  int port() const { return port_; }  // the bound port (the chosen one for port 0)
 
  private:
   HttpEndpoint() = default;
