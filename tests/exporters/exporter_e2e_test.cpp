@@ -213,5 +213,26 @@ TEST(ExporterE2E, RunStartsTheNodeExporterWithTheJobAndStopsItWhenTheJobEnds) {
   EXPECT_EQ(HttpGet(port, "/healthz").status, 0) << "the exporter ended with the job";
 }
 
+TEST(ExporterE2E, RunReadsTheExporterAddressFromTheEnvironment) {
+  ScratchDir scratch;
+  BackgroundProcess run({"env", "NCCLSCOPE_EXPORTER=127.0.0.1:0", Cli(), "run", "--dir",
+                         scratch / "trace", "--", "sh", "-c", "sleep 2"},
+                        scratch / "run.log");
+  const int port = run.WaitForPort(20);
+  ASSERT_GT(port, 0) << run.Output();
+  EXPECT_EQ(HttpGet(port, "/healthz").status, 200);
+  EXPECT_EQ(run.Wait(60), 0) << run.Output();
+}
+
+TEST(ExporterE2E, OnlyLocalRankZeroStartsTheNodeExporter) {
+  ScratchDir scratch;
+  const ProcessResult p =
+      RunProcess({Cli(), "run", "--dir", scratch / "trace", "--exporter=127.0.0.1:0", "--", "sh",
+                  "-c", "sleep 1; exit 4"},
+                 {{"LOCAL_RANK", "1"}}, 60);
+  EXPECT_EQ(p.exit_code, 4);
+  EXPECT_EQ(p.err.find("ncclscope exporter:"), std::string::npos) << p.err;
+}
+
 }  // namespace
 }  // namespace ncclscope::testing
