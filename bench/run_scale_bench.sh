@@ -29,6 +29,10 @@ trap 'rm -rf "$work"' EXIT
 gen_start=$(date +%s.%N)
 "$build/bin/synth_job" "$work/job" "$@" | tee "$work/plan.txt"
 echo "generated in $(echo "$(date +%s.%N) - $gen_start" | bc) s, $(du -sh "$work/job" | cut -f1) on disk"
+# Whatever the generator left dirty is written back now, not while the first analysis runs.
+sync_start=$(date +%s.%N)
+sync
+echo "written back in $(echo "$(date +%s.%N) - $sync_start" | bc) s"
 read -r _ want_class _ want_rank _ want_comm want_seq < <(grep '^culprit:' "$work/plan.txt")
 want_seq=${want_seq#\#}
 
