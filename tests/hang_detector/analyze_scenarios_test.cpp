@@ -1,5 +1,6 @@
-// End to end: the shipped fault scenarios played by `ncclscope sim` (8 ranks, the probe preloaded),
-// then `ncclscope analyze --json`, as a user runs them. Most jobs hang and are killed by the
+// End to end: the shipped fault scenarios played by `ncclscope sim` at 8 and at 32 ranks (the probe
+// preloaded), then `ncclscope analyze --json`, as a user runs them. Every scenario has three
+// communicators (world and two splits, tp and dp). Most jobs hang and are killed by the
 // launcher's --timeout, so they are analysed post mortem; freeze and crash are analysed while the
 // job is still up, where the process checks see the stopped or vanished rank.
 #include <gtest/gtest.h>
@@ -20,7 +21,6 @@
 namespace ncclscope::testing {
 namespace {
 
-constexpr int kRanks = 8;
 constexpr double kKillAfterS = 3;
 
 struct Expected {
@@ -28,10 +28,14 @@ struct Expected {
   const char* cls;
   const char* comm;  // "" when not asserted (see the comment of that case)
   uint64_t seq;      // 0 when not asserted
-  std::vector<int> culprits;
+  std::vector<int> culprits;  // -1: the last rank of the job
   bool live = false;  // analyse while the job runs instead of after the launcher killed it
   const char* op = "";
-  int ranks = kRanks;
+};
+
+struct Case {
+  Expected e;
+  int ranks;
 };
 
 std::string Bin() {
@@ -42,8 +46,7 @@ std::string Scenario(const std::string& name) {
 }
 
 // Starts `ncclscope sim`, output discarded (the launcher prefixes every rank's lines).
-pid_t StartSim(const std::string& scenario, const std::string& dir, double timeout_s,
-               int nranks = kRanks) {
+pid_t StartSim(const std::string& scenario, int nranks, const std::string& dir, double timeout_s) {
   const std::string ranks = std::to_string(nranks), timeout = std::to_string(timeout_s);
   const std::string path = Scenario(scenario), bin = Bin();
   const pid_t pid = fork();
@@ -75,10 +78,15 @@ nlohmann::json Analyze(const std::string& dir, int* exit_code) {
   return nlohmann::json::parse(out);
 }
 
-class AnalyzeScenario : public ::testing::TestWithParam<Expected> {};
+class AnalyzeScenario : public ::testing::TestWithParam<Case> {};
 
 TEST_P(AnalyzeScenario, NamesClassCommunicatorSequenceAndCulprits) {
-  const Expected& e = GetParam();
+  const Expected& e = GetParam().e;
+  const int ranks = GetParam().ranks;
+  std::vector<int> culprits = e.culprits;
+  for (int& r : culprits) {
+    if (r < 0) r += ranks;
+  }
   char tmpl[] = "/tmp/ncclscope-hd-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = std::string(tmpl) + "/trace";
@@ -86,12 +94,12 @@ TEST_P(AnalyzeScenario, NamesClassCommunicatorSequenceAndCulprits) {
   nlohmann::json j;
   int code = -1;
   if (e.live) {
-    const pid_t sim = StartSim(e.scenario, dir, kKillAfterS + 2);
+    const pid_t sim = StartSim(e.scenario, ranks, dir, kKillAfterS + 2);
     std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(kKillAfterS * 1000)));
     j = Analyze(dir, &code);
     waitpid(sim, nullptr, 0);
   } else {
-    waitpid(StartSim(e.scenario, dir, healthy ? 0 : kKillAfterS, e.ranks), nullptr, 0);
+    waitpid(StartSim(e.scenario, ranks, dir, healthy ? 0 : kKillAfterS), nullptr, 0);
     j = Analyze(dir, &code);
   }
   std::filesystem::remove_all(tmpl);
@@ -101,7 +109,7 @@ TEST_P(AnalyzeScenario, NamesClassCommunicatorSequenceAndCulprits) {
   EXPECT_EQ(v["class"], e.cls);
   EXPECT_EQ(code, healthy ? 0 : 2);
   if (healthy) return;
-  EXPECT_EQ(v["culprits"].get<std::vector<int>>(), e.culprits);
+  EXPECT_EQ(v["culprits"].get<std::vector<int>>(), culprits);
   if (*e.comm != '\0') {
     EXPECT_EQ(v["comm_name"], e.comm);
   }
@@ -123,7 +131,7 @@ TEST_P(AnalyzeWithoutProfiler, DeviceStallIsATie) {
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = std::string(tmpl) + "/trace";
   setenv("NCCL_PROFILER_PLUGIN", "none", 1);  // the launcher keeps a user's choice
-  waitpid(StartSim(GetParam(), dir, kKillAfterS), nullptr, 0);
+  waitpid(StartSim(GetParam(), 8, dir, kKillAfterS), nullptr, 0);
   unsetenv("NCCL_PROFILER_PLUGIN");
   int code = -1;
   const nlohmann::json j = Analyze(dir, &code);
@@ -141,35 +149,46 @@ INSTANTIATE_TEST_SUITE_P(Shipped, AnalyzeWithoutProfiler, ::testing::Values("han
 // dp and world one each. A dead rank stalls several communicators at once; which wait began
 // first is a matter of microseconds, so only its class and culprit are asserted. The world
 // communicator's name is only recorded once its creation returns, so a rank that never joins it
-// leaves it nameless.
-INSTANTIATE_TEST_SUITE_P(
-    Shipped, AnalyzeScenario,
-    ::testing::Values(
-        Expected{"healthy", "healthy", "", 0, {}},
-        Expected{"stuck-before", "missing", "dp", 2, {2}},
-        // The profiler plugin's device start records single out the rank whose stream is blocked.
-        Expected{"hang", "device-stall", "tp", 3, {1}, false, "allreduce"},
-        Expected{"hang", "device-stall", "tp", 3, {1}, false, "allreduce", 32},
-        Expected{"skip", "desync", "tp", 3, {3}}, Expected{"extra-op", "desync", "tp", 4, {1}},
-        Expected{"wrong-op", "desync", "tp", 3, {1}},
-        Expected{"wrong-count", "desync", "dp", 2, {0}},
-        Expected{"wrong-dtype", "desync", "dp", 2, {2}},
-        Expected{"wrong-redop", "desync", "dp", 2, {3}},
-        Expected{"wrong-root", "desync", "world", 2, {2}},
-        Expected{"wrong-peer", "p2p-deadlock", "world", 2, {0}, false, "recv"},
-        Expected{"crash-sigkill", "dead", "", 0, {1}, true},
-        Expected{"crash-segfault", "dead", "", 0, {3}}, Expected{"early-exit", "dead", "", 0, {3}},
-        Expected{"freeze", "frozen", "dp", 2, {2}, true},
-        Expected{"never-join", "init-hang", "world", 2, {1, 2}, false, "comm_split"},
-        Expected{"never-join-world", "init-hang", "", 0, {7}}),
-    [](const ::testing::TestParamInfo<Expected>& info) {
-      std::string name = info.param.scenario;
-      for (char& c : name) {
-        if (c == '-') c = '_';
-      }
-      if (info.param.ranks != kRanks) name += "_" + std::to_string(info.param.ranks);
-      return name;
-    });
+// leaves it nameless. stuck-before is a hang inside a split (dp) while world stays healthy.
+std::vector<Case> Catalogue(int ranks) {
+  const std::vector<Expected> expected = {
+      {"healthy", "healthy", "", 0, {}},
+      {"stuck-before", "missing", "dp", 2, {2}},
+      // The profiler plugin's device start records single out the rank whose stream is blocked.
+      {"hang", "device-stall", "tp", 3, {1}, false, "allreduce"},
+      {"skip", "desync", "tp", 3, {3}},
+      {"extra-op", "desync", "tp", 4, {1}},
+      {"wrong-op", "desync", "tp", 3, {1}},
+      {"wrong-count", "desync", "dp", 2, {0}},
+      {"wrong-dtype", "desync", "dp", 2, {2}},
+      {"wrong-redop", "desync", "dp", 2, {3}},
+      {"wrong-root", "desync", "world", 2, {2}},
+      {"wrong-peer", "p2p-deadlock", "world", 2, {0}, false, "recv"},
+      {"p2p-cycle", "p2p-deadlock", "world", 2, {2, 3}, false, "send"},
+      {"crash-sigkill", "dead", "", 0, {1}, true},
+      {"crash-abort", "dead", "", 0, {2}},
+      {"crash-segfault", "dead", "", 0, {3}},
+      {"early-exit", "dead", "", 0, {3}},
+      {"freeze", "frozen", "dp", 2, {2}, true},
+      {"never-join", "init-hang", "world", 2, {1, 2}, false, "comm_split"},
+      {"never-join-world", "init-hang", "", 0, {-1}},
+  };
+  std::vector<Case> cases;
+  for (const Expected& e : expected) cases.push_back({e, ranks});
+  return cases;
+}
+
+std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
+  std::string name = info.param.e.scenario;
+  for (char& c : name) {
+    if (c == '-') c = '_';
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, AnalyzeScenario, ::testing::ValuesIn(Catalogue(8)), CaseName);
+// 32 processes each: registered to run one at a time (tests/hang_detector/CMakeLists.txt).
+INSTANTIATE_TEST_SUITE_P(Shipped32, AnalyzeScenario, ::testing::ValuesIn(Catalogue(32)), CaseName);
 
 }  // namespace
 }  // namespace ncclscope::testing
