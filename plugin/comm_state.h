@@ -40,8 +40,12 @@ struct CommState {
   // Claimed by the one thread that completes a deferred (non-blocking) creation.
   std::atomic<bool> completing{false};
   // Set once the watchdog called ncclCommAbort on this handle (NCCLSCOPE_ON_HANG=abort): NCCL has
-  // freed it, so the application's own teardown of it must not reach NCCL again.
+  // freed it, so no later call on it (work, error polling, teardown) may reach NCCL again.
   std::atomic<bool> aborted_by_watchdog{false};
+
+  bool AbortedByWatchdog() const noexcept {
+    return aborted_by_watchdog.load(std::memory_order_acquire);
+  }
 
   // Allocates the per-peer counters and publishes rank/nranks. Call once, from creation paths only
   // (never concurrently for one state).

@@ -39,10 +39,14 @@ template <typename Forward>
 ncclResult_t Collective(const CollArgs& a, Forward&& forward) noexcept {
   CallFrame f;
   if (!BeginCall(&f)) return forward();
+  CommState* cs = LookupComm(f, a.comm);
+  if (cs != nullptr && cs->AbortedByWatchdog()) {
+    EndCall(&f, errno);
+    return kAbortedCommResult;
+  }
   const ncclResult_t r = forward();
   const int err = errno;
   trace::RecordData d = MakeRecord(f, a.op, r);
-  CommState* cs = LookupComm(f, a.comm);
   if (cs != nullptr) {
     d.comm_id = cs->id;
     // A rejected call enqueued nothing, so like NCCL's own counter it takes no number.

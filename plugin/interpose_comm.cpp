@@ -115,7 +115,7 @@ ncclResult_t Teardown(OpType op, ncclComm_t comm, uint64_t aux, Forward&& forwar
   const uint64_t slot = OpenHostRecord(f, d);
   // After the watchdog's ncclCommAbort (NCCLSCOPE_ON_HANG=abort) the handle is freed inside NCCL:
   // the application's error handling tearing it down again must not reach NCCL.
-  const bool aborted = cs != nullptr && cs->aborted_by_watchdog.load(std::memory_order_acquire);
+  const bool aborted = cs != nullptr && cs->AbortedByWatchdog();
   const ncclResult_t r = aborted ? ncclSuccess : forward();
   const int err = errno;
   // Abort frees the communicator whatever it returns; a failed destroy leaves it alive.
@@ -183,11 +183,17 @@ template <typename Forward>
 ncclResult_t GetAsyncError(ncclComm_t comm, ncclResult_t* async_error, Forward&& forward) noexcept {
   CallFrame f;
   if (!BeginCall(&f)) return forward();
+  CommState* cs = f.rt->comms.Find(comm);
+  if (cs != nullptr && cs->AbortedByWatchdog()) {
+    // NCCL freed the handle; the application polling it learns the communicator failed.
+    if (async_error != nullptr) *async_error = kAbortedCommResult;
+    EndCall(&f, errno);
+    return ncclSuccess;
+  }
   const ncclResult_t r = forward();
   const int err = errno;
   const ncclResult_t reported =
       r != ncclSuccess ? r : (async_error != nullptr ? *async_error : ncclSuccess);
-  CommState* cs = f.rt->comms.Find(comm);
   if (cs != nullptr && reported == ncclSuccess) CompleteDeferredComm(*f.rt, comm, cs);
   const bool is_error = reported != ncclSuccess && reported != ncclInProgress;
   const int previous =

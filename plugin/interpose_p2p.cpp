@@ -14,10 +14,15 @@ ncclResult_t PointToPoint(bool send, size_t count, ncclDataType_t dtype, int pee
                           cudaStream_t stream, Forward&& forward) noexcept {
   CallFrame f;
   if (!BeginCall(&f)) return forward();
+  CommState* cs = LookupComm(f, comm);
+  if (cs != nullptr && cs->AbortedByWatchdog()) {
+    EndCall(&f, errno);
+    return kAbortedCommResult;
+  }
   const ncclResult_t r = forward();
   const int err = errno;
   trace::RecordData d = MakeRecord(f, send ? trace::OpType::kSend : trace::OpType::kRecv, r);
-  if (CommState* cs = LookupComm(f, comm)) {
+  if (cs != nullptr) {
     d.comm_id = cs->id;
     if (r == ncclSuccess || r == ncclInProgress) d.seq = cs->NextP2PSeq(send, peer);
   }

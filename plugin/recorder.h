@@ -40,6 +40,11 @@ inline CommState* LookupComm(const CallFrame& f, const void* comm) noexcept {
   return cs;
 }
 
+// What a call on a communicator the watchdog aborted returns instead of reaching NCCL, which freed
+// it: the error NCCL reports when a peer failed, so the application's error handling (PyTorch's
+// ProcessGroupNCCL, an elastic launcher) ends the job at once.
+inline constexpr ncclResult_t kAbortedCommResult = ncclRemoteError;
+
 // Appends a record of a call without device work. Hot path.
 void EmitHostRecord(const CallFrame& f, const trace::RecordData& d) noexcept;
 

@@ -152,8 +152,9 @@ TEST(WatchdogAbort, AbortedCommunicatorsEndTheJobBeforeTheTimeout) {
   SCOPED_TRACE(job.err);
   EXPECT_TRUE(std::filesystem::exists(job.dir + "/verdict.json"));
   EXPECT_GE(Count(job.err, "NCCLSCOPE_ON_HANG=abort: aborted communicator dp"), 1);
-  // A victim noticed through its error handling (ncclCommGetAsyncError) and failed the job.
-  EXPECT_GE(Count(job.err, "(aborted?)"), 1);
+  // A victim noticed through its error handling (ncclCommGetAsyncError) and failed the job. The
+  // probe answered for the freed handle (NCCL must not see it again): a remote error.
+  EXPECT_GE(Count(job.err, "(aborted?): remote process exited or there was a network error"), 1);
   // Ended by the abort, not by the launcher's timeout (no margin on wall time: under load the
   // abort path itself can take seconds).
   EXPECT_EQ(Count(job.err, "timeout after"), 0);
