@@ -81,8 +81,9 @@ class Checker {
         break;
       case FaultKind::kSendFirst:
         if (op.kind != OpKind::kPipeline || op.grouped) {
-          fail(path + ".op", fmt::format("send_first applies to ungrouped pipeline ops, this is {}{}",
-                                         name, op.kind == OpKind::kPipeline ? " (grouped)" : ""));
+          fail(path + ".op",
+               fmt::format("send_first applies to ungrouped pipeline ops, this is {}{}", name,
+                           op.kind == OpKind::kPipeline ? " (grouped)" : ""));
         }
         break;
       default:

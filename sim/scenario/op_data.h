@@ -22,7 +22,7 @@ struct OpCall {
   int root = 0;
   PipeDirection direction = PipeDirection::kForward;
   bool grouped = true;
-  int peer_shift = 0;  // pipeline: added to the send peer (wrong_peer)
+  int peer_shift = 0;       // pipeline: added to the send peer (wrong_peer)
   bool send_first = false;  // ungrouped pipeline: send before receiving (send_first)
 };
 

@@ -52,7 +52,7 @@ struct OpSpec {
   double premul_scalar = 2.0;  // only for premulsum; a power of two keeps results exact
   int root = 0;                // rank within the communicator
   PipeDirection direction = PipeDirection::kForward;  // pipeline only
-  bool grouped = true;         // pipeline: send and recv inside one ncclGroupStart/End
+  bool grouped = true;  // pipeline: send and recv inside one ncclGroupStart/End
 };
 
 // Compute time of a step, in milliseconds. per_rank keys are world ranks as written.

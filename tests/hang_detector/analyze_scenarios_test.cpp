@@ -26,10 +26,10 @@ constexpr double kKillAfterS = 3;
 struct Expected {
   const char* scenario;
   const char* cls;
-  const char* comm;  // "" when not asserted (see the comment of that case)
-  uint64_t seq;      // 0 when not asserted
+  const char* comm;           // "" when not asserted (see the comment of that case)
+  uint64_t seq;               // 0 when not asserted
   std::vector<int> culprits;  // -1: the last rank of the job
-  bool live = false;  // analyse while the job runs instead of after the launcher killed it
+  bool live = false;          // analyse while the job runs instead of after the launcher killed it
   const char* op = "";
 };
 
