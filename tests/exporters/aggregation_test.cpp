@@ -94,7 +94,8 @@ TEST_F(Aggregation, ScrapesCountEachOperationOnceAndPickUpLateCompletions) {
 
   // The writer stamps the completion into the record later; nothing new was issued.
   trace::RecordData& pending = source.set.files[0].records[1].data;
-  pending.t_device_done_ns = pending.t_enter_ns + 2000000;
+  const int64_t done_ns = pending.t_enter_ns + 2000000;
+  pending.t_device_done_ns = done_ns;
   text = Scrape(aggregator);
   EXPECT_EQ(Value(text, Ops(0, "world", "allreduce")), 2) << "re-reading must not count again";
   EXPECT_EQ(Value(text, R"(ncclscope_inflight_operations{rank="0",comm="world"})"), 0);
@@ -105,7 +106,7 @@ TEST_F(Aggregation, ScrapesCountEachOperationOnceAndPickUpLateCompletions) {
   job.Coll(0, world, OpType::kAllReduce, 0.2, Done::kCompleted);
   job.Coll(0, world, OpType::kAllReduce, 0.3, Done::kCompleted);
   source.set = job.Build();
-  source.set.files[0].records[1].data.t_device_done_ns = pending.t_enter_ns + 2000000;
+  source.set.files[0].records[1].data.t_device_done_ns = done_ns;  // the writer's stamp stays
   text = Scrape(aggregator);
   EXPECT_EQ(Value(text, Ops(0, "world", "allreduce")), 4);
   EXPECT_EQ(
