@@ -31,14 +31,17 @@ echo "== AddressSanitizer + UndefinedBehaviorSanitizer: unit tests"
 # Tests labelled "unit" run in-process or fork their own children; preload tests are left out
 # because a sanitized libncclscope.so cannot be preloaded into unsanitized programs.
 build_and_test build-asan unit \
-  "trace_tests plugin_tests plugin_recording_test ring_reader_fuzz sim_emulator_tests hang_detector_tests watchdog_tests" \
+  "trace_tests plugin_tests plugin_recording_test plugin_profiler_test plugin_profiler_abi_test \
+   ring_reader_fuzz sim_emulator_tests sim_profiler_events_test sim_scenario_tests \
+   hang_detector_tests watchdog_tests exporters_tests exporter_fuzz" \
   -DNCCLSCOPE_SANITIZE=address,undefined -DNCCLSCOPE_BUILD_BENCH=OFF
 echo "== ThreadSanitizer: the ring's and the probe's concurrency tests"
 # Run as whole binaries: they hold every test of the ring and of the probe's lock-free parts.
 cmake -S . -B build-tsan -G Ninja -DNCCLSCOPE_WERROR=ON -DNCCLSCOPE_SANITIZE=thread \
   -DNCCLSCOPE_BUILD_BENCH=OFF >/dev/null
-cmake --build build-tsan -j"$jobs" --target trace_tests plugin_tests
+cmake --build build-tsan -j"$jobs" --target trace_tests plugin_tests plugin_profiler_test
 build-tsan/bin/trace_tests
 build-tsan/bin/plugin_tests
+build-tsan/bin/plugin_profiler_test
 echo "== lint: clang-format, clang-tidy on changed code"
 scripts/lint.sh build
