@@ -22,7 +22,7 @@ for ranks in $ranks_list; do
     dir=$work/$s-$ranks
     start=$(date +%s.%N)
     "$build/bin/ncclscope" sim --ranks "$ranks" --scenario "$repo/sim/scenarios/$s.json" \
-      --dir "$dir" --timeout 20 >/dev/null 2>&1 || true
+      --dir "$dir" --timeout 12 >/dev/null 2>&1 || true
     if [ ! -f "$dir/verdict.json" ]; then
       echo "| $ranks | $s | no verdict.json | - |"
       continue
