@@ -36,34 +36,55 @@ void ArrivalLateness::SetMembers(uint64_t comm, std::vector<uint32_t> members) {
 void ArrivalLateness::Completed(uint64_t comm, uint64_t seq, uint32_t member, double wait_s,
                                 double duration_s) {
   Comm& c = comms_[comm];
-  std::vector<Arrival>& arrivals = c.incomplete[seq];
+  std::vector<Arrival>& arrivals = Slot(c, seq);
   if (arrivals.empty()) arrivals.reserve(c.members.size());  // one allocation per collective
   arrivals.push_back({member, wait_s, duration_s});
-  while (c.incomplete.size() > kMaxIncomplete) c.incomplete.erase(c.incomplete.begin());
+  while (c.incomplete.size() > kMaxIncomplete) {
+    if (c.has_last && c.last == c.incomplete.begin()) c.has_last = false;
+    c.incomplete.erase(c.incomplete.begin());
+  }
+}
+
+std::vector<ArrivalLateness::Arrival>& ArrivalLateness::Slot(Comm& c, uint64_t seq) {
+  // Thousands of completions per scrape land here: a map search for each was the largest cost
+  // of a scrape (docs/performance.md, "Exporter scrape"); the hint makes most of them O(1).
+  if (c.has_last) {
+    if (c.last->first == seq) return c.last->second;
+    const auto next = std::next(c.last);
+    if (c.last->first < seq && (next == c.incomplete.end() || next->first >= seq)) {
+      c.last = next != c.incomplete.end() && next->first == seq
+                   ? next
+                   : c.incomplete.emplace_hint(next, seq, std::vector<Arrival>{});
+      return c.last->second;
+    }
+  }
+  c.last = c.incomplete.try_emplace(seq).first;
+  c.has_last = true;
+  return c.last->second;
 }
 
 void ArrivalLateness::Settle() {
   for (auto& [id, c] : comms_) {
     // Only the newest kLatenessWindow complete collectives are kept, so a scrape that finds
     // thousands complete scores just those.
-    std::vector<std::map<uint64_t, std::vector<Arrival>>::iterator> complete;
+    std::vector<Incomplete::iterator> complete;
     for (auto it = c.incomplete.begin(); it != c.incomplete.end(); ++it) {
       if (IsComplete(c, it->second)) complete.push_back(it);
     }
     const size_t skip = complete.size() > kLatenessWindow ? complete.size() - kLatenessWindow : 0;
     for (size_t i = 0; i < complete.size(); ++i) {
       if (i >= skip) Finish(c, std::move(complete[i]->second));
+      if (c.has_last && c.last == complete[i]) c.has_last = false;
       c.incomplete.erase(complete[i]);
     }
+    if (c.window_changed) Summarize(c);
   }
 }
 
-bool ArrivalLateness::IsComplete(const Comm& c, std::vector<Arrival>& arrivals) {
+bool ArrivalLateness::IsComplete(const Comm& c, const std::vector<Arrival>& arrivals) {
   // Each member reports a collective once: fewer arrivals than members is incomplete, the common
   // case, decided without looking at who arrived.
   if (c.members.empty() || arrivals.size() < c.members.size()) return false;
-  std::sort(arrivals.begin(), arrivals.end(),
-            [](const Arrival& a, const Arrival& b) { return a.member < b.member; });
   size_t found = 0;
   for (const Arrival& a : arrivals) {
     found += std::binary_search(c.members.begin(), c.members.end(), a.member) ? 1 : 0;
@@ -97,24 +118,57 @@ void ArrivalLateness::Finish(Comm& c, std::vector<Arrival> arrivals) {
   s.duration_s = Median(durations);
   c.window.push_back(std::move(s));
   if (c.window.size() > kLatenessWindow) c.window.pop_front();
+  c.window_changed = true;
+}
+
+void ArrivalLateness::Summarize(Comm& c) {
+  c.window_changed = false;
+  c.results.clear();
+  if (c.window.empty()) return;
+  // Every member any sample names, sorted; then each member's lateness in every sample that
+  // names it (the first entry when a sample names it twice, as a lookup by member finds).
+  std::vector<uint32_t> ids;
+  std::vector<uint32_t> merged;
+  std::vector<double> durations;
+  for (const Sample& s : c.window) {
+    durations.push_back(s.duration_s);
+    merged.clear();
+    auto a = ids.begin();
+    for (const auto& [member, late] : s.lateness) {
+      while (a != ids.end() && *a < member) merged.push_back(*a++);
+      if (a != ids.end() && *a == member) ++a;
+      if (merged.empty() || merged.back() != member) merged.push_back(member);
+    }
+    merged.insert(merged.end(), a, ids.end());
+    ids.swap(merged);
+  }
+  std::vector<std::vector<double>> lateness(ids.size());
+  for (const Sample& s : c.window) {
+    size_t k = 0;
+    for (size_t i = 0; i < s.lateness.size(); ++i) {
+      if (i > 0 && s.lateness[i].first == s.lateness[i - 1].first) continue;
+      while (ids[k] != s.lateness[i].first) ++k;
+      lateness[k].push_back(s.lateness[i].second);
+    }
+  }
+  const double duration = Median(std::move(durations));
+  c.results.reserve(ids.size());
+  for (size_t k = 0; k < ids.size(); ++k) {
+    Lateness out;
+    out.seconds = Median(std::move(lateness[k]));
+    out.score = duration > 0 ? std::min(1.0, out.seconds / duration) : 0;
+    c.results.emplace_back(ids[k], out);
+  }
 }
 
 Lateness ArrivalLateness::Of(uint64_t comm, uint32_t member) const {
   const auto it = comms_.find(comm);
-  if (it == comms_.end() || it->second.window.empty()) return {};
-  std::vector<double> lateness;
-  std::vector<double> durations;
-  for (const Sample& s : it->second.window) {
-    durations.push_back(s.duration_s);
-    const auto m =
-        std::lower_bound(s.lateness.begin(), s.lateness.end(), std::make_pair(member, -1.0));
-    if (m != s.lateness.end() && m->first == member) lateness.push_back(m->second);
-  }
-  Lateness out;
-  out.seconds = Median(lateness);
-  const double duration = Median(durations);
-  out.score = duration > 0 ? std::min(1.0, out.seconds / duration) : 0;
-  return out;
+  if (it == comms_.end()) return {};
+  const auto& results = it->second.results;
+  const auto m = std::lower_bound(
+      results.begin(), results.end(), member,
+      [](const std::pair<uint32_t, Lateness>& r, uint32_t id) { return r.first < id; });
+  return m != results.end() && m->first == member ? m->second : Lateness{};
 }
 
 void ArrivalLateness::ForgetMember(uint32_t member) {

@@ -52,14 +52,25 @@ class ArrivalLateness {
     std::vector<std::pair<uint32_t, double>> lateness;  // (member, lateness), sorted by member
     double duration_s = 0;
   };
+  using Incomplete = std::map<uint64_t, std::vector<Arrival>>;  // by sequence number
   struct Comm {
-    std::vector<uint32_t> members;                        // sorted
-    std::map<uint64_t, std::vector<Arrival>> incomplete;  // by sequence number
-    std::deque<Sample> window;                            // newest last
+    std::vector<uint32_t> members;  // sorted
+    Incomplete incomplete;
+    // Where the last Completed went: a file reports its collectives in sequence order, so the
+    // next one is usually this entry or the one after.
+    Incomplete::iterator last;
+    bool has_last = false;
+    std::deque<Sample> window;  // newest last
+    // Of() for every member seen in the window, by member: recomputed by Settle when the window
+    // changed, so that a scrape's lookups are a binary search each.
+    std::vector<std::pair<uint32_t, Lateness>> results;
+    bool window_changed = false;
   };
-  // Whether every visible member reported; sorts arrivals by member.
-  static bool IsComplete(const Comm& c, std::vector<Arrival>& arrivals);
-  void Finish(Comm& c, std::vector<Arrival> arrivals);
+  std::vector<Arrival>& Slot(Comm& c, uint64_t seq);
+  // Whether every visible member reported.
+  static bool IsComplete(const Comm& c, const std::vector<Arrival>& arrivals);
+  static void Finish(Comm& c, std::vector<Arrival> arrivals);
+  static void Summarize(Comm& c);
 
   std::unordered_map<uint64_t, Comm> comms_;
 };
