@@ -254,6 +254,12 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
       std::vector<uint32_t> waiting_files;
       for (const Issued& i : st.waiting) waiting_files.push_back(i.file);
       if (v.tie) LocalizeDeviceStall(ctx, comm, seq, waiting_files, &v);
+      // A member's part queued on its stream behind another waiting operation never started:
+      // this group waits for that one, which has its own verdict.
+      const bool queued = std::any_of(st.waiting.begin(), st.waiting.end(), [&](const Issued& i) {
+        return StreamBlocker(ctx.index, i.file, i.pos) >= 0;
+      });
+      if (v.tie && queued) continue;
       if (unseen > 0) v.summary += "; " + std::to_string(unseen) + " member(s) have no ring file";
     }
     for (const Issued& i : st.waiting) {

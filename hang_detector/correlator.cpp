@@ -110,13 +110,21 @@ int Priority(VerdictClass c) {
 constexpr double kSameMomentS = 0.25;
 
 // One verdict per (class, culprits): a rank that never issued #N on tp usually never issued the
-// following collectives on dp and world either; those become one-line "also" evidence.
+// following collectives on dp and world either; those become one-line "also" evidence. The classes
+// of "a rank did not issue what others wait for" (missing, p2p-deadlock, init-hang) are one family:
+// the pipeline neighbour of a rank stuck before tp #N waits for its send too, and that later wait
+// must not headline over the earlier one.
+VerdictClass Family(VerdictClass c) {
+  return Blocks(c) ? VerdictClass::kMissing : c;
+}
+
 void Merge(std::vector<Verdict>* verdicts) {
   std::vector<std::vector<Verdict>> groups;
   for (Verdict& v : *verdicts) {
     const bool mergeable = v.cls != VerdictClass::kDesync && !v.tie;
     auto same = std::find_if(groups.begin(), groups.end(), [&](const std::vector<Verdict>& g) {
-      return mergeable && !g[0].tie && g[0].cls == v.cls && g[0].culprits == v.culprits;
+      return mergeable && !g[0].tie && Family(g[0].cls) == Family(v.cls) &&
+             g[0].culprits == v.culprits;
     });
     if (same == groups.end()) {
       groups.emplace_back().push_back(std::move(v));
@@ -142,8 +150,10 @@ void Merge(std::vector<Verdict>* verdicts) {
       Evidence also;
       also.rank = v.victims.empty() ? -1 : v.victims.front();
       also.has_record = false;
-      also.text =
-          "also: " + v.comm_name + " " + v.op + " #" + std::to_string(v.seq) + ": " + v.summary;
+      const std::string cls =
+          v.cls == primary.cls ? "" : std::string(VerdictClassName(v.cls)) + ", ";
+      also.text = "also: " + cls + v.comm_name + " " + v.op + " #" + std::to_string(v.seq) + ": " +
+                  v.summary;
       if (primary.evidence.size() < 16) primary.evidence.push_back(std::move(also));
     }
     SortUnique(&primary.victims);

@@ -47,6 +47,10 @@ struct Context {
 void AssessLiveness(Context* ctx);
 
 // missing, desync and device-stall on collectives, and the waiting-on view.
+// The operation `pos` of `file` waits behind on its own stream: the nearest earlier one still
+// waiting, outside its group; -1 when none (it is at the head of its stream).
+int64_t StreamBlocker(const JobIndex& index, uint32_t file, uint32_t pos);
+
 void CheckCollectives(const Context& ctx, std::vector<Verdict>* out,
                       std::vector<WaitingOn>* waiting);
 // Unmatched send/recv, p2p desync, and cycles in the wait-for graph.

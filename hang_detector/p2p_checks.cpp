@@ -22,24 +22,6 @@ struct Unmatched {
   std::string what;
 };
 
-// The operation this one waits behind on its own stream: the nearest earlier one still waiting,
-// outside its group (the ops of one group progress together). Stream order means that once a
-// completed op is met, nothing earlier can block.
-int64_t StreamBlocker(const JobIndex& index, uint32_t file, uint32_t pos) {
-  const RankFile& f = index.files()[file];
-  const trace::RecordData& me = f.At(pos);
-  for (int64_t p = static_cast<int64_t>(pos) - 1; p >= 0; --p) {
-    const trace::RecordData& r = f.At(static_cast<uint32_t>(p));
-    const auto op = static_cast<trace::OpType>(r.op);
-    if (r.stream != me.stream || !(trace::IsCollective(op) || trace::IsP2P(op))) continue;
-    if (me.group_id != 0 && r.group_id == me.group_id) continue;
-    const OpState s = index.StateOf(file, static_cast<uint32_t>(p));
-    if (s == OpState::kCompleted) return -1;
-    if (IsWaitingState(s)) return p;
-  }
-  return -1;
-}
-
 int GlobalOf(const Context& ctx, const CommModel& comm, int comm_rank) {
   const int f = comm.MemberFile(comm_rank);
   return f >= 0 ? ctx.RankOf(static_cast<uint32_t>(f)) : -1;
