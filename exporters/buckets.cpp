@@ -12,6 +12,12 @@ const std::vector<double>& DurationBucketsSeconds() {
   return kBounds;
 }
 
+const std::vector<double>& DurationBySizeBucketsSeconds() {
+  static const std::vector<double> kBounds = {4e-5,     1.6e-4,  6.4e-4,  2.56e-3, 1.024e-2,
+                                              4.096e-2, 0.16384, 0.65536, 2.62144};
+  return kBounds;
+}
+
 const std::vector<double>& SizeBucketsBytes() {
   static const std::vector<double> kBounds = [] {
     std::vector<double> bounds;

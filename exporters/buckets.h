@@ -9,6 +9,9 @@ namespace ncclscope::exporters {
 
 // Durations: 10 us x 4^k, 10 us ... 10.49 s (11 upper bounds, then +Inf). Thread-safe.
 const std::vector<double>& DurationBucketsSeconds();
+// Durations per size class: the above without its two extremes, 40 us ... 2.62 s (9 upper bounds,
+// then +Inf), the same `le` strings. Thread-safe.
+const std::vector<double>& DurationBySizeBucketsSeconds();
 // Sizes: 1 KiB x 4^k, 1 KiB ... 4 GiB (12 upper bounds, then +Inf). Thread-safe.
 const std::vector<double>& SizeBucketsBytes();
 

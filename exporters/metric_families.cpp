@@ -1,6 +1,7 @@
 #include "exporters/metric_families.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -56,9 +57,9 @@ MetricFamily Family(const std::string& name, const std::string& help, MetricType
   return f;
 }
 
-ClientMetric HistogramMetric(const std::string& comm, const std::string& op,
+ClientMetric HistogramMetric(const std::vector<std::string>& names, const Labels& values,
                              const BucketCounts& counts, const std::vector<double>& bounds) {
-  ClientMetric m = Metric({"comm", "op"}, {comm, op});
+  ClientMetric m = Metric(names, values);
   uint64_t cumulative = 0;
   for (size_t i = 0; i <= bounds.size(); ++i) {
     cumulative += i < counts.counts.size() ? counts.counts[i] : 0;
@@ -71,11 +72,16 @@ ClientMetric HistogramMetric(const std::string& comm, const std::string& op,
 }
 
 void AddHistograms(const NodeView& view, std::vector<MetricFamily>* out) {
-  std::map<std::pair<std::string, std::string>, std::pair<BucketCounts, BucketCounts>> merged;
+  struct Merged {
+    BucketCounts duration, size;
+    std::array<BucketCounts, kSizeClassCount> duration_by_size;
+  };
+  std::map<std::pair<std::string, std::string>, Merged> merged;
   for (const HistogramRow& h : view.histograms) {
-    auto& [duration, size] = merged[{h.comm, h.op}];
-    duration.Add(h.duration_s);
-    size.Add(h.size_bytes);
+    Merged& m = merged[{h.comm, h.op}];
+    m.duration.Add(h.duration_s);
+    m.size.Add(h.size_bytes);
+    for (size_t k = 0; k < kSizeClassCount; ++k) m.duration_by_size[k].Add(h.duration_by_size_s[k]);
   }
   MetricFamily duration{"ncclscope_operation_duration_seconds",
                         "Enqueue to device completion of completed operations",
@@ -85,17 +91,31 @@ void AddHistograms(const NodeView& view, std::vector<MetricFamily>* out) {
                     "Operation size (nccl-tests size convention, see docs/metrics.md)",
                     MetricType::Histogram,
                     {}};
-  for (const auto& [key, counts] : merged) {
+  MetricFamily by_size{"ncclscope_operation_duration_by_size_seconds",
+                       "Enqueue to device completion of completed operations, per size class "
+                       "(nccl-tests size convention, see docs/metrics.md)",
+                       MetricType::Histogram,
+                       {}};
+  const std::vector<std::string> co = {"comm", "op"};
+  const std::vector<std::string> cos = {"comm", "op", "size"};
+  for (const auto& [key, m] : merged) {
     // Operations issued but never completed (yet) have a size and no duration.
-    if (counts.first.count > 0) {
+    if (m.duration.count > 0) {
       duration.metric.push_back(
-          HistogramMetric(key.first, key.second, counts.first, DurationBucketsSeconds()));
+          HistogramMetric(co, {key.first, key.second}, m.duration, DurationBucketsSeconds()));
     }
-    size.metric.push_back(
-        HistogramMetric(key.first, key.second, counts.second, SizeBucketsBytes()));
+    size.metric.push_back(HistogramMetric(co, {key.first, key.second}, m.size, SizeBucketsBytes()));
+    // Only the classes an operation was seen in: most run at one or two sizes.
+    for (size_t k = 0; k < kSizeClassCount; ++k) {
+      if (m.duration_by_size[k].count == 0) continue;
+      by_size.metric.push_back(HistogramMetric(cos, {key.first, key.second, kSizeClasses[k]},
+                                               m.duration_by_size[k],
+                                               DurationBySizeBucketsSeconds()));
+    }
   }
   out->push_back(std::move(duration));
   out->push_back(std::move(size));
+  out->push_back(std::move(by_size));
 }
 
 void AddRankFamilies(const NodeView& view, std::vector<MetricFamily>* out) {

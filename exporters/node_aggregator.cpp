@@ -6,6 +6,7 @@
 
 #include "exporters/file_tail.h"
 #include "exporters/operation_size.h"
+#include "exporters/size_classes.h"
 #include "trace/record.h"
 #include "trace/ring_layout.h"
 
@@ -54,6 +55,7 @@ class NodeAggregator::FileState final : public TailEvents {
   void set_readable(bool readable) { readable_ = readable; }
 
   void Reset() override {
+    cache_ = {};
     ops_.clear();
     comms_.clear();
     stream_done_.clear();
@@ -65,6 +67,7 @@ class NodeAggregator::FileState final : public TailEvents {
       heartbeat_moved_at_ = node_->now_ns_;
     }
     info_ = info;
+    cache_ = {};  // communicator sizes may have changed
     for (const trace::CommInfo& c : info_.comms) {
       comms_.try_emplace(c.id);
       if (!c.name.empty()) node_->comm_names_.try_emplace(c.id, c.name);
@@ -75,13 +78,12 @@ class NodeAggregator::FileState final : public TailEvents {
   void Issued(const trace::StoredRecord& record) override {
     const trace::RecordData& r = record.data;
     if (!Accepted(r)) return;
-    const uint64_t bytes = OperationBytes(r, node_->CommRanks(r.comm_id));
-    OpTotals& t = ops_[{r.comm_id, r.op}];
-    ++t.operations;
-    t.bytes += bytes;
-    node_->histograms_[{r.comm_id, r.op}].size_bytes.Observe(static_cast<double>(bytes),
-                                                             SizeBucketsBytes());
-    CommProgress& c = comms_[r.comm_id];
+    Entry& e = Lookup(r.comm_id, r.op);
+    const uint64_t bytes = OperationBytes(r, e.nranks);
+    ++e.totals->operations;
+    e.totals->bytes += bytes;
+    e.histograms->size_bytes.Observe(static_cast<double>(bytes), node_->size_bounds_);
+    CommProgress& c = *e.progress;
     if (trace::IsCollective(static_cast<trace::OpType>(r.op))) {
       c.last_issued_seq = std::max(c.last_issued_seq, r.seq);
     }
@@ -90,13 +92,20 @@ class NodeAggregator::FileState final : public TailEvents {
 
   void Completed(const trace::StoredRecord& record, bool was_pending) override {
     const trace::RecordData& r = record.data;
-    CommProgress& c = comms_[r.comm_id];
+    if (!Accepted(r)) {
+      CommProgress& c = comms_[r.comm_id];
+      if (was_pending && c.inflight > 0) --c.inflight;
+      return;
+    }
+    Entry& e = Lookup(r.comm_id, r.op);
+    CommProgress& c = *e.progress;
     if (was_pending && c.inflight > 0) --c.inflight;
-    if (!Accepted(r)) return;
     const int64_t done = r.t_device_done_ns;
     last_done_ns_ = std::max(last_done_ns_, done);
     const double duration_s = static_cast<double>(done - r.t_enter_ns) / kNsPerS;
-    node_->histograms_[{r.comm_id, r.op}].duration_s.Observe(duration_s, DurationBucketsSeconds());
+    e.histograms->duration_s.Observe(duration_s, node_->duration_bounds_);
+    e.histograms->duration_by_size_s[SizeClassOf(OperationBytes(r, e.nranks))].Observe(
+        duration_s, node_->duration_by_size_bounds_);
     // Device work starts when the call enqueues it or when the stream's previous work ends,
     // whichever is later: a rank that waited on its own earlier work was not waiting for peers.
     int64_t& stream_done = stream_done_[r.stream];
@@ -122,6 +131,32 @@ class NodeAggregator::FileState final : public TailEvents {
   std::map<std::pair<uint64_t, uint32_t>, OpTotals> ops_;
   std::map<uint64_t, CommProgress> comms_;
   std::unordered_map<uint64_t, int64_t> stream_done_;
+  // Where the records of one (comm, op) are counted, so that thousands of records per scrape
+  // search the maps once per (comm, op) and poll, not once each (node_aggregator.h). Map nodes
+  // stay put; Reset clears the maps and the cache, Header the cache (nranks may change).
+  struct Entry {
+    uint64_t comm = 0;
+    uint32_t op = 0;
+    bool valid = false;
+    int nranks = 1;
+    OpTotals* totals = nullptr;
+    OpHistograms* histograms = nullptr;
+    CommProgress* progress = nullptr;
+  };
+  Entry& Lookup(uint64_t comm, uint32_t op) {
+    Entry& e = cache_[(comm * 0x9E3779B97F4A7C15ULL + op) >> (64 - kCacheBits)];
+    if (e.valid && e.comm == comm && e.op == op) return e;
+    e = {comm,
+         op,
+         true,
+         node_->CommRanks(comm),
+         &ops_[{comm, op}],
+         &node_->histograms_[{comm, op}],
+         &comms_[comm]};
+    return e;
+  }
+  static constexpr int kCacheBits = 6;
+  std::array<Entry, size_t{1} << kCacheBits> cache_{};
   int64_t last_done_ns_ = 0;
   int64_t heartbeat_moved_at_ = 0;
   bool readable_ = false;  // the last read succeeded
@@ -247,7 +282,7 @@ NodeView NodeAggregator::View(const hang_detector::Analysis* analysis) {
   for (const auto& [key, h] : histograms_) {
     view.histograms.push_back({CommLabel(key.first),
                                trace::OpTypeName(static_cast<trace::OpType>(key.second)),
-                               h.duration_s, h.size_bytes});
+                               h.duration_s, h.size_bytes, h.duration_by_size_s});
   }
   for (const auto& [comm, nranks] : comm_ranks_)
     view.comm_ranks.emplace_back(CommLabel(comm), nranks);

@@ -3,6 +3,7 @@
 // (NodeView). Thread-safe: one mutex serializes refreshes and views (scrapes are rare).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "exporters/comm_labels.h"
 #include "exporters/node_view.h"
 #include "exporters/ring_source.h"
+#include "exporters/size_classes.h"
 #include "hang_detector/process_probe.h"
 #include "hang_detector/verdict.h"
 
@@ -65,8 +67,12 @@ class NodeAggregator {
   ArrivalLateness lateness_;
   struct OpHistograms {
     BucketCounts duration_s, size_bytes;
+    std::array<BucketCounts, kSizeClassCount> duration_by_size_s;
   };
   std::map<std::pair<uint64_t, uint32_t>, OpHistograms> histograms_;  // by (comm id, op)
+  const std::vector<double>& duration_bounds_ = DurationBucketsSeconds();
+  const std::vector<double>& duration_by_size_bounds_ = DurationBySizeBucketsSeconds();
+  const std::vector<double>& size_bounds_ = SizeBucketsBytes();
   uint64_t read_errors_ = 0;
   std::set<std::string> logged_errors_;
   int64_t now_ns_ = 0;

@@ -2,11 +2,13 @@
 // name cap and label formatting, before any Prometheus type. Plain data.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "exporters/buckets.h"
+#include "exporters/size_classes.h"
 
 namespace ncclscope::exporters {
 
@@ -45,6 +47,7 @@ struct FileView {
 struct HistogramRow {
   std::string comm, op;
   BucketCounts duration_s, size_bytes;
+  std::array<BucketCounts, kSizeClassCount> duration_by_size_s;  // by index into kSizeClasses
 };
 
 struct VerdictRow {

@@ -81,6 +81,55 @@ TEST_F(Aggregation, CountsBytesAndHistogramsAreExact) {
   EXPECT_EQ(Value(text, R"(ncclscope_build_info{version="test"})"), 1);
 }
 
+TEST_F(Aggregation, LatencyBySizeCountsEachCompletionInItsSizeClass) {
+  JobBuilder job(2);
+  const uint64_t world = job.Comm("world", {0, 1});
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  for (int r = 0; r < 2; ++r) {
+    // float32: 4 bytes an element. On the bound, a class includes it: 64 KiB is "<=64KiB".
+    job.Coll(r, world, OpType::kAllReduce, 0.00, Done::kCompleted, 16 * 1024);
+    job.Coll(r, world, OpType::kAllReduce, 0.01, Done::kCompleted, 16 * 1024 + 1);
+    job.Coll(r, world, OpType::kAllReduce, 0.02, Done::kCompleted, 4 * kMiB);
+    job.Coll(r, world, OpType::kAllReduce, 0.03, Done::kCompleted, 4 * kMiB);
+    job.Coll(r, world, OpType::kAllReduce, 0.04, Done::kPending, 16);  // no duration yet
+    // An allgather receives count x 4 x 2 ranks: 256 MiB exactly, then just above.
+    job.Coll(r, world, OpType::kAllGather, 0.05, Done::kCompleted, 32 * kMiB);
+    job.Coll(r, world, OpType::kAllGather, 0.06, Done::kCompleted, 32 * kMiB + 1);
+  }
+  source.set = job.Build();
+  const std::string text = Scrape(aggregator);
+
+  auto count = [&](const std::string& op, const std::string& size) {
+    return Value(text, "ncclscope_operation_duration_by_size_seconds_count{comm=\"world\",op=\"" +
+                           op + "\",size=\"" + size + "\"}");
+  };
+  EXPECT_EQ(count("allreduce", "<=64KiB"), 2);
+  EXPECT_EQ(count("allreduce", "<=1MiB"), 2);
+  EXPECT_EQ(count("allreduce", "<=16MiB"), 4);
+  EXPECT_EQ(count("allgather", "<=256MiB"), 2);
+  EXPECT_EQ(count("allgather", ">256MiB"), 2);
+  // Only the classes an operation was seen in have series.
+  EXPECT_EQ(count("allreduce", "<=256MiB"), std::nullopt);
+  EXPECT_EQ(count("allgather", "<=64KiB"), std::nullopt);
+  // Every completion in the builder lands 1 ms after entry: above 0.64 ms, within 2.56 ms, the
+  // same `le` strings as the main duration histogram.
+  const std::string bucket =
+      R"(ncclscope_operation_duration_by_size_seconds_bucket{comm="world",op="allreduce",size="<=16MiB",)";
+  EXPECT_EQ(Value(text, bucket + R"(le="4e-05"})"), 0);
+  EXPECT_EQ(Value(text, bucket + R"(le="0.0006400000000000001"})"), 0);
+  EXPECT_EQ(Value(text, bucket + R"(le="0.00256"})"), 4);
+  EXPECT_EQ(Value(text, bucket + R"(le="2.62144"})"), 4);
+  EXPECT_EQ(Value(text, bucket + R"(le="+Inf"})"), 4);
+  EXPECT_EQ(Value(text, bucket + R"(le="10.48576"})"), std::nullopt);  // not a bound here
+  EXPECT_NEAR(*Value(text, R"(ncclscope_operation_duration_by_size_seconds_sum{comm="world",)"
+                           R"(op="allreduce",size="<=16MiB"})"),
+              0.004, 1e-9);
+  // The classes add up to the main histogram: completed operations only.
+  EXPECT_EQ(
+      Sum(text, "ncclscope_operation_duration_by_size_seconds_count", {{"op", "allreduce"}}),
+      *Value(text, R"(ncclscope_operation_duration_seconds_count{comm="world",op="allreduce"})"));
+}
+
 TEST_F(Aggregation, ScrapesCountEachOperationOnceAndPickUpLateCompletions) {
   JobBuilder job(1);
   const uint64_t world = job.Comm("world", {0});
