@@ -155,6 +155,16 @@ def quantile(q):
             f"(job_instance_comm_op_le:ncclscope_operation_duration_seconds_bucket:rate1m{{{SELC}}}))")
 
 
+def size_rate_sum(rule):
+    return (f"sum by (comm, op, size) "
+            f"(job_instance_comm_op_size:ncclscope_operation_duration_by_size_seconds_{rule}:rate1m{{{SELC}}})")
+
+
+def size_quantile(q):
+    return (f"histogram_quantile({q}, sum by (comm, op, size, le) "
+            f"(job_instance_comm_op_size_le:ncclscope_operation_duration_by_size_seconds_bucket:rate1m{{{SELC}}}))")
+
+
 VERDICT_TABLE = hide_columns("Time", "Value", "__name__", order=("class", "comm", "rank", "instance", "job"))
 
 
@@ -344,6 +354,12 @@ def communicator():
         (f"{rate_sum('ncclscope_operation_bus_bytes')} / "
          f"{rate_sum('ncclscope_operation_duration_seconds_sum')}", "Bps", "bus bandwidth"),
     ]
+    per_size = [
+        (size_rate_sum("count"), "ops", "operations/s"),
+        (f"{size_rate_sum('sum')} / {size_rate_sum('count')}", "s", "mean latency"),
+        (size_quantile(0.5), "s", "p50 latency"),
+        (size_quantile(0.99), "s", "p99 latency"),
+    ]
     per_rank = [
         (f"max by (rank) (ncclscope_last_issued_sequence{{{SELC}}})", "none", "last issued #"),
         (f"max by (rank) (ncclscope_last_completed_sequence{{{SELC}}})", "none", "last completed #"),
@@ -374,11 +390,26 @@ def communicator():
             merged_table("Operations: size, latency, bandwidth",
                          "What does each operation of this communicator cost? Per operation: "
                          "rate, mean size, mean and p99 latency, algorithm and bus bandwidth over "
-                         "the last minute. The duration histogram has no size dimension, so this "
-                         "is latency per operation at its mean size.",
+                         "the last minute, all sizes together (per size: the table below).",
                          per_op, 24, 8, first_columns=("comm", "op")),
 
             row("Latency and size"),
+            merged_table("Latency by message size",
+                         "How does latency grow with message size, and which size got slower? "
+                         "Per operation and size class (<=64KiB ... >256MiB, nccl-tests size "
+                         "convention): rate, mean, p50 and p99 latency over the last minute. "
+                         "Quantiles interpolate within buckets a factor of 4 apart; the mean is "
+                         "exact.",
+                         per_size, 12, 8, first_columns=("comm", "op", "size")),
+            panel("timeseries", "p50 / p99 latency by message size",
+                  "Does one message size get slower over time? Median (solid) and p99 (dashed) "
+                  "latency per operation and size class.",
+                  "s", [target(size_quantile(0.5), "p50 {{op}} {{size}}"),
+                        target(size_quantile(0.99), "p99 {{op}} {{size}}")],
+                  12, 8, options=LEGEND_TABLE, custom=LINE,
+                  overrides=[{"matcher": {"id": "byRegexp", "options": "^p99 .*"},
+                              "properties": [{"id": "custom.lineStyle",
+                                              "value": {"fill": "dash", "dash": [10, 10]}}]}]),
             panel("timeseries", "Mean latency per operation",
                   "Does an operation get slower over time? Mean enqueue-to-completion time per "
                   "operation, with its p99 dashed.",
