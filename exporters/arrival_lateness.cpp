@@ -30,7 +30,14 @@ double MedianWithout(const std::vector<double>& sorted, double x) {
 
 void ArrivalLateness::SetMembers(uint64_t comm, std::vector<uint32_t> members) {
   std::sort(members.begin(), members.end());
-  comms_[comm].members = std::move(members);
+  Comm& c = comms_[comm];
+  c.members = std::move(members);
+  IndexMembers(c);
+}
+
+void ArrivalLateness::IndexMembers(Comm& c) {
+  c.is_member.assign(c.members.empty() ? 0 : size_t{c.members.back()} + 1, 0);
+  for (uint32_t m : c.members) c.is_member[m] = 1;
 }
 
 void ArrivalLateness::Completed(uint64_t comm, uint64_t seq, uint32_t member, double wait_s,
@@ -86,19 +93,14 @@ bool ArrivalLateness::IsComplete(const Comm& c, const std::vector<Arrival>& arri
   // case, decided without looking at who arrived.
   if (c.members.empty() || arrivals.size() < c.members.size()) return false;
   size_t found = 0;
-  for (const Arrival& a : arrivals) {
-    found += std::binary_search(c.members.begin(), c.members.end(), a.member) ? 1 : 0;
-  }
+  for (const Arrival& a : arrivals) found += IsMember(c, a.member) ? 1 : 0;
   return found >= c.members.size();
 }
 
 void ArrivalLateness::Finish(Comm& c, std::vector<Arrival> arrivals) {
   // Members only (a file that left the communicator's visible members no longer counts).
   arrivals.erase(std::remove_if(arrivals.begin(), arrivals.end(),
-                                [&c](const Arrival& a) {
-                                  return !std::binary_search(c.members.begin(), c.members.end(),
-                                                             a.member);
-                                }),
+                                [&c](const Arrival& a) { return !IsMember(c, a.member); }),
                  arrivals.end());
   if (arrivals.size() < 2) return;  // nobody to be late against
   std::vector<double> waits;
@@ -174,6 +176,7 @@ Lateness ArrivalLateness::Of(uint64_t comm, uint32_t member) const {
 void ArrivalLateness::ForgetMember(uint32_t member) {
   for (auto& [id, c] : comms_) {
     c.members.erase(std::remove(c.members.begin(), c.members.end(), member), c.members.end());
+    IndexMembers(c);
   }
 }
 

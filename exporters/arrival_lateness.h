@@ -54,7 +54,8 @@ class ArrivalLateness {
   };
   using Incomplete = std::map<uint64_t, std::vector<Arrival>>;  // by sequence number
   struct Comm {
-    std::vector<uint32_t> members;  // sorted
+    std::vector<uint32_t> members;   // sorted
+    std::vector<uint8_t> is_member;  // by member id (file ids are small): O(1) membership
     Incomplete incomplete;
     // Where the last Completed went: a file reports its collectives in sequence order, so the
     // next one is usually this entry or the one after.
@@ -67,6 +68,10 @@ class ArrivalLateness {
     bool window_changed = false;
   };
   std::vector<Arrival>& Slot(Comm& c, uint64_t seq);
+  static bool IsMember(const Comm& c, uint32_t member) {
+    return member < c.is_member.size() && c.is_member[member] != 0;
+  }
+  static void IndexMembers(Comm& c);
   // Whether every visible member reported.
   static bool IsComplete(const Comm& c, const std::vector<Arrival>& arrivals);
   static void Finish(Comm& c, std::vector<Arrival> arrivals);

@@ -2,7 +2,10 @@
 // in tests. Implementations say their own thread-safety.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,21 +25,39 @@ class RingSource {
                      std::string* error) = 0;
 };
 
-// The *.ring files of a directory, mapped read-only at each visit: never blocks or disturbs the
-// writers. With a host, only the files that host wrote (named "<host>-<pid>-<nonce>.ring"): the
-// exporters of several nodes sharing one trace directory then each serve their own ranks.
-// Thread-safe.
+// The *.ring files of a directory, mapped read-only (never blocks or disturbs the writers). A file
+// stays mapped from one visit to the next while it is the same file (device, inode, size), so a
+// scrape touches only the pages written since the previous one instead of mapping and faulting
+// in 64 files again; a file that is gone from the listing is unmapped. With a host, only the files
+// that host wrote (named "<host>-<pid>-<nonce>.ring"): the exporters of several nodes sharing one
+// trace directory then each serve their own ranks. Thread-safe.
 class DirRingSource final : public RingSource {
  public:
   explicit DirRingSource(std::string dir, std::string host = "")
       : dir_(std::move(dir)), host_(std::move(host)) {}
+  ~DirRingSource() override;
+  DirRingSource(const DirRingSource&) = delete;
+  DirRingSource& operator=(const DirRingSource&) = delete;
   std::vector<std::string> List(std::string* error) override;
   bool Visit(const std::string& name, uint64_t first, trace::RingVisitor* visitor,
              std::string* error) override;
 
  private:
+  struct Mapping {
+    uint64_t device = 0;
+    uint64_t inode = 0;
+    size_t size = 0;
+    void* base = nullptr;
+  };
+  // The mapping of `name` as it is now, mapped afresh when the file changed; null when it cannot
+  // be mapped (Visit then lets trace::VisitRingFileFrom say why).
+  const Mapping* MappingOf(const std::string& name);
+  static void Unmap(const Mapping& m);
+
   std::string dir_;
   std::string host_;
+  std::mutex mutex_;
+  std::map<std::string, Mapping> mapped_;  // by path
 };
 
 }  // namespace ncclscope::exporters

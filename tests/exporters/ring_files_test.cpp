@@ -3,6 +3,7 @@
 // that runs while scrapes read, and the GPU UUID of the header.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -94,6 +95,30 @@ TEST_F(RingFiles, BrokenFilesAreCountedAndTheOthersStillRead) {
   EXPECT_EQ(Value(text, Ops(0)), 1);
   text = Scrape(aggregator);  // counted at every scrape they fail
   EXPECT_EQ(Value(text, "ncclscope_exporter_read_errors_total"), 4);
+}
+
+TEST_F(RingFiles, AFileReplacedUnderItsNameIsReadAsTheNewFile) {
+  // The source keeps files mapped between scrapes: a new file behind the same name (another
+  // inode) must be mapped afresh, a removed one must disappear.
+  auto w0 = Writer(dir, 0, 1024);
+  AllReduce(*w0, 1);
+  auto w1 = Writer(dir, 1, 1024);
+  for (uint64_t seq = 1; seq <= 3; ++seq) AllReduce(*w1, seq);
+  std::string text = Scrape(aggregator);
+  EXPECT_EQ(Value(text, Ops(0)), 1);
+  EXPECT_EQ(Value(text, Ops(1)), 3);
+  ASSERT_EQ(std::rename(w1->path().c_str(), w0->path().c_str()), 0);
+  text = Scrape(aggregator);
+  EXPECT_EQ(Value(text, "ncclscope_exporter_ring_files"), 1);
+  EXPECT_EQ(Value(text, Ops(0)), std::nullopt);
+  EXPECT_EQ(Value(text, Ops(1)), 3);
+  AllReduce(*w1, 4);  // the writer keeps writing the renamed file
+  text = Scrape(aggregator);
+  EXPECT_EQ(Value(text, Ops(1)), 4);
+  ASSERT_EQ(std::remove(w0->path().c_str()), 0);
+  text = Scrape(aggregator);
+  EXPECT_EQ(Value(text, "ncclscope_exporter_ring_files"), 0);
+  EXPECT_EQ(Value(text, Ops(1)), std::nullopt);
 }
 
 TEST_F(RingFiles, WithAHostOnlyThatHostsFilesAreServed) {
