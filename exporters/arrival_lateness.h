@@ -37,7 +37,8 @@ class ArrivalLateness {
   // Scores the collectives now complete on every member, oldest first. Call after a round of
   // Completed and SetMembers (one refresh), so files read later in the round still count.
   void Settle();
-  // 0 / 0 until a collective is complete on every member (or with a single visible member).
+  // As of the last Settle; 0 / 0 until a collective is complete on every member (or with a
+  // single visible member).
   Lateness Of(uint64_t comm, uint32_t member) const;
   // A member's file is gone: forget it everywhere.
   void ForgetMember(uint32_t member);

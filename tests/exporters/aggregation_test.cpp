@@ -87,8 +87,8 @@ TEST_F(Aggregation, LatencyBySizeCountsEachCompletionInItsSizeClass) {
   constexpr uint64_t kMiB = uint64_t{1} << 20;
   for (int r = 0; r < 2; ++r) {
     // float32: 4 bytes an element. On the bound, a class includes it: 64 KiB is "<=64KiB".
-    job.Coll(r, world, OpType::kAllReduce, 0.00, Done::kCompleted, 16 * 1024);
-    job.Coll(r, world, OpType::kAllReduce, 0.01, Done::kCompleted, 16 * 1024 + 1);
+    job.Coll(r, world, OpType::kAllReduce, 0.00, Done::kCompleted, uint64_t{16} * 1024);
+    job.Coll(r, world, OpType::kAllReduce, 0.01, Done::kCompleted, uint64_t{16} * 1024 + 1);
     job.Coll(r, world, OpType::kAllReduce, 0.02, Done::kCompleted, 4 * kMiB);
     job.Coll(r, world, OpType::kAllReduce, 0.03, Done::kCompleted, 4 * kMiB);
     job.Coll(r, world, OpType::kAllReduce, 0.04, Done::kPending, 16);  // no duration yet
