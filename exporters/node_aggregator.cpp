@@ -132,7 +132,7 @@ class NodeAggregator::FileState final : public TailEvents {
   std::map<uint64_t, CommProgress> comms_;
   std::unordered_map<uint64_t, int64_t> stream_done_;
   // Where the records of one (comm, op) are counted, so that thousands of records per scrape
-  // search the maps once per (comm, op) and poll, not once each (node_aggregator.h). Map nodes
+  // search the maps once per (comm, op) and poll, not once each (docs/performance.md). Map nodes
   // stay put; Reset clears the maps and the cache, Header the cache (nranks may change).
   struct Entry {
     uint64_t comm = 0;
