@@ -69,6 +69,17 @@ BARS = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": Fals
 TABLE = {"showHeader": True, "cellHeight": "sm", "footer": {"show": False}}
 
 
+def bucket_heatmap(unit, scheme):
+    """Options of a heatmap of a Prometheus histogram's buckets (one row per `le`)."""
+    return {"calculate": False, "cellGap": 1, "showValue": "never",
+            "yAxis": {"axisPlacement": "left", "unit": unit},
+            "rowsFrame": {"layout": "le"},
+            "color": {"mode": "scheme", "scheme": scheme, "fill": "dark",
+                      "scale": "exponential", "exponent": 0.5, "steps": 64, "reverse": False},
+            "tooltip": {"show": True, "yHistogram": False},
+            "legend": {"show": True}, "filterValues": {"le": 1e-9}}
+
+
 def hide_columns(*names, order=()):
     return [{"id": "organize", "options": {
         "excludeByName": {n: True for n in names},
@@ -241,15 +252,7 @@ def job_overview():
                   "duration bucket over time, all selected communicators together.",
                   "s", [target("sum by (le) (rate(ncclscope_operation_duration_seconds_bucket"
                                f"{{{SELC}}}[$__rate_interval]))", "{{le}}", fmt="heatmap")],
-                  12, 8, options={
-                      "calculate": False, "cellGap": 1, "showValue": "never",
-                      "yAxis": {"axisPlacement": "left", "unit": "s"},
-                      "rowsFrame": {"layout": "le"},
-                      "color": {"mode": "scheme", "scheme": "Oranges", "fill": "dark",
-                                "scale": "exponential", "exponent": 0.5, "steps": 64,
-                                "reverse": False},
-                      "tooltip": {"show": True, "yHistogram": False},
-                      "legend": {"show": True}, "filterValues": {"le": 1e-9}}),
+                  12, 8, options=bucket_heatmap("s", "Oranges")),
 
             row("Per-rank progress"),
             panel("timeseries", "Last completed collective per rank",
@@ -432,15 +435,7 @@ def communicator():
                   "How are operation sizes spread? Operations per size bucket over time.",
                   "bytes", [target("sum by (le) (rate(ncclscope_operation_size_bytes_bucket"
                                    f"{{{SELC}}}[$__rate_interval]))", "{{le}}", fmt="heatmap")],
-                  6, 8, options={
-                      "calculate": False, "cellGap": 1, "showValue": "never",
-                      "yAxis": {"axisPlacement": "left", "unit": "bytes"},
-                      "rowsFrame": {"layout": "le"},
-                      "color": {"mode": "scheme", "scheme": "Blues", "fill": "dark",
-                                "scale": "exponential", "exponent": 0.5, "steps": 64,
-                                "reverse": False},
-                      "tooltip": {"show": True, "yHistogram": False},
-                      "legend": {"show": True}, "filterValues": {"le": 1e-9}}),
+                  6, 8, options=bucket_heatmap("bytes", "Blues")),
 
             row("Per rank"),
             panel("timeseries", "Arrival lateness per rank",
