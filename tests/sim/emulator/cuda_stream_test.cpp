@@ -9,6 +9,7 @@
 #include <cuda.h>
 
 #include "sim/emulator/sim_stream.h"
+#include "tests/sim/emulator/child_check.h"
 #include "tests/sim/emulator/rank_harness.h"
 
 namespace {
@@ -32,14 +33,6 @@ void inChild(int (*body)()) {
   std::string failures = ncclsim_test::describeFailures(out);
   EXPECT_TRUE(failures.empty()) << failures;
 }
-
-#define CHILD_CHECK(cond)                                                     \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      ncclsim_test::rankReport("line %d: check failed: %s", __LINE__, #cond); \
-      return 1;                                                               \
-    }                                                                         \
-  } while (0)
 
 TEST(CudaStreams, EventIsNotReadyUntilTheStreamPassesIt) {
   inChild([] {

@@ -15,6 +15,7 @@
 #include <nccl.h>
 
 #include "sim/emulator/profiler_abi.h"
+#include "tests/sim/emulator/child_check.h"
 #include "tests/sim/emulator/rank_harness.h"
 
 namespace pabi = ncclsim::profabi;
@@ -127,14 +128,6 @@ const pabi::Table4 ncclProfiler_v4 = {"test-recorder", init4, start4, stop, reco
 
 namespace {
 
-#define CHILD_CHECK(cond)                                                     \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      ncclsim_test::rankReport("line %d: check failed: %s", __LINE__, #cond); \
-      return 1;                                                               \
-    }                                                                         \
-  } while (0)
-
 void inChild(int (*body)()) {
   auto out = ncclsim_test::runRanks(
       1, [body](int, int, const ncclUniqueId&) { return body(); }, 20000);
@@ -162,6 +155,20 @@ const Event* find(const std::vector<Event>& ev, Event::Kind kind, uint64_t type,
     if (e.kind == kind && e.type == type && e.ctx == ctx) return &e;
   }
   return nullptr;
+}
+
+// Two ranks of one process (ncclCommInitAll) run one allreduce inside a group, to completion.
+int groupedAllReduceOnTwoRanks() {
+  ncclComm_t comms[2];
+  CHILD_CHECK(ncclCommInitAll(comms, 2, nullptr) == ncclSuccess);
+  std::vector<float> buf(16, 1.0f);
+  CHILD_CHECK(ncclGroupStart() == ncclSuccess);
+  for (ncclComm_t c : comms) {
+    ncclAllReduce(buf.data(), buf.data(), 16, ncclFloat32, ncclSum, c, nullptr);
+  }
+  CHILD_CHECK(ncclGroupEnd() == ncclSuccess);
+  CHILD_CHECK(cuStreamSynchronize(nullptr) == CUDA_SUCCESS);
+  return 0;
 }
 
 // Two ranks in this process; rank 1's stream is held by a host function that has not returned,
@@ -236,15 +243,7 @@ TEST(ProfilerEvents, V4TableGetsCollAndKernelEvents) {
   inChild([] {
     setenv("NCCL_PROFILER_PLUGIN", "STATIC_PLUGIN", 1);
     setenv("NCCLSIM_PROFILER_ABI", "4", 1);
-    ncclComm_t comms[2];
-    CHILD_CHECK(ncclCommInitAll(comms, 2, nullptr) == ncclSuccess);
-    std::vector<float> buf(16, 1.0f);
-    CHILD_CHECK(ncclGroupStart() == ncclSuccess);
-    for (ncclComm_t c : comms) {
-      ncclAllReduce(buf.data(), buf.data(), 16, ncclFloat32, ncclSum, c, nullptr);
-    }
-    CHILD_CHECK(ncclGroupEnd() == ncclSuccess);
-    CHILD_CHECK(cuStreamSynchronize(nullptr) == CUDA_SUCCESS);
+    CHILD_CHECK(groupedAllReduceOnTwoRanks() == 0);
     const std::vector<Event> ev = events();
     CHILD_CHECK(count(ev, Event::kStart, pabi::kEvCollApi, 0) == 0);
     CHILD_CHECK(count(ev, Event::kStart, pabi::kEvColl, 0) == 1);
@@ -258,15 +257,7 @@ TEST(ProfilerEvents, MaskAndNoneAreHonoured) {
   inChild([] {
     setenv("NCCL_PROFILER_PLUGIN", "STATIC_PLUGIN", 1);
     g_wanted_mask = static_cast<int>(pabi::kEvColl);
-    ncclComm_t comms[2];
-    CHILD_CHECK(ncclCommInitAll(comms, 2, nullptr) == ncclSuccess);
-    std::vector<float> buf(16, 1.0f);
-    CHILD_CHECK(ncclGroupStart() == ncclSuccess);
-    for (ncclComm_t c : comms) {
-      ncclAllReduce(buf.data(), buf.data(), 16, ncclFloat32, ncclSum, c, nullptr);
-    }
-    CHILD_CHECK(ncclGroupEnd() == ncclSuccess);
-    CHILD_CHECK(cuStreamSynchronize(nullptr) == CUDA_SUCCESS);
+    CHILD_CHECK(groupedAllReduceOnTwoRanks() == 0);
     const std::vector<Event> ev = events();
     CHILD_CHECK(count(ev, Event::kStart, pabi::kEvColl, 0) == 1);
     CHILD_CHECK(count(ev, Event::kStart, pabi::kEvKernelCh, 0) == 0);
