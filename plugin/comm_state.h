@@ -61,12 +61,26 @@ struct CommState {
   }
 
   // Next per-(comm, peer) sequence number for a send (or recv) with peer; 0 when peer is out of
-  // range or the size is not yet known. Hot path: thread-safe, lock-free.
+  // range or the size is not yet known. Hot path, lock-free; one thread per communicator at a time.
   uint64_t NextP2PSeq(bool send, int peer) {
     const int n = nranks.load(std::memory_order_acquire);
     std::atomic<uint64_t>* counters = (send ? send_seq : recv_seq).load(std::memory_order_acquire);
     if (counters == nullptr || peer < 0 || peer >= n) return 0;
-    return counters[peer].fetch_add(1, std::memory_order_relaxed) + 1;
+    return Bump(counters[peer]);
+  }
+
+  // Next collective sequence number. Hot path, lock-free.
+  uint64_t NextCollSeq() { return Bump(coll_seq); }
+
+ private:
+  // NCCL forbids issuing operations on one communicator from two threads at once (user guide,
+  // "Thread Safety"), and a handover between threads synchronizes them, so the per-communicator
+  // counters need no atomic read-modify-write: a load and a store save a locked instruction per
+  // call. They stay atomics so readers on other threads (the profiler plugin) see whole values.
+  static uint64_t Bump(std::atomic<uint64_t>& counter) {
+    const uint64_t next = counter.load(std::memory_order_relaxed) + 1;
+    counter.store(next, std::memory_order_relaxed);
+    return next;
   }
 };
 

@@ -51,7 +51,7 @@ ncclResult_t Collective(const CollArgs& a, Forward&& forward) noexcept {
     d.comm_id = cs->id;
     // A rejected call enqueued nothing, so like NCCL's own counter it takes no number.
     if (r == ncclSuccess || r == ncclInProgress) {
-      d.seq = cs->coll_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+      d.seq = cs->NextCollSeq();
     }
   }
   d.count = a.count;

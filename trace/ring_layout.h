@@ -25,9 +25,13 @@ inline constexpr uint32_t kHeaderFinished = 1u << 1;  // the process exited norm
 // One slot: a commit word (seqlock) and the payload as relaxed atomic words, so a reader in another
 // process can copy a slot while it is being written and detect the tear instead of racing on it.
 struct RecordSlot {
-  std::atomic<uint64_t> commit;  // slot index + 1 once complete; 0 while being written
+  std::atomic<uint64_t> commit;  // slot index + 1 once complete; kSlotWriting | (index + 1) while
+                                 // a writer owns it; 0 before the first write
   std::atomic<uint64_t> words[15];
 };
+// Set in the commit word while one writer owns the slot. Writers claim a slot with a CAS, so a
+// writer that lapped the ring never mixes its words into those of a preempted older writer.
+inline constexpr uint64_t kSlotWriting = uint64_t{1} << 63;
 static_assert(sizeof(RecordSlot) == 128);
 inline constexpr size_t kDeviceDoneWord = offsetof(RecordData, t_device_done_ns) / 8;
 

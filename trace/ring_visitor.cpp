@@ -116,15 +116,24 @@ void ReadComms(const char* base, const FileHeader& h, RingInfo* out) {
   }
 }
 
-// Copies one slot under its seqlock; false when it is mid-write or was overwritten meanwhile.
-bool CopySlot(const RecordSlot& slot, uint64_t index, RecordData* out) {
-  if (slot.commit.load(std::memory_order_acquire) != index + 1) return false;
+enum class SlotRead { kWhole, kTorn, kOlder };
+
+// Copies one slot under its seqlock. kTorn: mid-write, overwritten meanwhile, or damaged. kOlder:
+// the slot holds a whole record of an earlier lap, which is what a writer leaves when it dropped
+// its record because the slot was still owned by a preempted older writer.
+SlotRead CopySlot(const RecordSlot& slot, uint64_t index, uint64_t mask, RecordData* out) {
+  const uint64_t commit = slot.commit.load(std::memory_order_acquire);
+  if (commit != index + 1) {
+    const bool older = commit != 0 && (commit & kSlotWriting) == 0 && commit <= index &&
+                       ((index + 1 - commit) & mask) == 0;
+    return older ? SlotRead::kOlder : SlotRead::kTorn;
+  }
   uint64_t words[15];
   for (int i = 0; i < 15; ++i) words[i] = slot.words[i].load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
-  if (slot.commit.load(std::memory_order_relaxed) != index + 1) return false;
+  if (slot.commit.load(std::memory_order_relaxed) != index + 1) return SlotRead::kTorn;
   std::memcpy(out, words, sizeof words);
-  return true;
+  return SlotRead::kWhole;
 }
 
 void VisitRecords(const char* base, const FileHeader& h, uint64_t begin, uint64_t end,
@@ -133,10 +142,17 @@ void VisitRecords(const char* base, const FileHeader& h, uint64_t begin, uint64_
   const uint64_t mask = h.record_capacity - 1;
   StoredRecord batch[kBatch];
   size_t n = 0;
+  uint64_t dropped_left = info->dropped_records;
   for (uint64_t index = begin; index < end; ++index) {
     StoredRecord& r = batch[n];
-    if (!CopySlot(slots[index & mask], index, &r.data)) {
-      ++info->torn_records;
+    const SlotRead read = CopySlot(slots[index & mask], index, mask, &r.data);
+    if (read != SlotRead::kWhole) {
+      // A drop is already counted in dropped_records; more older slots than drops is damage.
+      if (read == SlotRead::kOlder && dropped_left > 0) {
+        --dropped_left;
+      } else {
+        ++info->torn_records;
+      }
       continue;
     }
     r.index = index;

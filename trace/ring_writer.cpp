@@ -115,8 +115,8 @@ bool RingWriter::CloseCall(uint64_t slot_index, const RecordData& record) {
   RecordSlot& slot = slots_[slot_index & mask_];
   // Claim the slot back from readers; failing means a wrap gave it to a newer record.
   uint64_t expected = slot_index + 1;
-  if (!slot.commit.compare_exchange_strong(expected, 0, std::memory_order_acquire,
-                                           std::memory_order_relaxed)) {
+  if (!slot.commit.compare_exchange_strong(expected, kSlotWriting | (slot_index + 1),
+                                           std::memory_order_acquire, std::memory_order_relaxed)) {
     header_->dropped_records.fetch_add(1, std::memory_order_relaxed);
     return false;
   }

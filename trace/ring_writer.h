@@ -34,9 +34,10 @@ class RingWriter {
   RingWriter& operator=(const RingWriter&) = delete;
 
   // Hot path. Thread-safe, lock-free, no allocation, no system call. Returns the slot index, which
-  // CompleteDevice takes later. t_device_done_ns should be kDoneUntracked or the value returned by
-  // PendingMarker(index) for the index about to be claimed; pass track_completion instead.
-  // Inline (below) so a record built in the caller can go from registers straight to the slot.
+  // CompleteDevice and CloseCall take later (they fail when this record was dropped: the slot was
+  // still owned by a writer preempted a whole lap ago). t_device_done_ns is set from
+  // track_completion: PendingMarker(index) or kDoneUntracked. Inline (below) so a record built in
+  // the caller can go from registers straight to the slot.
   uint64_t Append(const RecordData& record, bool track_completion);
 
   // Thread-safe, lock-free. Rewrites the record at slot_index with its final contents (exit time,
@@ -90,8 +91,17 @@ inline uint64_t RingWriter::Append(const RecordData& record, bool track_completi
   const uint64_t index = header_->write_pos.fetch_add(1, std::memory_order_relaxed);
   RecordSlot& slot = slots_[index & mask_];
   const auto* src = reinterpret_cast<const unsigned char*>(&record);
-  // Seqlock: readers see commit != index + 1 while the words change and discard the copy.
-  slot.commit.store(0, std::memory_order_relaxed);
+  // Seqlock with an owner: readers see commit != index + 1 while the words change and discard the
+  // copy. The slot is claimed only from an older whole record; when another writer still owns it
+  // (it was preempted for a whole lap of the ring) or a newer one already took it, this record is
+  // dropped and counted rather than waited for or mixed with theirs.
+  uint64_t seen = slot.commit.load(std::memory_order_relaxed);
+  if ((seen & kSlotWriting) != 0 || seen > index ||
+      !slot.commit.compare_exchange_strong(seen, kSlotWriting | (index + 1),
+                                           std::memory_order_relaxed)) {
+    CountDroppedRecord();
+    return index;
+  }
   std::atomic_thread_fence(std::memory_order_release);
   // Word by word from the record itself: no staging copy, so an inlined caller's record can go
   // from registers to the slot.

@@ -1,5 +1,5 @@
 // Many writer threads and a concurrent reader: every record read is whole, none is lost unless the
-// ring wrapped. Runs under ThreadSanitizer in CI.
+// ring wrapped or a writer dropped it (counted). Runs under ThreadSanitizer in CI.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -73,7 +73,9 @@ TEST(RingConcurrency, ConcurrentWritersAndReaderSeeOnlyWholeRecords) {
   auto s = ReadRingFile(w->path(), &error);
   ASSERT_TRUE(s) << error;
   EXPECT_EQ(s->write_pos, kThreads * kPerThread);
-  EXPECT_EQ(s->records.size(), 1024u);
+  // A writer preempted mid-record for a whole lap makes the lapping writer drop its record (rare,
+  // likelier under TSan); it is counted, and the slot is never torn once every writer finished.
+  EXPECT_GE(s->records.size() + s->dropped_records, 1024u);
   EXPECT_EQ(s->torn_records, 0u);
   EXPECT_EQ(s->overwritten, kThreads * kPerThread - 1024);
   for (const auto& r : s->records) {
