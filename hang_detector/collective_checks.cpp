@@ -36,7 +36,7 @@ std::vector<OpSignature> FamilyVotes(const Context& ctx, const CommModel& comm, 
     if (!sibling) continue;
     for (const CollLane& lane : c.lanes) {
       const uint32_t pos = lane.PosOf(seq);
-      if (pos != kNoRecord) votes.push_back(SignatureOf(ctx.index.files()[lane.file].At(pos)));
+      if (pos != kNoRecord) votes.push_back(SignatureOf(ctx.index.files()[lane.file].ShapeAt(pos)));
     }
   }
   return votes;
@@ -120,7 +120,7 @@ void Classify(const Context& ctx, const CommModel& comm, uint64_t seq,
       st->completed.push_back(ctx.RankOf(lane.file));
     } else if (IsWaitingState(s)) {
       const uint32_t pos = lane.PosOf(seq);
-      st->waiting.push_back({lane.file, pos, SignatureOf(index.files()[lane.file].At(pos))});
+      st->waiting.push_back({lane.file, pos, SignatureOf(index.files()[lane.file].ShapeAt(pos))});
     } else if (s == OpState::kNotIssued) {
       st->not_issued.push_back(ctx.RankOf(lane.file));
       st->not_issued_files.push_back(lane.file);
@@ -178,7 +178,7 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
       for (const CollLane& lane : comm.lanes) {
         const uint32_t pos = lane.PosOf(seq);
         if (pos != kNoRecord)
-          issued.push_back({lane.file, pos, SignatureOf(files[lane.file].At(pos))});
+          issued.push_back({lane.file, pos, SignatureOf(files[lane.file].ShapeAt(pos))});
       }
       const bool differ = std::any_of(issued.begin(), issued.end(),
                                       [&](const Issued& i) { return !(i.sig == issued[0].sig); });

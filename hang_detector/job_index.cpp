@@ -220,15 +220,25 @@ OpState JobIndex::StateAt(const CollLane& lane, uint64_t seq) const {
   return StateOf(lane.file, pos);
 }
 
-OpSignature SignatureOf(const trace::RecordData& r) {
-  const auto op = static_cast<OpType>(r.op);
+OpSignature SignatureOf(const OpShape& shape) {
+  const auto op = static_cast<OpType>(shape.op);
   OpSignature s;
-  s.op = r.op;
-  s.count = r.count;
-  s.dtype = r.dtype;
-  if (IsReducing(op)) s.redop = r.redop;
-  if (IsRooted(op)) s.root = r.peer;
+  s.op = shape.op;
+  s.count = shape.count;
+  s.dtype = shape.dtype;
+  if (IsReducing(op)) s.redop = shape.redop;
+  if (IsRooted(op)) s.root = shape.peer;
   return s;
+}
+
+OpSignature SignatureOf(const trace::RecordData& r) {
+  OpShape shape;
+  shape.op = r.op;
+  shape.count = r.count;
+  shape.dtype = r.dtype;
+  shape.redop = r.redop;
+  shape.peer = r.peer;
+  return SignatureOf(shape);
 }
 
 std::string DescribeDifference(const OpSignature& a, const OpSignature& b) {

@@ -122,7 +122,7 @@ std::vector<CommTimeline> BuildTimelines(const Context& ctx) {
       FillMember(index.files()[comm.lanes[m].file], comm.lanes[m], m, t.WindowBegin(), &t.samples);
     }
     for (Sample& s : t.samples) {
-      s.sig = SignatureOf(index.files()[comm.lanes[0].file].At(s.pos[0]));
+      s.sig = SignatureOf(index.files()[comm.lanes[0].file].ShapeAt(s.pos[0]));
       s.transfer_s = *std::min_element(s.wait_s.begin(), s.wait_s.end());
     }
     out.push_back(std::move(t));
