@@ -65,6 +65,8 @@ void ApplyLiveness(const Context& ctx, std::vector<Verdict>* verdicts);
 
 // Sorted, duplicate-free rank list helpers.
 void SortUnique(std::vector<int>* ranks);
-std::string RankList(const std::vector<int>& ranks);  // "rank 5", "ranks 0,2,4"
+// "rank 5", "ranks 0,2,4", "ranks 0-7", "ranks 3-2019:32,2083-4067:32 (127 ranks)", where a-b:s
+// is a, a + s, ..., b as in Slurm's array ranges.
+std::string RankList(const std::vector<int>& ranks);
 
 }  // namespace ncclscope::hang_detector
