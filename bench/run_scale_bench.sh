@@ -51,8 +51,7 @@ run() {
   timing=$(grep '^timing:' "$work/time.txt" || echo "timing: (none; exit code $rc)")
   echo "[$label] exit code $rc; wall $wall s; cpu (user + sys) $cpu s; max RSS $((rss / 1024)) MiB"
   echo "[$label] $timing"
-  # The injected fault: a verdict of its class that blames exactly the culprit (merged verdicts
-  # cite the collective itself as "also:" evidence when a later wait of the same rank leads).
+  # The injected fault: a verdict of its class that blames exactly the culprit.
   # A crash (exit code 3 or more, no JSON) meets no target, however fast it was.
   if [ "$rc" -ge 3 ] || ! jq -e .verdicts "$work/out.json" >/dev/null 2>&1; then
     echo "[$label] FAILED: no analysis (exit code $rc): $(grep -v '^timing:' "$work/time.txt" | head -3)"
@@ -64,16 +63,22 @@ run() {
             | select(.value.class == $c and .value.culprits == [$r])
             | {position: .key, comm: .value.comm_name, seq: .value.seq}] | first' "$work/out.json")
   first=$(jq -c '.verdicts[0] | {class, culprits, comm_name, seq}' "$work/out.json")
+  # The headline is the injected fault itself: the culprit's first missed collective, not a later
+  # one that other communicators' members wait for.
+  headline=$(jq --arg c "$want_class" --argjson r "$want_rank" --arg comm "$want_comm" \
+    --argjson seq "$want_seq" '.verdicts[0] | .class == $c and .culprits == [$r] and
+      .comm_name == $comm and .seq == $seq' "$work/out.json")
   # The job has no straggler: every rank runs the same steps at the same pace until the hang.
   stragglers=$(jq '[.verdicts[] | select(.class == "straggler")] | length' "$work/out.json")
   echo "[$label] verdicts: $(jq '.verdicts | length' "$work/out.json"); first: $first"
   echo "[$label] injected: $want_class rank $want_rank on $want_comm #$want_seq;" \
        "named as $want_class rank $want_rank: $([ "$named" != null ] && echo "yes $named" || echo NO)"
+  echo "[$label] headline is the injected fault: $([ "$headline" = true ] && echo yes || echo NO)"
   echo "[$label] straggler verdicts (none injected): $stragglers" \
        "$([ "$stragglers" -eq 0 ] && echo OK || echo FALSE)"
   echo "[$label] targets: wall <= $target_s s: $(echo "$wall <= $target_s" | bc | sed 's/1/MET/;s/0/MISSED/');" \
        "max RSS <= 4 GiB: $([ "$rss" -le $target_kib ] && echo MET || echo MISSED)"
-  if [ "$named" = null ] || [ "$stragglers" -ne 0 ] || [ "$(echo "$wall > $target_s" | bc)" = 1 ] ||
+  if [ "$named" = null ] || [ "$headline" != true ] || [ "$stragglers" -ne 0 ] || [ "$(echo "$wall > $target_s" | bc)" = 1 ] ||
      [ "$rss" -gt $target_kib ]; then
     failed=1
   fi

@@ -7,6 +7,7 @@
 
 #include "hang_detector/detectors.h"
 #include "hang_detector/job_index.h"
+#include "hang_detector/program_order.h"
 
 namespace ncclscope::hang_detector {
 namespace {
@@ -108,6 +109,9 @@ int Priority(VerdictClass c) {
 // practice: one rank's ops are issued back to back); among those, the one blocking the most ranks
 // leads, which keeps the headline stable from run to run.
 constexpr double kSameMomentS = 0.25;
+// Program order is compared pairwise; beyond this many verdicts for one culprit (never seen: one
+// per communicator it belongs to), the times alone pick the headline.
+constexpr size_t kMaxOrdered = 64;
 
 // One verdict per (class, culprits): a rank that never issued #N on tp usually never issued the
 // following collectives on dp and world either; those become one-line "also" evidence. The classes
@@ -118,7 +122,29 @@ VerdictClass Family(VerdictClass c) {
   return Blocks(c) ? VerdictClass::kMissing : c;
 }
 
-void Merge(std::vector<Verdict>* verdicts) {
+// Which verdicts of one culprit's group are about a collective that comes after another one of
+// the group in the ranks' programs (program_order.h): those cannot be where the culprit stopped.
+// All false when the programs cannot tell (or disagree all round).
+std::vector<bool> LaterInProgram(const JobIndex& index, const std::vector<Verdict>& g) {
+  std::vector<bool> later(g.size(), false);
+  if (g.size() < 2 || g.size() > kMaxOrdered) return later;
+  std::vector<CollectiveStand> stands(g.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (g[i].cls == VerdictClass::kMissing) stands[i] = StandOn(index, g[i].comm_id, g[i].seq);
+  }
+  for (size_t i = 0; i < g.size(); ++i) {
+    for (size_t j = i + 1; j < g.size(); ++j) {
+      const Order o = ProgramOrder(stands[i], stands[j]);
+      if (o == Order::kFirstBefore) later[j] = true;
+      if (o == Order::kSecondBefore) later[i] = true;
+    }
+  }
+  if (std::all_of(later.begin(), later.end(), [](bool b) { return b; }))
+    later.assign(g.size(), false);
+  return later;
+}
+
+void Merge(const JobIndex& index, std::vector<Verdict>* verdicts) {
   std::vector<std::vector<Verdict>> groups;
   for (Verdict& v : *verdicts) {
     const bool mergeable = v.cls != VerdictClass::kDesync && !v.tie;
@@ -134,10 +160,15 @@ void Merge(std::vector<Verdict>* verdicts) {
   }
   std::vector<Verdict> merged;
   for (std::vector<Verdict>& g : groups) {
+    const std::vector<bool> later = LaterInProgram(index, g);
     double oldest = 0;
-    for (const Verdict& v : g) oldest = std::max(oldest, v.since_s);
-    size_t lead = 0;
     for (size_t i = 0; i < g.size(); ++i) {
+      if (!later[i]) oldest = std::max(oldest, g[i].since_s);
+    }
+    size_t lead = 0;
+    while (later[lead]) ++lead;
+    for (size_t i = lead + 1; i < g.size(); ++i) {
+      if (later[i]) continue;
       const bool together = g[i].since_s >= oldest - kSameMomentS;
       const bool lead_together = g[lead].since_s >= oldest - kSameMomentS;
       if (together && (!lead_together || g[i].victims.size() > g[lead].victims.size())) lead = i;
@@ -187,7 +218,7 @@ Analysis Analyze(const JobIndex& index, const AnalyzeOptions& options) {
   CheckStragglers(ctx, &a.verdicts);
   DropSymptoms(ctx, &a.verdicts);
   ApplyLiveness(ctx, &a.verdicts);
-  Merge(&a.verdicts);
+  Merge(index, &a.verdicts);
   if (a.verdicts.empty()) {
     Verdict healthy;
     healthy.summary = a.waiting.empty() ? "every issued operation completed"

@@ -66,5 +66,35 @@ TEST(VerdictRanking, ALaterP2PWaitOnTheSameCulpritJoinsTheEarlierMissing) {
   EXPECT_TRUE(also_p2p);
 }
 
+TEST(VerdictRanking, TheHeadlineIsTheCulpritsFirstMissedCollectiveInProgramOrder) {
+  // Every step is tp allreduce, then dp reduce-scatter. Rank 3 stops before tp #2. Its dp peers
+  // reach dp #2 and wait there before its tp peer (slow this step) reaches tp #2, and they are
+  // more: by time and number dp #2 would lead, but every rank's program has tp #2 first.
+  JobBuilder job(8);
+  const uint64_t world = job.Comm("world", {0, 1, 2, 3, 4, 5, 6, 7});
+  std::vector<uint64_t> tp, dp;
+  for (int g = 0; g < 4; ++g) tp.push_back(job.Comm("tp", {2 * g, 2 * g + 1}, world, 1));
+  for (int g = 0; g < 2; ++g) dp.push_back(job.Comm("dp", {g, g + 2, g + 4, g + 6}, world, 2));
+  for (int r = 0; r < 8; ++r) {
+    job.Coll(r, tp[r / 2], OpType::kAllReduce, 0.1, Done::kCompleted);
+    job.Coll(r, dp[r % 2], OpType::kReduceScatter, 0.2, Done::kCompleted);
+  }
+  for (int r : {0, 1, 4, 5, 6, 7})
+    job.Coll(r, tp[r / 2], OpType::kAllReduce, 1.0, Done::kCompleted);
+  for (int r : {0, 1, 4, 5, 6, 7}) {
+    job.Coll(r, dp[r % 2], OpType::kReduceScatter, 1.05, Done::kPending);
+  }
+  job.Coll(2, tp[1], OpType::kAllReduce, 1.2, Done::kPending);
+  job.HeartbeatAll(8);
+  const Analysis a = AnalyzeAt(job, 8);
+  ASSERT_EQ(a.verdicts.size(), 1u) << First(a).summary;
+  const Verdict& v = First(a);
+  EXPECT_EQ(v.cls, VerdictClass::kMissing);
+  EXPECT_EQ(v.comm_id, tp[1]) << v.comm_name << " #" << v.seq;
+  EXPECT_EQ(v.seq, 2u);
+  EXPECT_EQ(v.culprits, std::vector<int>{3});
+  EXPECT_EQ(v.victims, (std::vector<int>{1, 2, 5, 7}));
+}
+
 }  // namespace
 }  // namespace ncclscope::testing
