@@ -231,16 +231,6 @@ OpSignature SignatureOf(const OpShape& shape) {
   return s;
 }
 
-OpSignature SignatureOf(const trace::RecordData& r) {
-  OpShape shape;
-  shape.op = r.op;
-  shape.count = r.count;
-  shape.dtype = r.dtype;
-  shape.redop = r.redop;
-  shape.peer = r.peer;
-  return SignatureOf(shape);
-}
-
 std::string DescribeDifference(const OpSignature& a, const OpSignature& b) {
   std::string out;
   auto add = [&](const std::string& what, const std::string& x, const std::string& y) {

@@ -150,10 +150,9 @@ struct OpSignature {
   uint64_t count = 0;
   bool operator==(const OpSignature&) const = default;
 };
-// What members of one collective must agree on. The shape version saves rebuilding the record in
-// the per-sequence scans.
+// What members of one collective (or a send and its receive) must agree on; read from the interned
+// shape, so the per-sequence scans never rebuild a record.
 OpSignature SignatureOf(const OpShape& shape);
-OpSignature SignatureOf(const trace::RecordData& r);
 // "type allgather vs allreduce, count 32 vs 256": the fields in which b differs from a.
 std::string DescribeDifference(const OpSignature& a, const OpSignature& b);
 // "allreduce count=256 float32 sum" for evidence lines.

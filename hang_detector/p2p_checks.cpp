@@ -44,10 +44,12 @@ void CheckPair(const Context& ctx, const CommModel& comm, const P2PLane& lane,
     const uint32_t sp = lane.has_sends ? lane.sends.PosOf(seq) : kNoRecord;
     const uint32_t rp = lane.has_recvs ? lane.recvs.PosOf(seq) : kNoRecord;
     if (sp != kNoRecord && rp != kNoRecord) {
-      const auto& s = index.files()[lane.sends.file].At(sp);
-      const auto& r = index.files()[lane.recvs.file].At(rp);
-      if (!desync_reported && (s.count != r.count || s.dtype != r.dtype)) {
+      const OpShape& ss = index.files()[lane.sends.file].ShapeAt(sp);
+      const OpShape& rs = index.files()[lane.recvs.file].ShapeAt(rp);
+      if (!desync_reported && (ss.count != rs.count || ss.dtype != rs.dtype)) {
         desync_reported = true;
+        const trace::RecordData s = index.files()[lane.sends.file].At(sp);
+        const trace::RecordData r = index.files()[lane.recvs.file].At(rp);
         Verdict v;
         v.cls = VerdictClass::kDesync;
         v.comm_id = comm.id;
@@ -57,7 +59,7 @@ void CheckPair(const Context& ctx, const CommModel& comm, const P2PLane& lane,
         v.culprits = {ctx.RankOf(lane.sends.file), ctx.RankOf(lane.recvs.file)};
         v.tie = true;  // one send, one receive: nothing says which side is wrong
         v.summary = "send and receive disagree (" +
-                    DescribeDifference(SignatureOf(s), SignatureOf(r)) + ")";
+                    DescribeDifference(SignatureOf(ss), SignatureOf(rs)) + ")";
         v.since_s = ctx.SinceS(index.files()[lane.sends.file].Wall(s.t_enter_ns));
         v.evidence.push_back(ctx.RecordEvidence(lane.sends.file, sp, DescribeOp(s)));
         v.evidence.push_back(ctx.RecordEvidence(lane.recvs.file, rp, DescribeOp(r)));

@@ -26,6 +26,16 @@ RecordData Numbered(uint64_t seq) {
   return r;
 }
 
+std::unique_ptr<RingWriter> SmallRing(const std::string& dir) {
+  RingOptions o;
+  o.dir = dir;
+  o.record_capacity = kCapacity;
+  std::string error;
+  auto w = RingWriter::Create(o, &error);
+  EXPECT_TRUE(w) << error;
+  return w;
+}
+
 // The commit word of slot 0, through a mapping of our own (as another writer thread sees it).
 class SlotZero {
  public:
@@ -50,13 +60,10 @@ class SlotZero {
 
 TEST(RingLappedWriter, LappingWriterDropsItsRecordWhileTheOlderWriterOwnsTheSlot) {
   testing::TempDir tmp;
-  RingOptions o;
-  o.dir = tmp.path();
-  o.record_capacity = kCapacity;
-  std::string error;
-  auto w = RingWriter::Create(o, &error);
-  ASSERT_TRUE(w) << error;
+  auto w = SmallRing(tmp.path());
+  ASSERT_TRUE(w);
   SlotZero slot0(*w);
+  std::string error;
 
   // Index 0 is "being written" by a writer that was preempted after claiming the slot.
   const uint64_t preempted = w->Append(Numbered(1000), true);
@@ -97,12 +104,8 @@ TEST(RingLappedWriter, LappingWriterDropsItsRecordWhileTheOlderWriterOwnsTheSlot
 
 TEST(RingLappedWriter, AWriterThatWasLappedBeforeClaimingDropsItsRecord) {
   testing::TempDir tmp;
-  RingOptions o;
-  o.dir = tmp.path();
-  o.record_capacity = kCapacity;
-  std::string error;
-  auto w = RingWriter::Create(o, &error);
-  ASSERT_TRUE(w) << error;
+  auto w = SmallRing(tmp.path());
+  ASSERT_TRUE(w);
   SlotZero slot0(*w);
   for (uint64_t i = 0; i < kCapacity; ++i) w->Append(Numbered(i), false);
   // A newer lap's record (index 128) already sits in slot 0, so the writer of index 64 (preempted
