@@ -50,6 +50,18 @@ class FileTail::Visitor final : public trace::RingVisitor {
     }
   }
 
+  // Counted by the writer as dropped: neither read again nor given up as torn later.
+  void Dropped(uint64_t index) override {
+    if (restart_) return;
+    if (index < tail_->cursor_) {
+      const auto it = tail_->revisit_.find(index);
+      if (it != tail_->revisit_.end() && !it->second.pending) tail_->revisit_.erase(it);
+      return;
+    }
+    MarkTorn(next_, index);
+    next_ = index + 1;
+  }
+
   void EndFile(const trace::RingInfo& info) override {
     if (!restart_) MarkTorn(next_, info.write_pos);
   }

@@ -150,6 +150,9 @@ void VisitRecords(const char* base, const FileHeader& h, uint64_t begin, uint64_
       // A drop is already counted in dropped_records; more older slots than drops is damage.
       if (read == SlotRead::kOlder && dropped_left > 0) {
         --dropped_left;
+        if (n > 0) visitor->Records(batch, n);
+        n = 0;
+        visitor->Dropped(index);
       } else {
         ++info->torn_records;
       }

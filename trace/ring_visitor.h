@@ -55,6 +55,10 @@ class RingVisitor {
   // Consecutive records, oldest first; torn slots are skipped (and counted), so indices can jump.
   // The batch is only valid during the call.
   virtual void Records(const StoredRecord* batch, size_t n) = 0;
+  // A slot whose writer dropped its record (already counted in dropped_records: the slot was
+  // still owned by a writer preempted a whole lap earlier). In index order with the batches, so an
+  // incremental reader knows not to wait for it.
+  virtual void Dropped(uint64_t /*index*/) {}
   // After the last batch; info.torn_records is final.
   virtual void EndFile(const RingInfo& info) = 0;
 };

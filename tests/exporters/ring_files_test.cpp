@@ -9,10 +9,12 @@
 #include <string>
 #include <thread>
 
+#include "exporters/file_tail.h"
 #include "exporters/node_aggregator.h"
 #include "exporters/ring_source.h"
 #include "tests/e2e/scratch_dir.h"
 #include "tests/exporters/scrape_text.h"
+#include "tests/trace/slot_commit.h"
 #include "trace/clock.h"
 #include "trace/ring_writer.h"
 
@@ -166,6 +168,25 @@ TEST_F(RingFiles, ScrapesWhileTheWriterRunsCountEveryRecordExactlyOnce) {
       Value(text, R"(ncclscope_operation_duration_seconds_count{comm="world",op="allreduce"})"),
       kRecords);
   EXPECT_EQ(Value(text, R"(ncclscope_inflight_operations{rank="0",comm="world"})"), 0);
+}
+
+TEST_F(RingFiles, ARecordDroppedByALappingWriterIsCountedOnceAsDroppedNeverAsTorn) {
+  auto w = Writer(dir, 0, 64);
+  for (uint64_t s = 1; s <= 64; ++s) AllReduce(*w, s);
+  EXPECT_EQ(Value(Scrape(aggregator), Ops(0)), 64);
+  // The writer of index 0 is staged as preempted mid-record while the ring goes round once more:
+  // the writer of index 64 finds slot 0 still owned and drops its record.
+  SlotCommit slot0(*w, 0);
+  slot0.OwnedBy(0);
+  for (uint64_t s = 65; s <= 128; ++s) AllReduce(*w, s);
+  slot0.CommittedBy(0);
+  std::string text;
+  for (int scrape = 0; scrape < 2 * exporters::FileTail::kTornRetries; ++scrape) {
+    text = Scrape(aggregator, nullptr, exporters::FileTail::kTornPatienceNs * (scrape + 1));
+  }
+  EXPECT_EQ(Value(text, Ops(0)), 64 + 63);
+  EXPECT_EQ(Value(text, R"(ncclscope_records_lost_total{rank="0",reason="dropped"})"), 1);
+  EXPECT_EQ(Value(text, R"(ncclscope_exporter_records_missed_total{reason="torn"})"), 0);
 }
 
 TEST_F(RingFiles, RankInfoCarriesTheGpuUuidOfTheHeader) {

@@ -2,11 +2,9 @@
 // writer must drop its record (counted) instead of mixing its words into the older writer's, and
 // readers must neither return the mixed slot nor call a dropped record torn. The preempted writer
 // is simulated by writing its ownership marker into the slot through a second mapping of the file.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
+#include "tests/trace/slot_commit.h"
 #include "tests/trace/temp_dir.h"
 #include "trace/ring_layout.h"
 #include "trace/ring_reader.h"
@@ -36,39 +34,17 @@ std::unique_ptr<RingWriter> SmallRing(const std::string& dir) {
   return w;
 }
 
-// The commit word of slot 0, through a mapping of our own (as another writer thread sees it).
-class SlotZero {
- public:
-  explicit SlotZero(const RingWriter& w) {
-    const int fd = open(w.path().c_str(), O_RDWR | O_CLOEXEC);
-    EXPECT_GE(fd, 0);
-    bytes_ = w.header().file_bytes;
-    base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    EXPECT_NE(base_, MAP_FAILED);
-    const auto& h = *static_cast<const FileHeader*>(base_);
-    slot_ = reinterpret_cast<RecordSlot*>(static_cast<char*>(base_) + h.records_offset);
-  }
-  ~SlotZero() { munmap(base_, bytes_); }
-  std::atomic<uint64_t>& commit() { return slot_->commit; }
-
- private:
-  void* base_ = nullptr;
-  size_t bytes_ = 0;
-  RecordSlot* slot_ = nullptr;
-};
-
 TEST(RingLappedWriter, LappingWriterDropsItsRecordWhileTheOlderWriterOwnsTheSlot) {
   testing::TempDir tmp;
   auto w = SmallRing(tmp.path());
   ASSERT_TRUE(w);
-  SlotZero slot0(*w);
+  testing::SlotCommit slot0(*w, 0);
   std::string error;
 
   // Index 0 is "being written" by a writer that was preempted after claiming the slot.
   const uint64_t preempted = w->Append(Numbered(1000), true);
   ASSERT_EQ(preempted, 0u);
-  slot0.commit().store(kSlotWriting | (preempted + 1));
+  slot0.OwnedBy(preempted);
   for (uint64_t i = 1; i <= kCapacity; ++i) w->Append(Numbered(i), true);
   // Index 64 maps to slot 0, still owned: that record is dropped, its completion lands nowhere.
   EXPECT_FALSE(w->CompleteDevice(kCapacity, 5));
@@ -81,7 +57,7 @@ TEST(RingLappedWriter, LappingWriterDropsItsRecordWhileTheOlderWriterOwnsTheSlot
   EXPECT_EQ(mid->torn_records, 1u) << "slot 0 is mid-write";
 
   // The older writer finishes: the slot holds its (older) whole record, which is not index 64.
-  slot0.commit().store(preempted + 1);
+  slot0.CommittedBy(preempted);
   auto after = ReadRingFile(w->path(), &error);
   ASSERT_TRUE(after) << error;
   EXPECT_EQ(after->records.size(), kCapacity - 1);
@@ -106,11 +82,11 @@ TEST(RingLappedWriter, AWriterThatWasLappedBeforeClaimingDropsItsRecord) {
   testing::TempDir tmp;
   auto w = SmallRing(tmp.path());
   ASSERT_TRUE(w);
-  SlotZero slot0(*w);
+  testing::SlotCommit slot0(*w, 0);
   for (uint64_t i = 0; i < kCapacity; ++i) w->Append(Numbered(i), false);
   // A newer lap's record (index 128) already sits in slot 0, so the writer of index 64 (preempted
   // between taking its index and claiming the slot) must not overwrite it.
-  slot0.commit().store(2 * kCapacity + 1);
+  slot0.CommittedBy(2 * kCapacity);
   EXPECT_EQ(w->Append(Numbered(kCapacity), false), kCapacity);
   EXPECT_EQ(slot0.commit().load(), 2 * kCapacity + 1);
   EXPECT_EQ(w->header().dropped_records.load(), 1u);
