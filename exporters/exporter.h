@@ -23,8 +23,9 @@ struct ExporterOptions {
 inline constexpr int kExporterOk = 0;
 inline constexpr int kExporterCannotListen = 3;
 
-// Blocks SIGINT and SIGTERM, serves until one arrives, returns 0; kExporterCannotListen (with one
-// line on stderr) when the address cannot be bound. Prints the address it serves on stderr.
+// Blocks SIGINT and SIGTERM and serves until one arrives, then ends the process at once with exit
+// code 0 (no teardown: it only reads); returns kExporterCannotListen (with one line on stderr)
+// when the address cannot be bound. Prints the address it serves on stderr.
 // Call from the main thread, once.
 int RunExporter(const ExporterOptions& options);
 
