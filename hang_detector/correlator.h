@@ -24,6 +24,13 @@ struct AnalyzeOptions {
   // The job was ended by its launcher (timeout, scancel): analyse as of its last heartbeat even if
   // some process lingers, and judge liveness relative to the other ranks, not to now.
   bool job_ended = false;
+  // Stage two. A hang-class wait whose culprit is not shown to be stuck (a rank busy outside NCCL,
+  // an operation every member runs) is confirmed when it lasts
+  // clamp(confirm_factor x the longest pause the job has shown there, confirm_floor_s,
+  // confirm_ceiling_s): a checkpoint that took 40 s once may take 40 s again.
+  double confirm_floor_s = 60;
+  double confirm_factor = 3;
+  double confirm_ceiling_s = 600;
 };
 
 // Indexes the set (a compact copy; the set may be freed afterwards) and analyses it.

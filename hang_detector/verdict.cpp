@@ -30,12 +30,29 @@ bool IsHang(VerdictClass c) {
   return c != VerdictClass::kHealthy && c != VerdictClass::kStraggler;
 }
 
+bool IsConfirmedHang(const Verdict& v) {
+  return IsHang(v.cls) && v.confirmed;
+}
+
+bool IsSuspect(const Verdict& v) {
+  return IsHang(v.cls) && !v.confirmed;
+}
+
+const char* StageName(const Analysis& analysis) {
+  if (analysis.verdicts.empty()) return "healthy";
+  const Verdict& first = analysis.verdicts.front();
+  if (IsConfirmedHang(first)) return "hang";
+  if (IsSuspect(first)) return "suspect";
+  return first.cls == VerdictClass::kStraggler ? "straggler" : "healthy";
+}
+
 int ExitCode(const Analysis& analysis) {
   if (!analysis.usable) return 3;
   int code = 0;
   for (const Verdict& v : analysis.verdicts) {
-    if (IsHang(v.cls)) return 2;
-    if (v.cls == VerdictClass::kStraggler) code = 1;
+    if (IsConfirmedHang(v)) return 2;
+    if (IsSuspect(v)) code = 4;
+    if (v.cls == VerdictClass::kStraggler && code == 0) code = 1;
   }
   return code;
 }

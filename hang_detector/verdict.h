@@ -28,6 +28,7 @@ const char* VerdictClassName(VerdictClass c);
 // True for every class that means the job cannot make progress (or computes garbage).
 bool IsHang(VerdictClass c);
 
+
 // One record that proves a verdict: whose, which (RingSnapshot record index, stable across
 // wraps), and what it shows in one line.
 struct Evidence {
@@ -49,7 +50,20 @@ struct Verdict {
   double since_s = 0;         // how long the victims have waited (or the rank has been gone)
   std::string summary;        // one line: what happened, without the class/comm/op prefix
   std::vector<Evidence> evidence;
+  // Two stages (hang classes only): a wait is first a suspect, reported and never acted on; it is
+  // confirmed when the culprit is shown not to be working (gone, frozen, ranks disagree, a
+  // wait-for cycle, the job ended) or when the wait outlasts what this job has shown to be normal.
+  bool confirmed = false;
+  double confirm_after_s = 0;  // a suspect: the wait (since_s) at which time alone confirms it
+  std::string confirmed_by;    // why it is confirmed, or what would confirm it
+  std::string activity;        // what the culprits are doing: where they are, alive or not
 };
+
+// A hang-class verdict that is confirmed: the only kind anything may act on (abort, page).
+// Thread-safe.
+bool IsConfirmedHang(const Verdict& v);
+// A hang-class verdict still waiting for confirmation. Thread-safe.
+bool IsSuspect(const Verdict& v);
 
 // Per communicator: the lowest sequence number not completed on every member, and who has and has
 // not issued it.
@@ -85,8 +99,12 @@ struct Analysis {
   bool usable = true;  // false when nothing could be analysed (no readable file)
 };
 
-// The CLI's exit code for an analysis: 0 healthy, 1 straggler, 2 hang/deadlock/desync/dead,
-// 3 unusable input. Thread-safe.
+// The stage of the whole analysis, from its first verdict: "hang" (confirmed), "suspect",
+// "straggler" or "healthy". Thread-safe.
+const char* StageName(const Analysis& analysis);
+
+// The CLI's exit code for an analysis: 0 healthy, 1 straggler, 2 confirmed hang/deadlock/desync/
+// dead, 3 unusable input, 4 suspect (a wait not yet confirmed as a hang). Thread-safe.
 int ExitCode(const Analysis& analysis);
 
 }  // namespace ncclscope::hang_detector

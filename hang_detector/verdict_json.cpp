@@ -19,6 +19,12 @@ void WriteVerdict(JsonWriter& w, const Verdict& v) {
   w.Key("victims").IntArray(v.victims);
   w.Key("tie").Bool(v.tie);
   w.Key("since_s").Double(v.since_s);
+  if (IsHang(v.cls)) {
+    w.Key("confirmed").Bool(v.confirmed);
+    if (!v.confirmed) w.Key("confirm_after_s").Double(v.confirm_after_s);
+    w.Key("confirmed_by").String(v.confirmed_by);
+  }
+  if (!v.activity.empty()) w.Key("activity").String(v.activity);
   w.Key("summary").String(v.summary);
   w.Key("headline").String(VerdictHeadline(v));
   w.Key("evidence").BeginArray();
@@ -59,6 +65,7 @@ std::string RenderJson(const Analysis& a, int indent) {
   w.BeginObject();
   w.Key("usable").Bool(a.usable);
   w.Key("exit_code").Int(ExitCode(a));
+  w.Key("stage").String(StageName(a));
   w.Key("verdicts").BeginArray();
   for (const Verdict& v : a.verdicts) WriteVerdict(w, v);
   w.EndArray();
