@@ -143,18 +143,22 @@ void RegisterAnalyzeCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-process-checks", o->no_process_checks,
                 "Do not check writer pids on this host (the trace was copied from elsewhere)");
   cmd->add_option("--stall-after", o->stall_s, "Seconds a wait must last to count as a hang")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--stale-after", o->stale_s,
                   "Seconds without heartbeat that mean no progress (several heartbeat periods)")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--timing", o->timing,
                 "Print to stderr how long reading the files and analysing them took");
   cmd->add_option("--read-threads", o->read_threads, "Threads reading ring files in parallel")
+      ->capture_default_str()
       ->check(CLI::Range(1, 64));
   cmd->add_flag("--watch", o->watch,
                 "Re-analyse every --interval seconds and print the verdict whenever it changes, "
                 "until every writer of the directory has ended; exit code of the last analysis");
   cmd->add_option("--interval", o->interval_s, "Seconds between analyses with --watch")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->callback([=] { *exit_code = o->watch ? Watch(*o) : Analyze(*o); });
 }

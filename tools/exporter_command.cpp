@@ -1,7 +1,8 @@
 // `ncclscope exporter [--dir D] [--listen ADDR:PORT]`: serves the metrics of every ring file of a
-// trace directory on GET /metrics (docs/metrics.md) until SIGINT/SIGTERM. Exit code 3 when the
-// address cannot be bound.
+// trace directory on GET /metrics (docs/metrics.md) until SIGINT/SIGTERM. Exit code 3 when no
+// directory is given (neither --dir nor $NCCLSCOPE_DIR) or the address cannot be bound.
 #include <cstdlib>
+#include <iostream>
 #include <memory>
 
 #include "exporters/exporter.h"
@@ -15,8 +16,8 @@ void RegisterExporterCommand(CLI::App& app, int* exit_code) {
       "Serve Prometheus metrics of every ring file of a trace directory (one per node)");
   auto o = std::make_shared<exporters::ExporterOptions>();
   if (const char* dir = std::getenv("NCCLSCOPE_DIR"); dir != nullptr) o->dir = dir;
-  cmd->add_option("--dir", o->dir, "Trace directory (default: $NCCLSCOPE_DIR)")
-      ->required(o->dir.empty());
+  // Not required() for CLI11: $NCCLSCOPE_DIR may stand in for it, which --help could not say.
+  cmd->add_option("--dir", o->dir, "Trace directory; $NCCLSCOPE_DIR when not given");
   cmd->add_option("--listen", o->listen,
                   "ADDR:PORT to serve on; port 0 picks a free one (default: all addresses, "
                   "port 9478, so the node's Prometheus can scrape it)")
@@ -32,6 +33,11 @@ void RegisterExporterCommand(CLI::App& app, int* exit_code) {
                 "Serve only the ring files written on this host, when nodes share one trace "
                 "directory (the verdicts still correlate every file)");
   cmd->callback([=] {
+    if (o->dir.empty()) {
+      std::cerr << "ncclscope exporter: no trace directory: give --dir D or set NCCLSCOPE_DIR\n";
+      *exit_code = 3;
+      return;
+    }
     o->version = NCCLSCOPE_VERSION;
     *exit_code = exporters::RunExporter(*o);
   });

@@ -10,6 +10,33 @@
 
 namespace {
 
+std::string CommandNames(const CLI::App& app) {
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  return names;
+}
+
+// CLI11 answers a missing or misspelt command with "A subcommand is required"; a user needs to
+// know which word was wrong and what the choices are. Returns false after saying so.
+bool CheckCommandWord(const CLI::App& app, const std::vector<std::string>& args_in_order) {
+  if (args_in_order.empty()) {
+    std::cerr << "ncclscope: a command is required: " << CommandNames(app)
+              << " (ncclscope --help)\n";
+    return false;
+  }
+  const std::string& word = args_in_order.front();
+  if (word == "-h" || word == "--help") return true;  // the only options before the command
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == word) return true;
+  }
+  std::cerr << "ncclscope: unknown " << (!word.empty() && word[0] == '-' ? "option" : "command")
+            << " '" << word << "'; the commands are " << CommandNames(app)
+            << " (ncclscope --help)\n";
+  return false;
+}
+
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::vector<std::string> after_double_dash;
@@ -18,9 +45,9 @@ int Main(int argc, char** argv) {
     after_double_dash.assign(dash + 1, args.end());
     args.erase(dash, args.end());
   }
-  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last-first
 
-  CLI::App app{"ncclscope: records every NCCL call of a job and tells what went wrong"};
+  CLI::App app{"ncclscope: records every NCCL call of a job and tells what went wrong",
+               "ncclscope"};
   app.require_subcommand(1);
   int exit_code = 0;
   ncclscope::tools::RegisterRunCommand(app, after_double_dash, &exit_code);
@@ -28,6 +55,8 @@ int Main(int argc, char** argv) {
   ncclscope::tools::RegisterSimCommand(app, &exit_code);
   ncclscope::tools::RegisterAnalyzeCommand(app, &exit_code);
   ncclscope::tools::RegisterExporterCommand(app, &exit_code);
+  if (!CheckCommandWord(app, args)) return 3;
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last-first
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {

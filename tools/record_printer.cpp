@@ -85,7 +85,7 @@ std::string RecordText(const trace::RingSnapshot& f, const CommNames& names,
                                  trace::OpTypeName(op), CommName(names, r.comm_id));
   if (trace::IsCollective(op) || trace::IsP2P(op)) {
     line += fmt::format(" seq={} count={} dtype={}", r.seq, r.count, trace::DataTypeName(r.dtype));
-    if (r.redop >= 0) line += " redop=" + trace::RedOpName(r.redop);
+    if (r.redop >= 0) line += " redop=" + trace::RedOpText(r.redop);
     if (r.peer >= 0) line += fmt::format(" {}={}", trace::IsP2P(op) ? "peer" : "root", r.peer);
     if (r.group_id != 0) line += fmt::format(" group={}", r.group_id);
     line += fmt::format(" stream={:#x} device={}", r.stream, DeviceText(r));

@@ -44,8 +44,16 @@ int DataTypeSize(int32_t dtype) {
 
 std::string RedOpName(int32_t redop) {
   if (redop == -1) return "-";
-  if (redop >= 0 && redop < static_cast<int32_t>(kRedOps.size())) return kRedOps[redop];
+  if (redop < -1) return "redop" + std::to_string(redop);
+  if (redop < static_cast<int32_t>(kRedOps.size())) return kRedOps[redop];
   return "premulsum" + std::to_string(redop);
+}
+
+std::string RedOpText(int32_t redop) {
+  if (redop < static_cast<int32_t>(kRedOps.size())) return RedOpName(redop);
+  // NCCL numbers created ops per communicator from ncclNumOps on: the number identifies the op
+  // only together with its communicator, and ranks may number the same op differently.
+  return "premulsum (ncclRedOpCreatePreMulSum #" + std::to_string(redop) + ")";
 }
 
 std::string ResultName(int32_t result) {
