@@ -219,6 +219,7 @@ Analysis Analyze(const JobIndex& index, const AnalyzeOptions& options) {
   DropSymptoms(ctx, &a.verdicts);
   ApplyLiveness(ctx, &a.verdicts);
   Merge(index, &a.verdicts);
+  ConfirmHangs(ctx, &a.verdicts);
   if (a.verdicts.empty()) {
     Verdict healthy;
     healthy.summary = a.waiting.empty() ? "every issued operation completed"

@@ -63,6 +63,10 @@ void CheckStragglers(const Context& ctx, std::vector<Verdict>* out);
 // frozen ranks no verdict names.
 void ApplyLiveness(const Context& ctx, std::vector<Verdict>* verdicts);
 
+// Stage two: marks each hang-class verdict confirmed or a suspect (with the wait that would
+// confirm it) and says what its culprits are doing; confirmed hangs move first.
+void ConfirmHangs(const Context& ctx, std::vector<Verdict>* verdicts);
+
 // Sorted, duplicate-free rank list helpers.
 void SortUnique(std::vector<int>* ranks);
 // "rank 5", "ranks 0,2,4", "ranks 0-7", "ranks 3-2019:32,2083-4067:32 (127 ranks)", where a-b:s

@@ -182,6 +182,9 @@ void ReportCycles(const Context& ctx, const std::unordered_map<NodeKey, NodeKey>
       SortUnique(&v.culprits);
       v.summary = "wait-for cycle through " + RankList(v.culprits) +
                   ": each operation is queued behind one that waits on the next rank";
+      // Nobody in a cycle can move until someone outside it intervenes: proof, not a pause.
+      v.confirmed = true;
+      v.confirmed_by = "a wait-for cycle: each rank waits on the next";
       out->push_back(std::move(v));
     }
     for (NodeKey k : path) color[k] = 2;

@@ -1,5 +1,6 @@
 #include "hang_detector/verdict_json.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "hang_detector/json_writer.h"
@@ -52,6 +53,18 @@ void WriteWaiting(JsonWriter& w, const WaitingOn& o) {
   w.EndObject();
 }
 
+// Sorted ranks as [[first, last], ...]: [[0, 3], [8, 8]] for 0,1,2,3,8.
+void WriteRanges(JsonWriter& w, const std::vector<int>& ranks) {
+  w.BeginArray();
+  for (size_t i = 0; i < ranks.size();) {
+    size_t end = i + 1;
+    while (end < ranks.size() && ranks[end] == ranks[end - 1] + 1) ++end;
+    w.IntArray({ranks[i], ranks[end - 1]});
+    i = end;
+  }
+  w.EndArray();
+}
+
 }  // namespace
 
 std::string HexCommId(uint64_t id) {
@@ -60,12 +73,16 @@ std::string HexCommId(uint64_t id) {
   return buf;
 }
 
-std::string RenderJson(const Analysis& a, int indent) {
+namespace {
+
+// resolved_after_s < 0: the analysis as it stands.
+std::string Render(const Analysis& a, int indent, double resolved_after_s) {
   JsonWriter w(indent);
   w.BeginObject();
   w.Key("usable").Bool(a.usable);
-  w.Key("exit_code").Int(ExitCode(a));
-  w.Key("stage").String(StageName(a));
+  w.Key("exit_code").Int(resolved_after_s < 0 ? ExitCode(a) : 0);
+  w.Key("stage").String(resolved_after_s < 0 ? StageName(a) : "resolved");
+  if (resolved_after_s >= 0) w.Key("resolved_after_s").Double(resolved_after_s);
   w.Key("verdicts").BeginArray();
   for (const Verdict& v : a.verdicts) WriteVerdict(w, v);
   w.EndArray();
@@ -77,7 +94,11 @@ std::string RenderJson(const Analysis& a, int indent) {
   w.Key("files").Int(in.files);
   w.Key("world_size").Int(in.world_size);
   w.Key("unreadable").StringArray(in.unreadable);
-  w.Key("missing_ranks").IntArray(in.missing_ranks);
+  // Ranks without a file run up to the world size: as [first, last] ranges they take a line per
+  // gap between files present, not a number per rank.
+  w.Key("missing_rank_count").Int(static_cast<int64_t>(in.missing_ranks.size()));
+  w.Key("missing_rank_ranges");
+  WriteRanges(w, in.missing_ranks);
   w.Key("wrapped_ranks").IntArray(in.wrapped_ranks);
   w.Key("torn_ranks").IntArray(in.torn_ranks);
   w.Key("dropped_ranks").IntArray(in.dropped_ranks);
@@ -86,6 +107,16 @@ std::string RenderJson(const Analysis& a, int indent) {
   w.EndObject();
   w.EndObject();
   return w.str();
+}
+
+}  // namespace
+
+std::string RenderJson(const Analysis& a, int indent) {
+  return Render(a, indent, -1);
+}
+
+std::string RenderResolvedJson(const Analysis& a, double resolved_after_s, int indent) {
+  return Render(a, indent, std::max(0.0, resolved_after_s));
 }
 
 }  // namespace ncclscope::hang_detector

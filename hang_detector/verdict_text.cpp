@@ -40,7 +40,9 @@ std::string Seconds(double s) {
 }  // namespace
 
 std::string VerdictHeadline(const Verdict& v) {
-  std::string out = std::string(Headword(v.cls)) + " (" + VerdictClassName(v.cls) + ")";
+  // A suspect is never worded as a hang: nobody should act on it yet.
+  std::string out = std::string(IsSuspect(v) ? "SUSPECT" : Headword(v.cls)) + " (" +
+                    VerdictClassName(v.cls) + ")";
   if (v.comm_id != 0) {
     char id[32];
     std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(v.comm_id));
@@ -64,13 +66,20 @@ std::string RenderText(const Analysis& a, bool verbose) {
     if (v.cls != VerdictClass::kHealthy) {
       out += "  culprits " + Ranks(v.culprits) + "; victims " + Ranks(v.victims) + "\n";
     }
+    if (IsHang(v.cls)) {
+      out +=
+          std::string(v.confirmed ? "  confirmed: " : "  not confirmed: ") + v.confirmed_by + "\n";
+    }
+    if (!v.activity.empty()) out += "  culprit now: " + v.activity + "\n";
     for (const Evidence& e : v.evidence) {
       out += "  rank " + Ranks({e.rank});
       if (e.has_record) out += " record " + std::to_string(e.record_index);
       out += ": " + e.text + "\n";
     }
   }
-  if (verbose || a.verdicts.size() > 1 || a.verdicts.front().cls != VerdictClass::kHealthy) {
+  // An unusable analysis has no verdict at all.
+  const bool healthy = a.verdicts.size() == 1 && a.verdicts.front().cls == VerdictClass::kHealthy;
+  if (verbose || (!a.verdicts.empty() && !healthy)) {
     for (const WaitingOn& w : a.waiting) {
       out += "waiting: " + w.comm_name + " " + w.op + " #" + std::to_string(w.seq) + ": issued " +
              Ranks(w.issued) + ", not issued " + Ranks(w.not_issued) + ", completed " +

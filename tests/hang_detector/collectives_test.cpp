@@ -45,7 +45,7 @@ TEST(Collectives, RankThatNeverIssuedIsTheCulprit) {
   JobBuilder job = Warmed(&world);
   for (int r = 0; r < 3; ++r) job.Coll(r, world, OpType::kAllReduce, 1.0 + r * 0.1, Done::kPending);
   job.HeartbeatAll(13.3);
-  const Analysis a = AnalyzeAt(job, 13.3);
+  const Analysis a = AnalyzeWith(job, 13.3, ConfirmAtOnce());
   const Verdict& v = First(a);
   EXPECT_EQ(v.cls, VerdictClass::kMissing);
   EXPECT_EQ(v.comm_name, "world");

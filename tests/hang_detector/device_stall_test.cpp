@@ -36,7 +36,7 @@ JobBuilder Stalled(const Options& o, uint64_t* world) {
 
 TEST(DeviceStall, RankWhoseDeviceNeverStartedIsTheCulprit) {
   uint64_t world;
-  const Analysis a = AnalyzeAt(Stalled({}, &world), 5);
+  const Analysis a = AnalyzeWith(Stalled({}, &world), 5, ConfirmAtOnce());
   const Verdict& v = First(a);
   EXPECT_EQ(v.cls, VerdictClass::kDeviceStall);
   EXPECT_EQ(v.comm_id, world);

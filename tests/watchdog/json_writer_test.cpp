@@ -64,6 +64,9 @@ TEST(RenderJson, HasTheAnalyzeSchema) {
   v.victims = {0, 4};
   v.since_s = 5.5;
   v.summary = "rank 2 never issued it";
+  v.confirmed = true;
+  v.confirmed_by = "waited 65 s, past 60 s (the floor)";
+  v.activity = "rank 2: alive (pid 12, sleeping), outside NCCL for 65 s since dp allreduce #1";
   v.evidence.push_back({2, 7, true, "last is #1"});
   v.evidence.push_back({3, 0, false, "heartbeat"});
   a.verdicts.push_back(v);
@@ -72,9 +75,14 @@ TEST(RenderJson, HasTheAnalyzeSchema) {
   a.input.unreadable = {"bad.ring: truncated"};
   const auto j = nlohmann::json::parse(RenderJson(a));
   EXPECT_EQ(j["exit_code"], 2);
+  EXPECT_EQ(j["stage"], "hang");
   EXPECT_EQ(j["usable"], true);
   const auto& jv = j["verdicts"][0];
   EXPECT_EQ(jv["class"], "missing");
+  EXPECT_EQ(jv["confirmed"], true);
+  EXPECT_FALSE(jv.contains("confirm_after_s"));
+  EXPECT_EQ(jv["confirmed_by"], "waited 65 s, past 60 s (the floor)");
+  EXPECT_NE(jv["activity"].get<std::string>().find("outside NCCL"), std::string::npos);
   EXPECT_EQ(jv["comm_id"], "0000000000000abc");
   EXPECT_EQ(jv["comm_name"], "dp\n\"x\"");
   EXPECT_EQ(jv["culprits"], nlohmann::json({2}));
@@ -84,6 +92,38 @@ TEST(RenderJson, HasTheAnalyzeSchema) {
   EXPECT_EQ(j["waiting"][0]["not_issued"], nlohmann::json({2}));
   EXPECT_EQ(j["input"]["files"], 8);
   EXPECT_EQ(j["input"]["unreadable"][0], "bad.ring: truncated");
+}
+
+Analysis Suspect() {
+  Analysis a;
+  Verdict v;
+  v.cls = VerdictClass::kMissing;
+  v.comm_id = 0xabc;
+  v.op = "allreduce";
+  v.seq = 2;
+  v.culprits = {2};
+  v.since_s = 8;
+  v.confirm_after_s = 60;
+  a.verdicts.push_back(v);
+  return a;
+}
+
+TEST(RenderJson, ASuspectSaysWhenItWouldBeConfirmed) {
+  const auto j = nlohmann::json::parse(RenderJson(Suspect()));
+  EXPECT_EQ(j["exit_code"], 4);
+  EXPECT_EQ(j["stage"], "suspect");
+  EXPECT_EQ(j["verdicts"][0]["confirmed"], false);
+  EXPECT_EQ(j["verdicts"][0]["confirm_after_s"], 60);
+  EXPECT_NE(j["verdicts"][0]["headline"].get<std::string>().find("SUSPECT (missing)"),
+            std::string::npos);
+}
+
+TEST(RenderJson, AResolvedIncidentKeepsItsVerdictsButNotItsStage) {
+  const auto j = nlohmann::json::parse(RenderResolvedJson(Suspect(), 31.5));
+  EXPECT_EQ(j["stage"], "resolved");
+  EXPECT_EQ(j["exit_code"], 0);
+  EXPECT_EQ(j["resolved_after_s"], 31.5);
+  EXPECT_EQ(j["verdicts"][0]["class"], "missing");
 }
 
 }  // namespace
