@@ -10,6 +10,7 @@
 #include "exporters/node_aggregator.h"
 #include "exporters/ring_source.h"
 #include "exporters/verdict_poller.h"
+#include "hang_detector/correlator.h"
 #include "hang_detector/process_probe.h"
 
 namespace ncclscope::exporters {
@@ -29,7 +30,12 @@ int RunExporter(const ExporterOptions& options) {
   aggregator_options.probe = probe.get();
   aggregator_options.version = options.version;
   NodeAggregator aggregator(&source, aggregator_options);
-  VerdictPoller verdicts(AnalyzeTraceDir(options.dir, options.stall_s), options.verdict_interval_s);
+  hang_detector::AnalyzeOptions analyze;
+  analyze.stall_s = options.stall_s;
+  analyze.confirm_floor_s = options.confirm_floor_s;
+  analyze.confirm_factor = options.confirm_factor;
+  analyze.confirm_ceiling_s = options.confirm_ceiling_s;
+  VerdictPoller verdicts(AnalyzeTraceDir(options.dir, analyze), options.verdict_interval_s);
   auto collectable = std::make_shared<MetricsCollectable>(&aggregator, &verdicts);
 
   std::string error;

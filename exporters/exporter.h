@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "hang_detector/correlator.h"
+
 namespace ncclscope::exporters {
 
 // Not in the Prometheus ecosystem's well-known ports near it: node_exporter 9100, dcgm-exporter
@@ -15,7 +17,11 @@ struct ExporterOptions {
   std::string listen = kDefaultListen;
   double verdict_interval_s = 2.0;  // correlator runs
   double stall_s = 2.0;             // a wait longer than this is a hang (AnalyzeOptions::stall_s)
-  bool this_host_only = false;      // serve only the ring files this host wrote (shared dirs)
+  // When a suspect becomes a confirmed hang: AnalyzeOptions::confirm_* (same defaults).
+  double confirm_floor_s = hang_detector::AnalyzeOptions{}.confirm_floor_s;
+  double confirm_factor = hang_detector::AnalyzeOptions{}.confirm_factor;
+  double confirm_ceiling_s = hang_detector::AnalyzeOptions{}.confirm_ceiling_s;
+  bool this_host_only = false;  // serve only the ring files this host wrote (shared dirs)
   std::string version;
 };
 

@@ -27,6 +27,10 @@ class Rows {
     auto [it, inserted] = rows_.emplace(key, v);
     if (!inserted) it->second = std::max(it->second, v);
   }
+  void Min(const Labels& key, double v) {
+    auto [it, inserted] = rows_.emplace(key, v);
+    if (!inserted) it->second = std::min(it->second, v);
+  }
   const std::map<Labels, double>& rows() const { return rows_; }
 
  private:
@@ -190,21 +194,44 @@ void AddRankFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
              info_rows));
 }
 
-void AddNodeFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
-  Rows comm_ranks, verdict, verdict_age;
-  for (const auto& [comm, n] : view.comm_ranks) comm_ranks.Max({comm}, n);
+void AddVerdictFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
+  Rows verdict, verdict_age, confirm_after;
   for (const VerdictRow& v : view.verdicts) {
-    verdict.Set({v.cls, v.comm, v.rank}, 1);
-    verdict_age.Max({v.cls, v.comm}, v.age_s);
+    verdict.Set({v.cls, v.comm, v.rank, v.stage}, 1);
+    verdict_age.Max({v.cls, v.comm, v.stage}, v.age_s);
+    // Several suspects under one (class, comm): the first of them to be confirmed.
+    if (v.stage == "suspect") confirm_after.Min({v.cls, v.comm, v.stage}, v.confirm_after_s);
   }
-  out->push_back(Family("ncclscope_communicator_ranks", "Ranks in the communicator",
-                        MetricType::Gauge, {"comm"}, comm_ranks));
   out->push_back(Family("ncclscope_verdict",
-                        "1 for each culprit rank of each current correlator verdict",
-                        MetricType::Gauge, {"class", "comm", "rank"}, verdict));
+                        "1 for each culprit rank of each current correlator verdict; stage: "
+                        "suspect (not confirmed yet, never pages), hang (confirmed) or straggler",
+                        MetricType::Gauge, {"class", "comm", "rank", "stage"}, verdict));
   out->push_back(Family("ncclscope_verdict_age_seconds",
                         "How long the verdict's victims have waited", MetricType::Gauge,
-                        {"class", "comm"}, verdict_age));
+                        {"class", "comm", "stage"}, verdict_age));
+  out->push_back(Family("ncclscope_verdict_confirm_after_seconds",
+                        "A suspect: the wait (verdict age) at which it becomes a confirmed hang "
+                        "unless it resolves first",
+                        MetricType::Gauge, {"class", "comm", "stage"}, confirm_after));
+  if (!view.incidents) return;
+  // Every series from the start, at 0: increase() then sees the first incident.
+  Rows incidents;
+  incidents.Set({"suspect", "resolved"}, static_cast<double>(view.incidents->suspect_resolved));
+  incidents.Set({"hang", "confirmed"}, static_cast<double>(view.incidents->hang_confirmed));
+  incidents.Set({"hang", "resolved"}, static_cast<double>(view.incidents->hang_resolved));
+  out->push_back(Family("ncclscope_incidents_total",
+                        "Hang incidents of the trace directory by stage and outcome: suspects "
+                        "that resolved by themselves, hangs confirmed, confirmed hangs that "
+                        "went away",
+                        MetricType::Counter, {"stage", "outcome"}, incidents));
+}
+
+void AddNodeFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
+  Rows comm_ranks;
+  for (const auto& [comm, n] : view.comm_ranks) comm_ranks.Max({comm}, n);
+  out->push_back(Family("ncclscope_communicator_ranks", "Ranks in the communicator",
+                        MetricType::Gauge, {"comm"}, comm_ranks));
+  AddVerdictFamilies(view, out);
   Rows files, errors, missed, build;
   files.Set({}, static_cast<double>(view.ring_files));
   errors.Set({}, static_cast<double>(view.read_errors));

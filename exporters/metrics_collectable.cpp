@@ -7,8 +7,11 @@ namespace ncclscope::exporters {
 
 std::vector<prometheus::MetricFamily> MetricsCollectable::Collect() const {
   aggregator_->Refresh(trace::MonotonicNs());
-  const auto analysis = verdicts_ != nullptr ? verdicts_->Latest() : nullptr;
-  return RenderFamilies(aggregator_->View(analysis.get()));
+  if (verdicts_ == nullptr) return RenderFamilies(aggregator_->View(nullptr));
+  const VerdictSnapshot verdicts = verdicts_->Snapshot();
+  NodeView view = aggregator_->View(verdicts.analysis.get());
+  view.incidents = verdicts.incidents;
+  return RenderFamilies(view);
 }
 
 }  // namespace ncclscope::exporters

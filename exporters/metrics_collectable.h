@@ -15,7 +15,7 @@ namespace ncclscope::exporters {
 
 class MetricsCollectable final : public prometheus::Collectable {
  public:
-  // Both must outlive the collectable; verdicts may be null (no verdict metrics).
+  // Both must outlive the collectable; verdicts may be null (no verdict or incident metrics).
   MetricsCollectable(NodeAggregator* aggregator, const VerdictPoller* verdicts)
       : aggregator_(aggregator), verdicts_(verdicts) {}
   // Thread-safe (the aggregator serializes).

@@ -7,6 +7,7 @@
 #include "exporters/file_tail.h"
 #include "exporters/operation_size.h"
 #include "exporters/size_classes.h"
+#include "exporters/verdict_stages.h"
 #include "trace/record.h"
 #include "trace/ring_layout.h"
 
@@ -296,9 +297,15 @@ NodeView NodeAggregator::View(const hang_detector::Analysis* analysis) {
         comm = labels_.Label(v.comm_name);
       }
       const std::string cls = hang_detector::VerdictClassName(v.cls);
-      if (v.culprits.empty()) view.verdicts.push_back({cls, comm, "", v.since_s});
-      for (int rank : v.culprits)
-        view.verdicts.push_back({cls, comm, std::to_string(rank), v.since_s});
+      const std::string stage = StageLabel(v);
+      const double confirm_after_s = hang_detector::IsSuspect(v) ? v.confirm_after_s : 0;
+      if (v.culprits.empty()) {
+        view.verdicts.push_back({cls, comm, "", stage, v.since_s, confirm_after_s});
+      }
+      for (int rank : v.culprits) {
+        view.verdicts.push_back(
+            {cls, comm, std::to_string(rank), stage, v.since_s, confirm_after_s});
+      }
     }
   }
   return view;

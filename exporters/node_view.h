@@ -4,11 +4,13 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "exporters/buckets.h"
 #include "exporters/size_classes.h"
+#include "exporters/verdict_stages.h"
 
 namespace ncclscope::exporters {
 
@@ -52,7 +54,9 @@ struct HistogramRow {
 
 struct VerdictRow {
   std::string cls, comm, rank;  // rank "" when the verdict names no culprit
+  std::string stage;            // StageLabel: "suspect", "hang" or "straggler"
   double age_s = 0;
+  double confirm_after_s = 0;  // a suspect: the wait at which time alone confirms it
 };
 
 struct NodeView {
@@ -60,6 +64,7 @@ struct NodeView {
   std::vector<HistogramRow> histograms;
   std::vector<std::pair<std::string, int>> comm_ranks;  // comm label, ranks
   std::vector<VerdictRow> verdicts;
+  std::optional<IncidentCounts> incidents;  // absent without a correlator
   size_t ring_files = 0;
   uint64_t read_errors = 0;
   uint64_t missed_overwritten = 0;  // records overwritten before the exporter read them

@@ -38,12 +38,18 @@ void VerdictPoller::RunOnce() {
     return;
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  incidents_.Observe(result.get());
   latest_ = std::move(result);
 }
 
 std::shared_ptr<const hang_detector::Analysis> VerdictPoller::Latest() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return latest_;
+}
+
+VerdictSnapshot VerdictPoller::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return {latest_, incidents_.counts()};
 }
 
 void VerdictPoller::Loop() {
@@ -56,16 +62,16 @@ void VerdictPoller::Loop() {
   }
 }
 
-VerdictPoller::AnalyzeFn AnalyzeTraceDir(const std::string& dir, double stall_s) {
+VerdictPoller::AnalyzeFn AnalyzeTraceDir(const std::string& dir,
+                                         const hang_detector::AnalyzeOptions& base) {
   std::shared_ptr<const hang_detector::ProcessProbe> probe = hang_detector::MakeLinuxProcessProbe();
-  return [dir, stall_s, probe]() -> std::shared_ptr<const hang_detector::Analysis> {
+  return [dir, base, probe]() -> std::shared_ptr<const hang_detector::Analysis> {
     std::string error;
     const auto index = hang_detector::JobIndex::FromDir(dir, {1}, &error);
     if (!index) return nullptr;
-    hang_detector::AnalyzeOptions options;
+    hang_detector::AnalyzeOptions options = base;
     options.now_wall_ns = trace::RealtimeNs();
     options.probe = probe.get();
-    options.stall_s = stall_s;
     auto analysis =
         std::make_shared<hang_detector::Analysis>(hang_detector::Analyze(*index, options));
     if (!analysis->usable) return nullptr;

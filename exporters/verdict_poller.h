@@ -1,5 +1,6 @@
 // Runs the cross-rank correlator (hang_detector) on a background thread every few seconds and
-// keeps its latest answer, so a scrape never waits for an analysis: it reads the cached one.
+// keeps its latest answer, so a scrape never waits for an analysis: it reads the cached one. It
+// also follows the answers over time, counting incidents by stage and outcome (verdict_stages.h).
 #pragma once
 
 #include <condition_variable>
@@ -9,9 +10,17 @@
 #include <string>
 #include <thread>
 
+#include "exporters/verdict_stages.h"
+#include "hang_detector/correlator.h"
 #include "hang_detector/verdict.h"
 
 namespace ncclscope::exporters {
+
+// The newest analysis and the incidents counted up to and including it, taken together.
+struct VerdictSnapshot {
+  std::shared_ptr<const hang_detector::Analysis> analysis;  // null before the first
+  IncidentCounts incidents;
+};
 
 class VerdictPoller {
  public:
@@ -30,6 +39,8 @@ class VerdictPoller {
   void RunOnce();
   // The newest analysis, null before the first. Thread-safe.
   std::shared_ptr<const hang_detector::Analysis> Latest() const;
+  // The newest analysis with its incident counts, consistent with each other. Thread-safe.
+  VerdictSnapshot Snapshot() const;
 
  private:
   void Loop();
@@ -40,11 +51,14 @@ class VerdictPoller {
   std::condition_variable wake_;
   bool stop_ = false;
   std::shared_ptr<const hang_detector::Analysis> latest_;
+  IncidentTracker incidents_;
   std::thread thread_;
 };
 
 // The production analysis: streams every ring file of `dir` into the correlator's index and
-// analyses it as of now, checking writer processes of this host. Thread-safe.
-VerdictPoller::AnalyzeFn AnalyzeTraceDir(const std::string& dir, double stall_s);
+// analyses it as of now, checking writer processes of this host, with `options`' thresholds
+// (stall, confirmation; its clock and probe are set here). Thread-safe.
+VerdictPoller::AnalyzeFn AnalyzeTraceDir(const std::string& dir,
+                                         const hang_detector::AnalyzeOptions& options);
 
 }  // namespace ncclscope::exporters

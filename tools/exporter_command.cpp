@@ -29,12 +29,32 @@ void RegisterExporterCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--stall-after", o->stall_s, "Seconds a wait must last to count as a hang")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--confirm-floor", o->confirm_floor_s,
+                  "Seconds a suspect whose culprit is not shown stuck must last before it is a "
+                  "confirmed hang, at least (docs/metrics.md)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--confirm-factor", o->confirm_factor,
+                  "A suspect is confirmed after this many times the longest pause the job has "
+                  "shown (between the floor and the ceiling)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--confirm-ceiling", o->confirm_ceiling_s,
+                  "Seconds after which a suspect is a confirmed hang whatever the job has shown")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--this-host-only", o->this_host_only,
                 "Serve only the ring files written on this host, when nodes share one trace "
                 "directory (the verdicts still correlate every file)");
   cmd->callback([=] {
     if (o->dir.empty()) {
       std::cerr << "ncclscope exporter: no trace directory: give --dir D or set NCCLSCOPE_DIR\n";
+      *exit_code = 3;
+      return;
+    }
+    if (o->confirm_ceiling_s < o->confirm_floor_s) {
+      std::cerr << "ncclscope exporter: --confirm-ceiling " << o->confirm_ceiling_s
+                << " is below --confirm-floor " << o->confirm_floor_s << "\n";
       *exit_code = 3;
       return;
     }

@@ -7,6 +7,7 @@
 
 #include "exporters/file_tail.h"
 #include "exporters/node_aggregator.h"
+#include "exporters/verdict_stages.h"
 #include "hang_detector/correlator.h"
 #include "tests/exporters/scrape_text.h"
 #include "tests/exporters/snapshot_source.h"
@@ -315,9 +316,16 @@ TEST_F(Aggregation, VerdictsNameTheirCulprits) {
   options.probe = &probe;
   const hang_detector::Analysis analysis = hang_detector::Analyze(source.set, options);
   const std::string text = Scrape(aggregator, &analysis);
-  EXPECT_EQ(Value(text, R"(ncclscope_verdict{class="missing",comm="world",rank="1"})"), 1) << text;
-  EXPECT_NEAR(*Value(text, R"(ncclscope_verdict_age_seconds{class="missing",comm="world"})"), 29,
-              0.5);
+  ASSERT_FALSE(analysis.verdicts.empty());
+  // The stage is the correlator's call (suspect or confirmed; verdict_stages_test.cpp pins both).
+  const std::string stage = exporters::StageLabel(analysis.verdicts.front());
+  EXPECT_EQ(Value(text, R"(ncclscope_verdict{class="missing",comm="world",rank="1",stage=")" +
+                            stage + "\"}"),
+            1)
+      << text;
+  EXPECT_NEAR(*Value(text, R"(ncclscope_verdict_age_seconds{class="missing",comm="world",stage=")" +
+                               stage + "\"}"),
+              29, 0.5);
 }
 
 TEST_F(Aggregation, AHealthyJobHasNoVerdictSeries) {

@@ -153,7 +153,8 @@ TEST(ExporterE2E, AHangBecomesAVerdictSeriesWithinSeconds) {
   const std::string dir = scratch / "trace";
   constexpr double kIntervalS = 1;
   constexpr double kPollS = 0.25;
-  Exporter exporter(scratch, dir, {"--verdict-interval", "1"});
+  // A floor no test outlasts: a suspect stays one, and says when it will be confirmed.
+  Exporter exporter(scratch, dir, {"--verdict-interval", "1", "--confirm-floor", "300"});
   const auto start = Clock::now();
   ProcessResult sim;
   // The job hangs until the launcher's timeout; a loaded machine may take long to start it.
@@ -167,14 +168,43 @@ TEST(ExporterE2E, AHangBecomesAVerdictSeriesWithinSeconds) {
   }
   job.join();
   ASSERT_TRUE(seen) << text;
-  EXPECT_EQ(Value(text, R"(ncclscope_verdict{class="device-stall",comm="tp",rank="1"})"), 1)
-      << text;
+  // Whether the stuck stream already proves the hang is the correlator's call; either way the
+  // series says which stage it is in, and a suspect when the exporter's floor confirms it.
+  const double suspect =
+      Sum(text, "ncclscope_verdict",
+          {{"class", "device-stall"}, {"comm", "tp"}, {"rank", "1"}, {"stage", "suspect"}});
+  const double hang =
+      Sum(text, "ncclscope_verdict",
+          {{"class", "device-stall"}, {"comm", "tp"}, {"rank", "1"}, {"stage", "hang"}});
+  EXPECT_EQ(suspect + hang, 1) << text;
+  const std::string stage = suspect > 0 ? "suspect" : "hang";
+  if (suspect > 0) {
+    EXPECT_GE(
+        *Value(
+            text,
+            R"(ncclscope_verdict_confirm_after_seconds{class="device-stall",comm="tp",stage="suspect"})"),
+        300)
+        << "--confirm-floor reaches the correlator\n"
+        << text;
+  }
   // Measured from the onset of the hang, not from the job's start: the verdict's age when the
   // correlator made it, plus at most one analysis period and one poll before we saw it.
   const double age =
-      *Value(text, R"(ncclscope_verdict_age_seconds{class="device-stall",comm="tp"})");
+      *Value(text, R"(ncclscope_verdict_age_seconds{class="device-stall",comm="tp",stage=")" +
+                       stage + "\"}");
   EXPECT_GT(age, 0);
   EXPECT_LT(age + kIntervalS + kPollS, 10) << "onset to a visible series, in seconds";
+}
+
+TEST(ExporterE2E, ACeilingBelowTheFloorIsAClearErrorWithExitCode3) {
+  ScratchDir scratch;
+  const ProcessResult r =
+      RunProcess({Cli(), "exporter", "--dir", scratch / "trace", "--listen", "127.0.0.1:0",
+                  "--confirm-floor", "120", "--confirm-ceiling", "60"},
+                 {}, 30);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("--confirm-ceiling 60 is below --confirm-floor 120"), std::string::npos)
+      << r.err;
 }
 
 TEST(ExporterE2E, APortInUseIsAClearErrorWithExitCode3) {

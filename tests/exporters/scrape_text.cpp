@@ -9,10 +9,11 @@
 namespace ncclscope::testing {
 
 std::string Scrape(exporters::NodeAggregator& aggregator, const hang_detector::Analysis* analysis,
-                   int64_t now_ns) {
+                   int64_t now_ns, std::optional<exporters::IncidentCounts> incidents) {
   aggregator.Refresh(now_ns);
-  return prometheus::TextSerializer().Serialize(
-      exporters::RenderFamilies(aggregator.View(analysis)));
+  exporters::NodeView view = aggregator.View(analysis);
+  view.incidents = incidents;
+  return prometheus::TextSerializer().Serialize(exporters::RenderFamilies(view));
 }
 
 std::optional<double> Value(const std::string& text, const std::string& series) {

@@ -9,10 +9,11 @@
 
 namespace ncclscope::testing {
 
-// Refresh, view and serialize, as one GET /metrics does (without HTTP and verdicts unless given);
-// now_ns: the exporter's monotonic clock.
+// Refresh, view and serialize, as one GET /metrics does (without HTTP, verdicts and incident
+// counts unless given); now_ns: the exporter's monotonic clock.
 std::string Scrape(exporters::NodeAggregator& aggregator,
-                   const hang_detector::Analysis* analysis = nullptr, int64_t now_ns = 0);
+                   const hang_detector::Analysis* analysis = nullptr, int64_t now_ns = 0,
+                   std::optional<exporters::IncidentCounts> incidents = std::nullopt);
 
 // The value of the series written exactly as `series` (name and labels as serialized, e.g.
 // `ncclscope_rank_up{rank="1"}`), nullopt when absent.
