@@ -1,6 +1,5 @@
 #include "trace/ring_visitor.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +10,7 @@
 #include <cstring>
 #include <memory>
 
+#include "trace/regular_file.h"
 #include "trace/ring_layout.h"
 
 namespace ncclscope::trace {
@@ -208,13 +208,10 @@ bool VisitRingFile(const std::string& path, RingVisitor* visitor, std::string* e
 
 bool VisitRingFileFrom(const std::string& path, uint64_t first, RingVisitor* visitor,
                        std::string* error) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Fail(error, path, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return Fail(error, path, "not a regular file");
-  }
+  struct stat st {};
+  std::string why;
+  const int fd = OpenRegularFile(path, &st, &why);
+  if (fd < 0) return Fail(error, path, why);
   const auto size = static_cast<size_t>(st.st_size);
   if (size < kHeaderBytes) {
     close(fd);
