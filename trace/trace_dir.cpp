@@ -16,6 +16,12 @@ bool MakeOne(const std::string& path, std::string* error) {
   return false;
 }
 
+std::string LinkTarget(const std::string& link) {
+  char target[4096];
+  const ssize_t n = readlink(link.c_str(), target, sizeof target);
+  return n < 0 ? std::string("?") : std::string(target, static_cast<size_t>(n));
+}
+
 }  // namespace
 
 bool EnsurePrivateDir(const std::string& dir, std::string* error) {
@@ -33,22 +39,38 @@ bool EnsurePrivateDir(const std::string& dir, std::string* error) {
     *error = dir + ": " + std::strerror(errno);
     return false;
   }
+  // A symlink is followed (a trace directory on a bigger disk), but only one this user or root
+  // made: anyone else's link in a shared /tmp could send our records wherever they like. The
+  // target then passes the same checks as a directory given directly.
+  std::string where = dir;
+  if (S_ISLNK(st.st_mode)) {
+    where = dir + " (symlink to " + LinkTarget(dir) + ")";
+    if (st.st_uid != geteuid() && st.st_uid != 0) {
+      *error = dir + ": symlink owned by uid " + std::to_string(st.st_uid) +
+               ", not by this user or root";
+      return false;
+    }
+    if (stat(dir.c_str(), &st) != 0) {
+      *error = where + ": " + std::strerror(errno);
+      return false;
+    }
+  }
   if (!S_ISDIR(st.st_mode)) {
-    *error = dir + ": not a directory";
+    *error = where + ": not a directory";
     return false;
   }
   if (st.st_uid != geteuid()) {
-    *error = dir + ": owned by uid " + std::to_string(st.st_uid) + ", not by this user";
+    *error = where + ": owned by uid " + std::to_string(st.st_uid) + ", not by this user";
     return false;
   }
   if ((st.st_mode & 077) != 0) {
     char mode[8];
     snprintf(mode, sizeof mode, "%03o", st.st_mode & 0777);
-    *error = dir + ": accessible by other users (mode " + mode + "); expected 0700";
+    *error = where + ": accessible by other users (mode " + mode + "); expected 0700";
     return false;
   }
   if (access(dir.c_str(), W_OK | X_OK) != 0) {
-    *error = dir + ": not writable: " + std::strerror(errno);
+    *error = where + ": not writable: " + std::strerror(errno);
     return false;
   }
   return true;
