@@ -2,18 +2,34 @@
 
 #include <unistd.h>
 
+#include "trace/world_size.h"
+
 namespace ncclscope::plugin {
 namespace {
 
-// First variable that is set decides; a malformed one is reported and skipped.
-int ReadRankVar(const EnvLookup& env, std::initializer_list<const char*> names,
+enum class RankVar { kRank, kSize };
+
+// First variable that is set decides; a malformed one is reported and skipped. So is a value no
+// job has (trace/world_size.h): it would go into the ring header, and readers would take it for
+// the number of ranks to account for.
+int ReadRankVar(const EnvLookup& env, std::initializer_list<const char*> names, RankVar kind,
                 std::vector<std::string>* warnings) {
   for (const char* name : names) {
     const char* raw = env(name);
     if (raw == nullptr) continue;
     int64_t v = 0;
-    if (ParseInt(raw, "0..2147483647", &v)) return static_cast<int>(v);
-    warnings->push_back(std::string(name) + "='" + raw + "' is not a rank or size; ignored");
+    if (!ParseInt(raw, "0..2147483647", &v)) {
+      warnings->push_back(std::string(name) + "='" + raw + "' is not a rank or size; ignored");
+      continue;
+    }
+    const bool plausible =
+        kind == RankVar::kSize ? trace::PlausibleWorldSize(v) : trace::PlausibleWorldSize(v + 1);
+    if (plausible) return static_cast<int>(v);
+    warnings->push_back(
+        std::string(name) + "='" + raw + "' is " +
+        (v == 0 ? std::string("no job size")
+                : "beyond any job (more than " + std::to_string(trace::kMaxWorldSize) + " ranks)") +
+        "; ignored");
   }
   return -1;
 }
@@ -35,12 +51,13 @@ std::string SafeComponent(const std::string& raw) {
 LaunchIdentity ReadLaunchIdentity(const EnvLookup& env, const Config& config,
                                   std::vector<std::string>* warnings) {
   LaunchIdentity id;
-  id.global_rank =
-      ReadRankVar(env, {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"}, warnings);
-  id.local_rank =
-      ReadRankVar(env, {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}, warnings);
-  id.world_size = ReadRankVar(
-      env, {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE"}, warnings);
+  id.global_rank = ReadRankVar(env, {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"},
+                               RankVar::kRank, warnings);
+  id.local_rank = ReadRankVar(env, {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"},
+                              RankVar::kRank, warnings);
+  id.world_size =
+      ReadRankVar(env, {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE"},
+                  RankVar::kSize, warnings);
   std::string job = config.job_id;
   for (const char* name : {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"}) {
     if (!job.empty()) break;

@@ -18,7 +18,8 @@ struct LaunchIdentity {
 // Reads RANK/LOCAL_RANK/WORLD_SIZE, then OMPI_COMM_WORLD_*, SLURM_PROCID/LOCALID/NTASKS, PMI_RANK/
 // PMI_SIZE (first launcher that sets a value wins), and the job id from NCCLSCOPE_JOB_ID (via
 // config), SLURM_JOB_ID, TORCHELASTIC_RUN_ID, else "local". A value that is not a non-negative
-// integer adds a warning and is ignored. Thread-safe (no shared state).
+// integer, or is beyond any job (trace/world_size.h), adds a warning and is ignored. Thread-safe
+// (no shared state).
 LaunchIdentity ReadLaunchIdentity(const EnvLookup& env, const Config& config,
                                   std::vector<std::string>* warnings);
 

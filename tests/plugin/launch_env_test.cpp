@@ -49,6 +49,36 @@ TEST(LaunchEnvTest, BadRankIsReportedAndIgnored) {
   EXPECT_NE(warnings[0].find("RANK='abc'"), std::string::npos);
 }
 
+// A typo or a corrupt environment must not reach the ring header, where readers would take it for
+// the number of ranks to account for.
+TEST(LaunchEnvTest, ImplausibleWorldSizesAndRanksAreReportedAndIgnored) {
+  const std::map<std::string, std::string> vars = {{"WORLD_SIZE", "2000000"},
+                                                   {"SLURM_NTASKS", "2147483647"},
+                                                   {"PMI_SIZE", "16"},
+                                                   {"RANK", "2147483647"},
+                                                   {"SLURM_PROCID", "3"}};
+  std::vector<std::string> warnings;
+  const LaunchIdentity id = ReadLaunchIdentity(Lookup(vars), Config{}, &warnings);
+  EXPECT_EQ(id.world_size, 16);
+  EXPECT_EQ(id.global_rank, 3);
+  ASSERT_EQ(warnings.size(), 3u);
+  EXPECT_NE(warnings[0].find("RANK='2147483647' is beyond any job"), std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[1].find("WORLD_SIZE='2000000' is beyond any job (more than 1048576 ranks)"),
+            std::string::npos)
+      << warnings[1];
+  EXPECT_NE(warnings[2].find("SLURM_NTASKS='2147483647'"), std::string::npos) << warnings[2];
+}
+
+TEST(LaunchEnvTest, TheLargestPlausibleWorldIsKept) {
+  const std::map<std::string, std::string> vars = {{"WORLD_SIZE", "1048576"}, {"RANK", "1048575"}};
+  std::vector<std::string> warnings;
+  const LaunchIdentity id = ReadLaunchIdentity(Lookup(vars), Config{}, &warnings);
+  EXPECT_EQ(id.world_size, 1048576);
+  EXPECT_EQ(id.global_rank, 1048575);
+  EXPECT_TRUE(warnings.empty());
+}
+
 TEST(LaunchEnvTest, JobIdIsOnePathComponent) {
   Config config;
   config.job_id = "../../etc/x y";
