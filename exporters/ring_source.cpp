@@ -52,7 +52,9 @@ const DirRingSource::Mapping* DirRingSource::MappingOf(const std::string& name) 
     mapped_.erase(it);
   }
   if (!present || st.st_size <= 0) return nullptr;
-  const int fd = open(name.c_str(), O_RDONLY | O_CLOEXEC);
+  // stat said regular, but the entry can be swapped before open: a FIFO then must not block the
+  // scrape (non-blocking), and the descriptor must be the file stat'ed (checked below).
+  const int fd = open(name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return nullptr;
   struct stat opened {};
   const auto size = static_cast<size_t>(st.st_size);
