@@ -135,8 +135,8 @@ def annotations():
          "name": "Annotations & Alerts", "type": "dashboard"},
         {"name": "Verdicts", "datasource": DS, "enable": True, "iconColor": "red",
          "expr": f"ncclscope_verdict{{{SELC}}} == 1", "step": "10s",
-         "titleFormat": "{{class}}: rank {{rank}} on {{comm}}",
-         "textFormat": "exporter {{instance}}", "tagKeys": "class,comm,rank",
+         "titleFormat": "{{class}} ({{stage}}): rank {{rank}} on {{comm}}",
+         "textFormat": "exporter {{instance}}", "tagKeys": "stage,class,comm,rank",
          "useValueForTime": False},
     ]
 
@@ -176,7 +176,19 @@ def size_quantile(q):
             f"(job_instance_comm_op_size_le:ncclscope_operation_duration_by_size_seconds_bucket:rate1m{{{SELC}}}))")
 
 
-VERDICT_TABLE = hide_columns("Time", "Value", "__name__", order=("class", "comm", "rank", "instance", "job"))
+VERDICT_TABLE = hide_columns("Time", "Value", "__name__",
+                             order=("stage", "class", "comm", "rank", "instance", "job"))
+BARS_OVER_TIME = {"drawStyle": "bars", "lineWidth": 1, "fillOpacity": 80, "showPoints": "never",
+                  "spanNulls": False}
+
+
+def culprits_by_stage(description):
+    """A stat of the culprit ranks of the current verdicts, one value per stage (docs/metrics.md,
+    "Two stages"): only `hang` pages."""
+    return panel("stat", "Culprit ranks", description, "short",
+                 [target(f'count(ncclscope_verdict{{{SELC}, stage="{stage}"}} == 1) or vector(0)',
+                         stage) for stage in ("hang", "suspect", "straggler")],
+                 4, 4, options=STAT)
 
 
 def job_overview():
@@ -186,11 +198,10 @@ def job_overview():
         "NCCL jobs that ncclscope exporters report.",
         [
             row("Health"),
-            panel("stat", "Culprit ranks",
-                  "Is anything wrong right now? Number of culprit ranks named by the current "
-                  "verdicts (hang, deadlock, desync, dead, straggler); 0 when healthy.",
-                  "short", [target(f"count(ncclscope_verdict{{{SELC}}} == 1) or vector(0)")],
-                  4, 4, options=STAT),
+            culprits_by_stage(
+                "Is anything wrong right now? Culprit ranks named by the current verdicts, by "
+                "stage: hang (confirmed hang, deadlock, desync, dead: pages), suspect (a wait "
+                "not confirmed yet: a checkpoint looks the same), straggler; 0 when healthy."),
             panel("stat", "Ranks up / seen",
                   "Are all ranks alive? Ranks whose process is running, and ranks whose ring "
                   "file the exporters read (ended ones included).",
@@ -203,18 +214,37 @@ def job_overview():
                   "short", [target(f"sum(ncclscope_records_lost_total{{{SEL}}}) or vector(0)")],
                   4, 4, options=STAT),
             panel("bargauge", "How long the victims have waited",
-                  "Since when is the job stuck? Age of each current verdict, per class and "
-                  "communicator.",
-                  "s", [target(f"max by (class, comm) (ncclscope_verdict_age_seconds{{{SELC}}})",
-                               "{{class}} on {{comm}}", instant=True)],
+                  "Since when is the job stuck? Age of each current verdict, per class, "
+                  "communicator and stage.",
+                  "s", [target("max by (class, comm, stage) "
+                               f"(ncclscope_verdict_age_seconds{{{SELC}}})",
+                               "{{class}} on {{comm}} ({{stage}})", instant=True)],
                   12, 4, options=BARS),
 
             panel("table", "Active verdicts",
                   "Which communicator and which rank is to blame, and why? One row per culprit "
-                  "rank of each current verdict; run `ncclscope analyze` for the operation and "
-                  "the evidence.",
+                  "rank of each current verdict with its stage (hang: confirmed, pages; "
+                  "suspect: not confirmed yet); run `ncclscope analyze` for the operation, the "
+                  "evidence and what the culprit is doing.",
                   "none", [target(f"ncclscope_verdict{{{SELC}}} == 1", instant=True, fmt="table")],
                   24, 8, options=TABLE, transformations=VERDICT_TABLE),
+            panel("bargauge", "Time until a suspect is confirmed",
+                  "Will this wait page? For each current suspect, per class and communicator, "
+                  "how much longer it may last before it becomes a confirmed hang (the wait "
+                  "the correlator allows minus the wait so far); no data when there is no "
+                  "suspect.",
+                  "s", [target("max by (class, comm) "
+                               f"(ncclscope_verdict_confirm_after_seconds{{{SELC}}}) - max by "
+                               f'(class, comm) (ncclscope_verdict_age_seconds{{{SELC}, '
+                               'stage="suspect"})', "{{class}} on {{comm}}", instant=True)],
+                  12, 6, options=BARS),
+            panel("timeseries", "Incidents",
+                  "How often does the job pause long enough to be suspected, and how many of "
+                  "those were hangs? Per interval: suspects that resolved by themselves "
+                  "(checkpoints, evaluations), hangs confirmed, confirmed hangs that went away.",
+                  "short", [target("sum by (stage, outcome) (increase(ncclscope_incidents_total"
+                                   f"{{{SEL}}}[$__rate_interval]))", "{{stage}} {{outcome}}")],
+                  12, 6, options=LEGEND_LIST, custom=BARS_OVER_TIME, decimals=0),
 
             row("Throughput and bandwidth"),
             panel("timeseries", "Operations per second",
@@ -380,11 +410,10 @@ def communicator():
                   "factor).",
                   "short", [target(f"max(job_instance_comm:ncclscope_communicator_ranks:max{{{SELC}}})")],
                   4, 4, options=STAT),
-            panel("stat", "Active verdicts",
-                  "Is this communicator hung, deadlocked, desynchronized or slowed down? Culprit "
-                  "ranks of its current verdicts; 0 when healthy.",
-                  "short", [target(f"count(ncclscope_verdict{{{SELC}}} == 1) or vector(0)")],
-                  4, 4, options=STAT),
+            culprits_by_stage(
+                "Is this communicator hung, deadlocked, desynchronized or slowed down? Culprit "
+                "ranks of its current verdicts, by stage (hang: confirmed, pages; suspect: not "
+                "confirmed yet; straggler); 0 when healthy."),
             panel("table", "Verdicts on this communicator",
                   "Which of its ranks is to blame, and why? One row per culprit rank.",
                   "none", [target(f"ncclscope_verdict{{{SELC}}} == 1", instant=True, fmt="table")],

@@ -160,3 +160,20 @@ def rule_exprs(rules_files):
                 out.append((name, rest))
             i += 1
     return out
+
+
+def alert_severities(rules_files):
+    """{alert name: its `severity` label} of every alert of the rules files ('' when none)."""
+    out = {}
+    for f in rules_files:
+        alert = None
+        for line in pathlib.Path(f).read_text().splitlines():
+            m = re.match(r"\s*-\s*(record|alert)\s*:\s*(\S+)\s*$", line)
+            if m:
+                alert = m.group(2) if m.group(1) == "alert" else None
+                if alert:
+                    out[alert] = ""
+            m = re.match(r"\s*severity\s*:\s*(\S+)\s*$", line)
+            if m and alert:
+                out[alert] = m.group(1).strip("'\"")
+    return out

@@ -16,6 +16,7 @@ import unittest
 SOURCE = pathlib.Path(sys.argv.pop(1) if len(sys.argv) > 1 else ".").resolve()
 LINT = pathlib.Path(__file__).resolve().parent / "lint_dashboards.py"
 OVERVIEW = "ncclscope-job-overview.json"
+ALERTS = "ncclscope-alerts.rules.yml"
 
 
 def first_panel(d, kind):
@@ -27,7 +28,7 @@ def first_target_expr(d, needle):
 
 
 class LintCatchesDefects(unittest.TestCase):
-    def lint_broken(self, break_it, rule):
+    def lint_broken(self, break_it, rule, break_alerts=None):
         with tempfile.TemporaryDirectory() as tmp:
             root = pathlib.Path(tmp)
             shutil.copytree(SOURCE / "dashboards", root / "dashboards")
@@ -37,6 +38,11 @@ class LintCatchesDefects(unittest.TestCase):
             d = json.loads(f.read_text())
             break_it(d)
             f.write_text(json.dumps(d, indent=2) + "\n")
+            if break_alerts is not None:
+                alerts = root / "dashboards" / "prometheus" / ALERTS
+                broken = break_alerts(alerts.read_text())
+                self.assertNotEqual(broken, alerts.read_text(), "the defect was not introduced")
+                alerts.write_text(broken)
             r = subprocess.run([sys.executable, str(LINT), str(root)], capture_output=True, text=True)
         out = r.stdout + r.stderr
         self.assertNotEqual(r.returncode, 0, f"lint passed a dashboard broken for {rule}")
@@ -104,6 +110,19 @@ class LintCatchesDefects(unittest.TestCase):
     def test_export_inputs(self):
         self.lint_broken(lambda d: d.update(__inputs=[{"name": "DS_PROMETHEUS", "type": "datasource"}]),
                          "test_model_is_classic_and_provisionable")
+
+    def test_critical_alert_on_a_suspect(self):
+        # The pre-two-stage hang alert: any verdict of the class pages, suspects included.
+        self.lint_broken(lambda d: None, "test_only_confirmed_hangs_page",
+                         break_alerts=lambda text: text.replace(
+                             '"missing|device-stall|frozen|init-hang", stage="hang"}',
+                             '"missing|device-stall|frozen|init-hang"}'))
+
+    def test_suspect_alert_that_pages(self):
+        self.lint_broken(lambda d: None, "test_only_confirmed_hangs_page",
+                         break_alerts=lambda text: re.sub(
+                             r"(alert: NcclscopeCollectiveSuspect\n(?:.*\n)*?\s*severity: )info",
+                             r"\1critical", text, count=1))
 
     def test_no_description(self):
         self.lint_broken(lambda d: first_panel(d, "stat").update(description=""),

@@ -200,6 +200,25 @@ class Dashboards(unittest.TestCase):
             unknown = dm.metric_names(expr) - contract - set(records)
             self.assertFalse(unknown, f"rule {rule}: {unknown}")
 
+    def test_only_confirmed_hangs_page(self):
+        """Two stages (docs/metrics.md): an alert on verdicts pages (critical) only on
+        stage="hang"; one on stage="suspect" is informational. Every critical alert's
+        ncclscope_verdict selector pins stage="hang"."""
+        severities = dm.alert_severities(RULES)
+        exprs = dict(dm.rule_exprs(RULES))
+        checked = 0
+        for alert, severity in severities.items():
+            for matchers in dm.selectors(exprs[alert], "ncclscope_verdict"):
+                stage = re.search(r'\bstage\s*(=~|!=|!~|=)\s*"([^"]*)"', matchers)
+                if severity == "critical":
+                    checked += 1
+                    self.assertTrue(stage and stage.groups() == ("=", "hang"),
+                                    f'alert {alert} pages on verdicts without stage="hang": '
+                                    f"{{{matchers}}}")
+                if stage and stage.group(2) == "suspect":
+                    self.assertEqual(severity, "info", f"alert {alert}: a suspect never pages")
+        self.assertGreater(checked, 0, "no critical verdict alert found in the rules")
+
     def test_dashboards_use_the_recording_rules(self):
         records, _ = dm.rule_names(RULES)
         used = set()
