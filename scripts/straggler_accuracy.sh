@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Straggler accuracy over emulated jobs: each straggler scenario once per size (the culprit set must
-# match exactly), and HEALTHY_RUNS healthy runs with random jitter per size (a new seed each, half of
-# them with slow transfers) plus the slow-but-steady large operation, which must give no verdict.
-# Usage: scripts/straggler_accuracy.sh [BUILD_DIR] (RANKS="8 32" HEALTHY_RUNS=20 by default).
+# Straggler accuracy over emulated jobs: each straggler scenario STRAGGLER_RUNS times per size (the
+# culprit set must match exactly), and HEALTHY_RUNS healthy runs with random jitter per size (a new
+# seed each, half of them with slow transfers) plus the slow-but-steady large operation, which must
+# give no verdict. The exact culprit sets of the subtle faults (1.2x compute, 3x slow link) are
+# checked here only: CI's end-to-end test (tests/hang_detector/straggler_scenarios_test.cpp) asserts
+# just that their verdict is never wrong, because under machine load it is not always exact
+# (docs/performance.md, "Straggler accuracy").
+# Usage: scripts/straggler_accuracy.sh [BUILD_DIR]
+#   (RANKS="8 32" HEALTHY_RUNS=20 STRAGGLER_RUNS=1 by default).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$root/build}/bin/ncclscope
 ranks=${RANKS:-8 32}
 runs=${HEALTHY_RUNS:-20}
+straggler_runs=${STRAGGLER_RUNS:-1}
 work=$(mktemp -d /tmp/ncclscope-straggler-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 exact=0 cases=0 false_verdicts=0 healthy=0
@@ -29,9 +35,11 @@ run() {  # run NAME RANKS SCENARIO_FILE [ENV...]
 for n in $ranks; do
   for spec in "compute-straggler-2x:$((n - 1))" "compute-straggler-1.2x:3" "slow-link-3x:2"; do
     name=${spec%%:*} want="straggler ${spec#*:}"
-    got=$(run "$name-$n" "$n" "$root/sim/scenarios/$name.json" NCCLSIM_LATENCY_US=5000)
-    cases=$((cases + 1))
-    if [ "$got" = "$want" ]; then exact=$((exact + 1)); else echo "MISS $name at $n ranks: $got"; fi
+    for k in $(seq 1 "$straggler_runs"); do
+      got=$(run "$name-$n-$k" "$n" "$root/sim/scenarios/$name.json" NCCLSIM_LATENCY_US=5000)
+      cases=$((cases + 1))
+      if [ "$got" = "$want" ]; then exact=$((exact + 1)); else echo "MISS $name at $n ranks: $got"; fi
+    done
   done
   for i in $(seq 1 "$runs"); do
     sed "s/\"seed\": [0-9]*/\"seed\": $((1000 + i))/" "$root/sim/scenarios/healthy-jitter.json" \
