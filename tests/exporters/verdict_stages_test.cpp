@@ -174,7 +174,7 @@ TEST_F(VerdictStages, NothingToAnalyseEndsNoIncident) {
   EXPECT_EQ(Sum(text, "ncclscope_verdict", {{"stage", "suspect"}}), 1);
 }
 
-TEST(IncidentTracker, CountsWhatPrometheusSees) {
+TEST(IncidentTracker, AResolvedSuspectThenAConfirmedHangAreTwoIncidents) {
   exporters::IncidentTracker t;
   t.Observe(Suspect(3).get());
   t.Observe(Healthy().get());
