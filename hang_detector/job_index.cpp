@@ -5,6 +5,7 @@
 
 #include "trace/identity.h"
 #include "trace/nccl_names.h"
+#include "trace/world_size.h"
 
 namespace ncclscope::hang_detector {
 namespace {
@@ -26,15 +27,36 @@ bool IsInit(OpType op) {
          op == OpType::kCommShrink;
 }
 
+// Sequence numbers count calls; a larger one is a corrupt record, and would overflow EndSeq().
+constexpr uint64_t kMaxSeq = uint64_t{1} << 62;
+// Calls of one communicator issued from several threads at once may reach the ring out of order.
+constexpr uint64_t kReorderSlack = 64;
+
 // Appends `pos` at sequence number `seq`, leaving holes for numbers never recorded (dropped).
 // Sequence numbers only grow within a lane; a smaller one (a recreated communicator reusing the
-// id) restarts nothing and is ignored rather than corrupting the order.
-void Place(CollLane& lane, uint64_t seq, uint32_t pos) {
+// id) restarts nothing and is ignored rather than corrupting the order. Each call takes a number
+// and a ring slot, so a lane never spans more numbers than its records span slots: a number beyond
+// that is corrupt and refused (false) rather than allocated, which keeps every lane within the size
+// of its ring file.
+bool Place(CollLane& lane, const RankFile& file, uint64_t seq, uint32_t pos) {
+  if (seq >= kMaxSeq) return false;
   if (lane.pos.empty()) lane.first_seq = seq;
-  if (seq < lane.EndSeq()) return;
+  if (seq < lane.EndSeq()) return true;
+  if (seq > lane.EndSeq() &&
+      seq - lane.first_seq > file.IndexOf(pos) - file.IndexOf(lane.pos.front()) + kReorderSlack) {
+    return false;
+  }
   lane.pos.resize(seq - lane.first_seq, kNoRecord);
   lane.pos.push_back(pos);
+  return true;
 }
+
+// Files whose header claims an implausible world size, for one note naming the first of them.
+struct Implausible {
+  int files = 0;
+  int first_size = 0;
+  std::string first_path;
+};
 
 }  // namespace
 
@@ -66,21 +88,54 @@ void JobIndex::Build(std::vector<RankFile> files) {
     return a.snap->pid < b.snap->pid;
   });
   files_ = std::move(files);
+  Implausible implausible;
   for (const RankFile& f : files_) {
-    world_size_ = std::max(world_size_, f.snap->world_size);
     stats_.records += f.ops.size();
+    const int claimed = f.snap->world_size;
+    if (claimed <= 0) continue;
+    if (!trace::PlausibleWorldSize(claimed)) {
+      if (implausible.files++ == 0) {
+        implausible.first_size = claimed;
+        implausible.first_path = f.snap->path;
+      }
+      continue;
+    }
+    world_size_ = std::max(world_size_, claimed);
   }
   stats_.files = files_.size();
   for (uint32_t f = 0; f < files_.size(); ++f) IndexFile(f);
-  if (world_size_ > 0) {
-    std::vector<bool> seen(world_size_, false);
-    for (const RankFile& f : files_) {
-      if (f.rank >= 0 && f.rank < world_size_) seen[f.rank] = true;
-    }
-    for (int r = 0; r < world_size_; ++r) {
-      if (!seen[r]) missing_ranks_.push_back(r);
-    }
+  if (implausible.files > 0) {
+    notes_.push_back(
+        std::to_string(implausible.files) + " file(s) claim an implausible world size (" +
+        std::to_string(implausible.first_size) + " in " + implausible.first_path + "; more than " +
+        std::to_string(trace::kMaxWorldSize) + " ranks): ignored" +
+        (world_size_ > 0 ? "" : "; the job's size is unknown, not all ranks were seen"));
   }
+  if (implausible_seqs_ > 0) {
+    notes_.push_back(std::to_string(implausible_seqs_) +
+                     " record(s) with an impossible sequence number (beyond what their ring "
+                     "holds) were skipped");
+  }
+  ListMissingRanks();
+}
+
+// The ranks below the world size without a file: the complement of the ranks present, so the work
+// and memory follow the files, not the (plausible but possibly large) world size.
+void JobIndex::ListMissingRanks() {
+  if (world_size_ <= 0) return;
+  std::vector<int> present;
+  for (const RankFile& f : files_) {
+    if (f.rank >= 0 && f.rank < world_size_) present.push_back(f.rank);
+  }
+  std::sort(present.begin(), present.end());
+  present.erase(std::unique(present.begin(), present.end()), present.end());
+  missing_ranks_.reserve(world_size_ - present.size());
+  int next = 0;
+  for (int r : present) {
+    for (; next < r; ++next) missing_ranks_.push_back(next);
+    next = r + 1;
+  }
+  for (; next < world_size_; ++next) missing_ranks_.push_back(next);
 }
 
 CommModel& JobIndex::CommFor(uint64_t id) {
@@ -111,7 +166,7 @@ void JobIndex::IndexFile(uint32_t f) {
   for (const trace::CommInfo& c : s.comms) {
     CommModel& m = CommFor(c.id);
     if (m.name.empty()) m.name = c.name;
-    if (m.nranks < 0) m.nranks = c.nranks;
+    if (m.nranks < 0 && trace::PlausibleWorldSize(c.nranks)) m.nranks = c.nranks;
     if (m.parent_id == 0) m.parent_id = c.parent_id;
     if (m.split_index == 0) m.split_index = c.split_index;
     if (m.origin == 0) m.origin = c.origin;
@@ -147,7 +202,7 @@ void JobIndex::IndexFile(uint32_t f) {
         l.lane = static_cast<uint32_t>(m.lanes.size());
         m.lanes.push_back({f, l.comm_rank, 0, {}});
       }
-      Place(m.lanes[l.lane], r.seq, pos);
+      if (!Place(m.lanes[l.lane], file, r.seq, pos)) ++implausible_seqs_;
     } else if (trace::IsP2P(op)) {
       if (r.seq == 0 || sh.comm_id == 0) continue;
       if (slot.local == nullptr) slot.local = local_for(sh.comm_id);
@@ -178,7 +233,7 @@ void JobIndex::IndexFile(uint32_t f) {
       side.file = f;
       side.comm_rank = l.comm_rank;
       (send ? lane.has_sends : lane.has_recvs) = true;
-      Place(side, r.seq, pos);
+      if (!Place(side, file, r.seq, pos)) ++implausible_seqs_;
     } else if (IsInit(op)) {
       InitCall call;
       call.file = f;
@@ -194,7 +249,8 @@ void JobIndex::IndexFile(uint32_t f) {
                             : trace::CommIdFromShrink(sh.comm_id, call.split_index);
       } else {
         call.child_id = sh.comm_id;
-        call.nranks = static_cast<int>(static_cast<uint32_t>(sh.aux));
+        const auto nranks = static_cast<int64_t>(static_cast<uint32_t>(sh.aux));
+        if (trace::PlausibleWorldSize(nranks)) call.nranks = static_cast<int>(nranks);
       }
       inits_.push_back(call);
     }

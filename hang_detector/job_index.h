@@ -109,9 +109,13 @@ class JobIndex {
   const std::vector<CommModel>& comms() const { return comms_; }
   const std::vector<InitCall>& inits() const { return inits_; }
   const CommModel* FindComm(uint64_t id) const;
+  // The largest plausible world size a header claims (trace/world_size.h); -1 when none does.
   int world_size() const { return world_size_; }
   // Ranks of 0..world_size-1 with no readable file.
   const std::vector<int>& missing_ranks() const { return missing_ranks_; }
+  // What the index ignored as implausible (world sizes, sequence numbers), one line each, for the
+  // input report.
+  const std::vector<std::string>& notes() const { return notes_; }
   // Records that could not be placed (p2p on a communicator whose table entry was dropped).
   uint64_t unplaced_records() const { return unplaced_; }
   // One line per file that could not be read, naming it (in directory order).
@@ -129,6 +133,7 @@ class JobIndex {
   void Build(std::vector<RankFile> files);
   CommModel& CommFor(uint64_t id);
   void IndexFile(uint32_t f);
+  void ListMissingRanks();
 
   std::vector<RankFile> files_;
   std::vector<CommModel> comms_;
@@ -137,7 +142,9 @@ class JobIndex {
   std::vector<int> missing_ranks_;
   int world_size_ = -1;
   uint64_t unplaced_ = 0;
+  uint64_t implausible_seqs_ = 0;
   std::vector<std::string> errors_;
+  std::vector<std::string> notes_;
   IngestStats stats_;
 };
 
