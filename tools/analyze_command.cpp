@@ -1,6 +1,10 @@
 // `ncclscope analyze DIR [--json] [--watch]`: reads every ring file of a job (live or after it
 // died) and prints the correlator's verdicts; --watch re-analyses every second until the job ends.
 // Exit code: 0 healthy, 1 straggler, 2 hang/deadlock/desync/dead, 3 unusable input.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -44,11 +48,22 @@ hd::AnalyzeOptions CorrelatorOptions(const AnalyzeCliOptions& o, const hd::Proce
   return options;
 }
 
+// Why nothing could be analysed: no ring file at all, or only ones that cannot be read.
+std::string UnusableReason(const std::string& dir, const hd::Analysis& a) {
+  const std::vector<std::string>& bad = a.input.unreadable;
+  if (bad.empty()) return dir + ": no ring file (*.ring) in it";
+  std::string why = dir + ": no readable ring file: " + std::to_string(bad.size()) +
+                    " *.ring file(s), none readable; " + bad.front();
+  if (bad.size() > 1) why += " (and " + std::to_string(bad.size() - 1) + " more)";
+  return why;
+}
+
 void Print(const AnalyzeCliOptions& o, const hd::Analysis& a, int indent) {
+  // On stderr in both forms, so a script reading the JSON still sees why the exit code is 3.
+  if (!a.usable) std::cerr << "ncclscope analyze: " << UnusableReason(o.dir, a) << "\n";
   if (o.json) {
     std::cout << hd::RenderJson(a, indent) << "\n";
   } else {
-    if (!a.usable) std::cerr << "ncclscope analyze: " << o.dir << ": no readable ring files\n";
     std::cout << hd::RenderText(a, o.verbose);
   }
   std::cout.flush();
@@ -96,24 +111,54 @@ std::string VerdictKey(const hd::Analysis& a) {
   return key;
 }
 
+// How long --watch gives ring files that cannot be read yet before calling them damaged.
+constexpr std::chrono::seconds kCreationGrace{1};
+
+bool DirIsAbsent(const std::string& dir) {
+  struct stat st {};
+  return stat(dir.c_str(), &st) != 0 && errno == ENOENT;
+}
+
 // Live view: prints the analysis whenever its verdict changes (JSON: one line per change), until
 // no writer process is left (the correlator's post-mortem mode) or every rank finished. Waits for
-// the first ring file, so it can be started together with the job.
+// the directory and its first ring file, so it can be started together with the job; exits 3 when
+// the directory cannot be read or holds only ring files that stay unreadable.
 int Watch(const AnalyzeCliOptions& o) {
   const auto probe = hd::MakeLinuxProcessProbe();
   const auto period = std::chrono::duration<double>(o.interval_s);
   std::string shown;
   bool said_waiting = false;
+  std::optional<std::chrono::steady_clock::time_point> unreadable_since;
   for (;;) {
     trace::TraceSet set;
     std::string error;
     const bool readable = trace::ReadTraceDir(o.dir, &set, &error);
+    // A directory the job has yet to create is waited for; one that exists but cannot be listed
+    // (not a directory, no permission) will not get better.
+    if (!readable && !DirIsAbsent(o.dir)) {
+      std::cerr << "ncclscope analyze: " << error << "\n";
+      return 3;
+    }
+    // A writer creates its file and fills the header in one go (milliseconds), so ring files that
+    // all stay unreadable across two looks a second apart are damaged, not being created.
+    const bool only_unreadable = readable && set.files.empty() && !set.errors.empty();
+    if (!only_unreadable) {
+      unreadable_since.reset();
+    } else if (!unreadable_since) {
+      unreadable_since = std::chrono::steady_clock::now();
+    } else if (std::chrono::steady_clock::now() - *unreadable_since >= kCreationGrace) {
+      const hd::Analysis a = hd::Analyze(set, CorrelatorOptions(o, probe.get()));
+      Print(o, a, o.json ? 0 : 2);
+      return hd::ExitCode(a);
+    }
     if (!readable || set.files.empty()) {
       if (!said_waiting) {
         std::cerr << "ncclscope analyze: waiting for ring files in " << o.dir << "\n";
         said_waiting = true;
       }
-      std::this_thread::sleep_for(period);
+      std::this_thread::sleep_for(
+          only_unreadable ? std::min<std::chrono::duration<double>>(period, kCreationGrace)
+                          : period);
       continue;
     }
     const hd::Analysis a = hd::Analyze(set, CorrelatorOptions(o, probe.get()));
