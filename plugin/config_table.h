@@ -40,9 +40,20 @@
     "max(floor, factor x its p99 latency) is stalled, milliseconds.")                             \
   X(stall_p99_factor, Int, "10", "1..100000",                                                     \
     "Stall rule factor k: T = max(floor, k x the observed p99 latency of the operation class).")  \
+  X(confirm_floor_ms, Int, "60000", "100..86400000",                                              \
+    "A stall whose culprit is not shown stuck (busy outside NCCL, an operation every member "     \
+    "runs) stays a suspect, reported and never acted on, until it lasts max(floor, factor x the " \
+    "longest pause the job has shown), at most the ceiling; milliseconds.")                       \
+  X(confirm_factor, Int, "3", "1..1000",                                                          \
+    "Confirmation factor: a suspect becomes a hang after this many times the longest pause "      \
+    "(between two operations of a rank, or inside one) the job's traces show.")                   \
+  X(confirm_ceiling_ms, Int, "600000", "100..604800000",                                          \
+    "Confirmation ceiling: a suspect is a hang after this long whatever the job has shown, "      \
+    "milliseconds (PyTorch's default NCCL timeout is 10 minutes).")                               \
   X(on_hang, Enum, "report", "report|abort",                                                      \
-    "On a hang verdict: report (verdict.json, stderr), or also ncclCommAbort this rank's "        \
-    "communicators the verdict names, so the job fails fast and its launcher can restart it.")    \
+    "On a confirmed hang: report (verdict.json, stderr), or also ncclCommAbort this rank's "      \
+    "communicators the verdict names, so the job fails fast and its launcher can restart it. "    \
+    "Suspects are only reported.")                                                                \
   X(exporter, String, "", "",                                                                     \
     "Read by `ncclscope run`, not by the library: PORT or ADDR:PORT of the node's metrics "       \
     "exporter it starts with the job (as run --exporter=...; PORT alone listens on 0.0.0.0). "    \

@@ -39,17 +39,18 @@ uint64_t IncidentKey(const hang_detector::Verdict& v) {
   return h;
 }
 
-bool ClaimIncident(const std::string& dir, const hang_detector::Verdict& v, int64_t onset_wall_ns) {
+bool ClaimIncident(const std::string& dir, const hang_detector::Verdict& v, int64_t onset_wall_ns,
+                   const char* stage) {
   struct stat st {};
-  const std::string verdict = dir + "/" + kVerdictFile;
-  if (stat(verdict.c_str(), &st) == 0) {
+  const std::string stamp = dir + "/.verdict-" + stage + ".stamp";
+  if (stat(stamp.c_str(), &st) == 0) {
     const int64_t mtime =
         static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
     if (mtime >= onset_wall_ns) return false;
   }
-  char name[64];
-  std::snprintf(name, sizeof name, "/.verdict-%016llx.lock",
-                static_cast<unsigned long long>(IncidentKey(v)));
+  char name[96];
+  std::snprintf(name, sizeof name, "/.verdict-%016llx-%s.lock",
+                static_cast<unsigned long long>(IncidentKey(v)), stage);
   const std::string lock = dir + name;
   const int fd = open(lock.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
   if (fd < 0) return false;
@@ -59,6 +60,12 @@ bool ClaimIncident(const std::string& dir, const hang_detector::Verdict& v, int6
     // The lock is the file's existence; its contents only say who took it.
   }
   close(fd);
+  // The stamp's time is what later claims compare with: (re)write it now.
+  const int sfd = open(stamp.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+  if (sfd >= 0) {
+    futimens(sfd, nullptr);
+    close(sfd);
+  }
   return true;
 }
 

@@ -17,10 +17,13 @@ inline constexpr const char* kVerdictFile = "verdict.json";
 // communicator, operation and sequence number, or the class and culprits of a process verdict.
 uint64_t IncidentKey(const hang_detector::Verdict& v);
 
-// Claims the incident for this process: false when verdict.json already exists and is newer than
-// onset_wall_ns (another rank reported this incident) or another process created the incident's
-// lock file (<dir>/.verdict-<key>.lock, O_EXCL) first. Thread-safe (the file system arbitrates).
-bool ClaimIncident(const std::string& dir, const hang_detector::Verdict& v, int64_t onset_wall_ns);
+// Claims the report of one stage ("suspect" or "hang") of an incident for this process: false
+// when some process already reported that stage of an incident since onset_wall_ns (the stage's
+// stamp file, <dir>/.verdict-<stage>.stamp, is newer: ranks looking a few ms apart may name the
+// incident differently) or created the incident's lock file (<dir>/.verdict-<key>-<stage>.lock,
+// O_EXCL) first. Thread-safe (the file system arbitrates).
+bool ClaimIncident(const std::string& dir, const hang_detector::Verdict& v, int64_t onset_wall_ns,
+                   const char* stage);
 
 // Writes contents to <dir>/<name> through a temporary file and rename(2), mode 0600, so readers
 // see the old file or the new one, never a part. Returns false and sets *error on failure.

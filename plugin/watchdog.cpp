@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "hang_detector/correlator.h"
 #include "hang_detector/verdict_json.h"
+#include "hang_detector/verdict_text.h"
 #include "plugin/incident_report.h"
 #include "plugin/nccl_symbols.h"
 #include "plugin/runtime.h"
@@ -55,9 +57,7 @@ void Watchdog::Tick(int64_t now_ns) noexcept {
     if (s.stalled) {
       OnStall(s, now_ns);
     } else if (stalled_) {
-      // Progress again: this incident is over (a later stall is a new one).
-      rt_->ring->ClearFlags(trace::kHeaderSuspect);
-      stalled_ = false;
+      OnProgress(now_ns);
     }
   } catch (...) {
     // Allocation failure or a bug in the analysis: the host must not notice.
@@ -70,21 +70,54 @@ void Watchdog::OnStall(const StallState& s, int64_t now_ns) {
   if (!stalled_) {
     stalled_ = true;
     settled_ = false;
+    reported_ = false;
     next_analysis_ns_ = now_ns;
+    onset_ns_ = s.since_ns;
     onset_wall_ns_ = trace::RealtimeNs() - (now_ns - s.since_ns);
     rt_->ring->SetFlags(trace::kHeaderSuspect);
   }
   if (settled_ || now_ns < next_analysis_ns_) return;
-  settled_ = Correlate(s);
-  next_analysis_ns_ = now_ns + options_.reanalyze_ns;
+  const Outcome o = Correlate(s);
+  settled_ = o == Outcome::kSettled;
+  // A suspect is looked at again less often as it ages: it is confirmed by time only after tens of
+  // seconds, and every look reads the whole directory. Death or freezing of the culprit is still
+  // seen within a tenth of its age.
+  const int64_t age = now_ns - onset_ns_;
+  next_analysis_ns_ = now_ns + (o == Outcome::kSuspect ? std::max(options_.reanalyze_ns, age / 10)
+                                                       : options_.reanalyze_ns);
 }
 
-bool Watchdog::Correlate(const StallState& s) {
+void Watchdog::OnProgress(int64_t now_ns) {
+  // Progress again: this incident is over (a later stall is a new one). What this rank reported
+  // must not linger as if the job were still stuck.
+  rt_->ring->ClearFlags(trace::kHeaderSuspect);
+  stalled_ = false;
+  if (!reported_) return;
+  reported_ = false;
+  const double lasted_s = static_cast<double>(now_ns - onset_ns_) * 1e-9;
+  std::string error;
+  if (!WriteFileAtomically(dir_, kVerdictFile,
+                           hd::RenderResolvedJson(last_reported_, lasted_s) + "\n", &error)) {
+    WarnOnce(WarnKey::kWatchdog, "watchdog cannot write its verdict: %s", error.c_str());
+    return;
+  }
+  const hd::Verdict& v = last_reported_.verdicts.front();
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "ncclscope: watchdog of rank %d (pid %d): resolved: %s %s #%llu progressed "
+                "after %.1f s; %s/%s says so\n",
+                rt_->ring->GlobalRank(), static_cast<int>(getpid()), v.comm_name.c_str(),
+                v.op.c_str(), static_cast<unsigned long long>(v.seq), lasted_s, dir_.c_str(),
+                kVerdictFile);
+  WriteStderr(line);
+}
+
+Watchdog::Outcome Watchdog::Correlate(const StallState& s) {
   trace::TraceSet set;
   std::string error;
   if (!trace::ReadTraceDir(dir_, &set, &error)) {
     WarnOnce(WarnKey::kWatchdog, "watchdog cannot read %s: %s", dir_.c_str(), error.c_str());
-    return true;  // nothing to correlate: do not retry this incident
+    return Outcome::kSettled;  // nothing to correlate: do not retry this incident
   }
   hd::AnalyzeOptions o;
   o.now_wall_ns = trace::RealtimeNs();
@@ -93,19 +126,43 @@ bool Watchdog::Correlate(const StallState& s) {
   // correlator, and a writer is only stale after many missed heartbeats.
   o.stall_s = std::min(2.0, static_cast<double>(s.threshold_ns) * 0.5e-9);
   o.stale_s = std::max(2.0, 20 * options_.heartbeat_s);
+  o.confirm_floor_s = options_.confirm_floor_s;
+  o.confirm_factor = options_.confirm_factor;
+  o.confirm_ceiling_s = options_.confirm_ceiling_s;
   const hd::Analysis a = hd::Analyze(set, o);
-  if (!a.usable || a.verdicts.empty() || !hd::IsHang(a.verdicts.front().cls)) return false;
-  const hd::Verdict& v = a.verdicts.front();
-  if (ClaimIncident(dir_, v, onset_wall_ns_)) {
-    const std::string path = dir_ + "/" + kVerdictFile;
-    if (WriteFileAtomically(dir_, kVerdictFile, hd::RenderJson(a) + "\n", &error)) {
-      WriteStderr(VerdictBlock(a, path, rt_->ring->GlobalRank(), static_cast<int>(getpid())));
-    } else {
-      WarnOnce(WarnKey::kWatchdog, "watchdog cannot write its verdict: %s", error.c_str());
-    }
+  if (!a.usable || a.verdicts.empty() || !hd::IsHang(a.verdicts.front().cls)) {
+    return Outcome::kNothing;
   }
+  const hd::Verdict& v = a.verdicts.front();
+  if (hd::IsSuspect(v)) {
+    if (!reported_ && ClaimIncident(dir_, v, onset_wall_ns_, "suspect")) Report(a, "suspect");
+    return Outcome::kSuspect;
+  }
+  if (ClaimIncident(dir_, v, onset_wall_ns_, "hang")) Report(a, "hang");
   if (options_.abort_on_hang) AbortCommunicators(a);
-  return true;
+  return Outcome::kSettled;
+}
+
+void Watchdog::Report(const hd::Analysis& a, const char* stage) {
+  std::string error;
+  const std::string path = dir_ + "/" + kVerdictFile;
+  if (!WriteFileAtomically(dir_, kVerdictFile, hd::RenderJson(a) + "\n", &error)) {
+    WarnOnce(WarnKey::kWatchdog, "watchdog cannot write its verdict: %s", error.c_str());
+    return;
+  }
+  reported_ = true;
+  last_reported_ = a;
+  const int rank = rt_->ring->GlobalRank();
+  const int pid = static_cast<int>(getpid());
+  if (std::string(stage) == "hang") {
+    WriteStderr(VerdictBlock(a, path, rank, pid));
+    return;
+  }
+  // A suspect is one line: someone may look, nobody should act.
+  const hd::Verdict& v = a.verdicts.front();
+  WriteStderr("ncclscope: watchdog of rank " + std::to_string(rank) + " (pid " +
+              std::to_string(pid) + "): " + hd::VerdictHeadline(v) + "; " + v.confirmed_by + "; " +
+              path + "\n");
 }
 
 void Watchdog::AbortCommunicators(const hd::Analysis& a) {
@@ -115,7 +172,7 @@ void Watchdog::AbortCommunicators(const hd::Analysis& a) {
   const int me = rt_->ring->GlobalRank();
   std::vector<uint64_t> ids;
   for (const hd::Verdict& v : a.verdicts) {
-    if (hd::IsHang(v.cls) && v.comm_id != 0) ids.push_back(v.comm_id);
+    if (hd::IsConfirmedHang(v) && v.comm_id != 0) ids.push_back(v.comm_id);
   }
   for (const hd::WaitingOn& w : a.waiting) {
     if (std::find(w.issued.begin(), w.issued.end(), me) != w.issued.end()) {
@@ -141,6 +198,9 @@ std::unique_ptr<Watchdog> MakeWatchdog(Runtime* rt) noexcept {
     o.stall.floor_ns = rt->config.stall_floor_ms * 1'000'000;
     o.stall.p99_factor = static_cast<double>(rt->config.stall_p99_factor);
     o.abort_on_hang = rt->config.on_hang == "abort";
+    o.confirm_floor_s = static_cast<double>(rt->config.confirm_floor_ms) * 1e-3;
+    o.confirm_factor = static_cast<double>(rt->config.confirm_factor);
+    o.confirm_ceiling_s = static_cast<double>(rt->config.confirm_ceiling_ms) * 1e-3;
     o.heartbeat_s = static_cast<double>(rt->config.heartbeat_ms) * 1e-3;
     return std::make_unique<Watchdog>(rt, o);
   } catch (...) {

@@ -1,9 +1,12 @@
 // The in-process watchdog: runs on the probe's one background thread (background_thread.cpp), so
 // it costs no thread of its own. Each tick it feeds the stall rule from the ring (op_watch.h); on a
-// local stall it marks the ring header suspect, correlates the job directory, and reports a hang
-// verdict once per incident across all ranks (incident_report.h); with NCCLSCOPE_ON_HANG=abort it
-// then aborts this rank's communicators named by the verdict. Not thread-safe: the background
-// thread owns it. Never throws, never aborts the process.
+// local stall it marks the ring header suspect and correlates the job directory. A hang-class
+// verdict is reported in two stages, each once per incident across all ranks
+// (incident_report.h): as a suspect (verdict.json with stage "suspect", one stderr line, nothing
+// acted on), then, if the correlator confirms it, as a hang (stage "hang", the stderr block and,
+// with NCCLSCOPE_ON_HANG=abort, ncclCommAbort of this rank's communicators the verdict names).
+// When progress resumes, the rank that reported rewrites verdict.json with stage "resolved".
+// Not thread-safe: the background thread owns it. Never throws, never aborts the process.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +27,9 @@ struct WatchdogOptions {
   bool abort_on_hang = false;
   double heartbeat_s = 0.1;  // writers' heartbeat period, for the correlator's staleness
   int64_t reanalyze_ns = 2'000'000'000;  // while stalled without a hang verdict
+  double confirm_floor_s = 60;           // stage two, as hang_detector::AnalyzeOptions
+  double confirm_factor = 3;
+  double confirm_ceiling_s = 600;
 };
 
 class Watchdog {
@@ -38,10 +44,15 @@ class Watchdog {
   bool failed() const { return failed_; }
 
  private:
+  enum class Outcome : uint8_t {
+    kNothing,  // no hang-class verdict yet: look again later
+    kSuspect,  // a suspect: look again later, it may be confirmed or go away
+    kSettled,  // a confirmed hang (reported here or elsewhere), or the directory is unreadable
+  };
   void OnStall(const StallState& s, int64_t now_ns);
-  // Correlates; true when this incident is settled: a hang verdict was reached (reported here or
-  // by another rank), or the directory cannot be read.
-  bool Correlate(const StallState& s);
+  void OnProgress(int64_t now_ns);
+  Outcome Correlate(const StallState& s);
+  void Report(const hang_detector::Analysis& a, const char* stage);
   void AbortCommunicators(const hang_detector::Analysis& a);
 
   Runtime* rt_;
@@ -55,6 +66,10 @@ class Watchdog {
   bool settled_ = false;  // this incident has its verdict (ours or another rank's)
   int64_t next_analysis_ns_ = 0;
   int64_t onset_wall_ns_ = 0;
+  int64_t onset_ns_ = 0;  // the probe's clock
+  // What this rank wrote to verdict.json for the current incident, to mark it resolved.
+  bool reported_ = false;
+  hang_detector::Analysis last_reported_;
 };
 
 // Creates the runtime's watchdog when NCCLSCOPE_WATCHDOG is on; null otherwise or on failure (one

@@ -1,5 +1,5 @@
-// Once per incident: the lock file and verdict.json's age decide who reports; the file is written
-// atomically and private.
+// Once per incident and stage: the lock file and the stage's stamp decide who reports; the file is
+// written atomically and private.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,25 +34,41 @@ hd::Verdict Missing(uint64_t comm, uint64_t seq) {
   return v;
 }
 
+int64_t SecondsFromNow(int s) {
+  return trace::RealtimeNs() + static_cast<int64_t>(s) * 1'000'000'000;
+}
+
 TEST(IncidentReport, FirstClaimWinsAndTheSameIncidentIsNotClaimedTwice) {
   TempDir dir;
   const hd::Verdict v = Missing(0xd, 2);
-  EXPECT_TRUE(ClaimIncident(dir.path, v, 0));
-  EXPECT_FALSE(ClaimIncident(dir.path, v, 0));  // another rank, same stuck operation
+  EXPECT_TRUE(ClaimIncident(dir.path, v, 0, "hang"));
+  EXPECT_FALSE(ClaimIncident(dir.path, v, 0, "hang"));  // another rank, same stuck operation
   hd::Verdict desync = v;
   desync.cls = hd::VerdictClass::kDesync;  // seen a few ms later as another class
-  EXPECT_FALSE(ClaimIncident(dir.path, desync, 0));
-  EXPECT_TRUE(ClaimIncident(dir.path, Missing(0xd, 3), 0));  // a later, different incident
+  EXPECT_FALSE(ClaimIncident(dir.path, desync, 0, "hang"));
+  // A later, different incident: it began after the last report.
+  EXPECT_TRUE(ClaimIncident(dir.path, Missing(0xd, 3), SecondsFromNow(1), "hang"));
 }
 
-TEST(IncidentReport, AVerdictWrittenAfterTheStallBeganSettlesIt) {
+TEST(IncidentReport, SuspectAndHangAreEachReportedOncePerIncident) {
   TempDir dir;
-  const int64_t onset = trace::RealtimeNs() - 1'000'000'000;
-  std::string error;
-  ASSERT_TRUE(WriteFileAtomically(dir.path, kVerdictFile, "{}\n", &error)) << error;
-  EXPECT_FALSE(ClaimIncident(dir.path, Missing(0xe, 1), onset));
-  // A verdict older than this stall is a previous incident's.
-  EXPECT_TRUE(ClaimIncident(dir.path, Missing(0xe, 1), trace::RealtimeNs() + 1'000'000'000));
+  const hd::Verdict v = Missing(0xd, 2);
+  const int64_t onset = SecondsFromNow(-5);
+  EXPECT_TRUE(ClaimIncident(dir.path, v, onset, "suspect"));
+  EXPECT_FALSE(ClaimIncident(dir.path, v, onset, "suspect"));
+  // The same incident, confirmed later: its hang stage is reported once more, once.
+  EXPECT_TRUE(ClaimIncident(dir.path, v, onset, "hang"));
+  EXPECT_FALSE(ClaimIncident(dir.path, v, onset, "hang"));
+}
+
+TEST(IncidentReport, AReportMadeAfterTheStallBeganSettlesIt) {
+  TempDir dir;
+  const int64_t onset = SecondsFromNow(-1);
+  EXPECT_TRUE(ClaimIncident(dir.path, Missing(0xe, 1), onset, "hang"));
+  // Another rank names the same incident differently (it looked a few ms later).
+  EXPECT_FALSE(ClaimIncident(dir.path, Missing(0xe, 2), onset, "hang"));
+  // A report older than this stall is a previous incident's.
+  EXPECT_TRUE(ClaimIncident(dir.path, Missing(0xe, 2), SecondsFromNow(1), "hang"));
 }
 
 TEST(IncidentReport, WritesAtomicallyWithMode0600) {

@@ -1,7 +1,11 @@
-// End to end: 8-rank jobs on the emulator with the probe preloaded and its watchdog on (defaults).
-// A hang must leave one verdict.json in the trace directory, with the right class and culprits,
-// reported once across all ranks and within the detection target; healthy and slow-but-progressing
-// jobs must leave none; NCCLSCOPE_ON_HANG=abort must end a hung job before its launcher's timeout.
+// End to end: 8-rank jobs on the emulator with the probe preloaded and its watchdog on. A hang
+// must leave one verdict.json in the trace directory, with the right class and culprits, reported
+// once across all ranks and within the detection target: as a suspect by default when nothing
+// shows the culprit stuck, as a confirmed hang when something does (ranks that disagree) or once
+// the wait outlasts the confirmation threshold. Healthy jobs with long pauses (checkpoints, a
+// 20-second operation) get a suspect at most, marked resolved when they go on, and
+// NCCLSCOPE_ON_HANG=abort leaves them alone; it ends a confirmed hang before the launcher's
+// timeout.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -9,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -39,19 +44,23 @@ int Count(const std::string& text, const std::string& what) {
 }
 
 struct Job {
-  std::string dir;    // the trace directory
-  std::string err;    // the launcher's stderr (every rank's, prefixed)
-  double wall_s = 0;  // how long `ncclscope sim` ran
+  std::string dir;     // the trace directory
+  std::string err;     // the launcher's stderr (every rank's, prefixed)
+  double wall_s = 0;   // how long `ncclscope sim` ran
+  int exit_code = -1;  // of `ncclscope sim`: 0 when every rank finished with correct results
   int64_t start_realtime_ns = 0;
 };
 
-// Runs `ncclscope sim` to its end; env_abort sets NCCLSCOPE_ON_HANG=abort in the ranks.
-Job RunSim(const std::string& scenario, bool abort_mode, const std::string& root) {
+// Runs `ncclscope sim` to its end, with `env` (NAME=VALUE) set in the ranks; abort mode also
+// makes the launcher end the job at the first failed rank.
+Job RunSim(const std::string& scenario, const std::vector<std::string>& env,
+           const std::string& root, double timeout_s = kTimeoutS) {
   Job job;
   job.dir = root + "/trace";
   const std::string err_path = root + "/stderr.txt";
   const std::string path = NCCLSCOPE_TEST_SOURCE_DIR "/sim/scenarios/" + scenario + ".json";
-  const std::string timeout = std::to_string(kTimeoutS), bin = Bin();
+  const std::string timeout = std::to_string(timeout_s), bin = Bin();
+  const bool abort_mode = std::find(env.begin(), env.end(), "NCCLSCOPE_ON_HANG=abort") != env.end();
   job.start_realtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
@@ -60,7 +69,7 @@ Job RunSim(const std::string& scenario, bool abort_mode, const std::string& root
   if (pid == 0) {
     freopen("/dev/null", "w", stdout);
     freopen(err_path.c_str(), "w", stderr);
-    if (abort_mode) setenv("NCCLSCOPE_ON_HANG", "abort", 1);
+    for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
     std::vector<const char*> argv = {bin.c_str(),  "sim",          "--ranks", "8",
                                      "--scenario", path.c_str(),   "--dir",   job.dir.c_str(),
                                      "--timeout",  timeout.c_str()};
@@ -69,11 +78,17 @@ Job RunSim(const std::string& scenario, bool abort_mode, const std::string& root
     execv(bin.c_str(), const_cast<char* const*>(argv.data()));
     _exit(127);
   }
-  waitpid(pid, nullptr, 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
   job.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  job.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   job.err = ReadFile(err_path);
   return job;
 }
+
+const std::vector<std::string> kAbort = {"NCCLSCOPE_ON_HANG=abort"};
+// A hang is confirmed 3 s into the wait: the stall rule reports at 5 s, so at once.
+const std::vector<std::string> kConfirmSoon = {"NCCLSCOPE_CONFIRM_FLOOR_MS=3000"};
 
 struct Root {
   Root() {
@@ -89,41 +104,99 @@ struct HangCase {
   const char* cls;
   const char* comm;
   std::vector<int> culprits;
+  const char* stage;  // with the default confirmation threshold
 };
 
-class WatchdogHang : public ::testing::TestWithParam<HangCase> {};
-
-TEST_P(WatchdogHang, WritesOneVerdictWithinTheTarget) {
-  const HangCase& c = GetParam();
-  Root root;
-  const Job job = RunSim(c.scenario, false, root.path);
-  SCOPED_TRACE(job.err);
+nlohmann::json ReadVerdict(const Job& job, const HangCase& c) {
   const std::string file = job.dir + "/verdict.json";
   struct stat st {};
-  ASSERT_EQ(stat(file.c_str(), &st), 0) << "no verdict.json";
+  EXPECT_EQ(stat(file.c_str(), &st), 0) << "no verdict.json";
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   const auto j = nlohmann::json::parse(ReadFile(file));
   const auto& v = j["verdicts"][0];
   EXPECT_EQ(v["class"], c.cls);
   EXPECT_EQ(v["comm_name"], c.comm);
   EXPECT_EQ(v["culprits"].get<std::vector<int>>(), c.culprits);
-  EXPECT_EQ(j["exit_code"], 2);
-  // Reported once across the 8 ranks.
-  EXPECT_EQ(Count(job.err, "verdict written to"), 1);
   // The victims' wait when the verdict was reached is the detection latency (the fault strikes
   // within milliseconds of the start); the file must also be there well before the timeout.
   EXPECT_LE(v["since_s"].get<double>(), kDetectionTargetS);
   const int64_t mtime = st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec;
   EXPECT_LE(static_cast<double>(mtime - job.start_realtime_ns) * 1e-9, kDetectionTargetS);
+  return j;
 }
 
-INSTANTIATE_TEST_SUITE_P(Shipped, WatchdogHang,
-                         ::testing::Values(HangCase{"stuck-before", "missing", "dp", {2}},
-                                           HangCase{"hang", "device-stall", "tp", {1}},
-                                           HangCase{"never-join", "init-hang", "world", {1, 2}},
-                                           HangCase{"skip", "desync", "tp", {3}}),
-                         [](const ::testing::TestParamInfo<HangCase>& info) {
-                           std::string name = info.param.scenario;
+class WatchdogHang : public ::testing::TestWithParam<HangCase> {};
+
+TEST_P(WatchdogHang, ReportsOneVerdictWithinTheTarget) {
+  const HangCase& c = GetParam();
+  Root root;
+  const Job job = RunSim(c.scenario, {}, root.path);
+  SCOPED_TRACE(job.err);
+  const auto j = ReadVerdict(job, c);
+  EXPECT_EQ(j["stage"], c.stage);
+  EXPECT_EQ(j["verdicts"][0]["confirmed"], std::string(c.stage) == "hang");
+  EXPECT_EQ(j["exit_code"], std::string(c.stage) == "hang" ? 2 : 4);
+  // Reported once across the 8 ranks: a hang as a block, a suspect as one line.
+  if (std::string(c.stage) == "hang") {
+    EXPECT_EQ(Count(job.err, "verdict written to"), 1);
+    EXPECT_EQ(Count(job.err, "SUSPECT ("), 0);
+  } else {
+    EXPECT_EQ(Count(job.err, "verdict written to"), 0);
+    EXPECT_EQ(Count(job.err, "SUSPECT ("), 1);
+    EXPECT_EQ(Count(job.err, "confirmed at 60 s"), 1);
+  }
+}
+
+// The same faults with a 3 s confirmation floor: each is a confirmed hang within the target.
+TEST_P(WatchdogHang, IsConfirmedOnceItOutlastsTheThreshold) {
+  const HangCase& c = GetParam();
+  Root root;
+  const Job job = RunSim(c.scenario, kConfirmSoon, root.path);
+  SCOPED_TRACE(job.err);
+  const auto j = ReadVerdict(job, c);
+  EXPECT_EQ(j["stage"], "hang");
+  EXPECT_EQ(j["exit_code"], 2);
+  EXPECT_EQ(Count(job.err, "verdict written to"), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shipped, WatchdogHang,
+    ::testing::Values(HangCase{"stuck-before", "missing", "dp", {2}, "suspect"},
+                      HangCase{"hang", "device-stall", "tp", {1}, "suspect"},
+                      HangCase{"never-join", "init-hang", "world", {1, 2}, "suspect"},
+                      HangCase{"skip", "desync", "tp", {3}, "hang"}),
+    [](const ::testing::TestParamInfo<HangCase>& info) {
+      std::string name = info.param.scenario;
+      for (char& ch : name) ch = ch == '-' ? '_' : ch;
+      return name;
+    });
+
+// Healthy jobs that pause: a checkpoint on one rank while the others wait, several of them, one
+// 20-second operation. With abort on, anything that treated the pause as a hang would kill the
+// job; it must finish with correct results, and what the watchdog said must read "resolved".
+class WatchdogPause : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(WatchdogPause, IsNeverAHangAndAbortLeavesItAlone) {
+  Root root;
+  const Job job = RunSim(GetParam(), kAbort, root.path, 60);
+  SCOPED_TRACE(job.err);
+  EXPECT_EQ(job.exit_code, 0);
+  EXPECT_EQ(Count(job.err, "aborted communicator"), 0);
+  EXPECT_EQ(Count(job.err, "HANG ("), 0);
+  EXPECT_EQ(Count(job.err, "verdict written to"), 0);
+  // Each pause lasts past the 5 s stall rule: the watchdog said "suspect", then "resolved".
+  EXPECT_GE(Count(job.err, "SUSPECT ("), 1);
+  EXPECT_EQ(Count(job.err, "SUSPECT ("), Count(job.err, ": resolved: "));
+  const auto j = nlohmann::json::parse(ReadFile(job.dir + "/verdict.json"));
+  EXPECT_EQ(j["stage"], "resolved");
+  EXPECT_EQ(j["exit_code"], 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, WatchdogPause,
+                         ::testing::Values("checkpoint-8s", "checkpoint-30s", "checkpoint-periodic",
+                                           "long-operation"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string name = info.param;
                            for (char& ch : name) ch = ch == '-' ? '_' : ch;
                            return name;
                          });
@@ -132,7 +205,7 @@ class WatchdogQuiet : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(WatchdogQuiet, ProgressingJobsGetNoVerdict) {
   Root root;
-  const Job job = RunSim(GetParam(), false, root.path);
+  const Job job = RunSim(GetParam(), {}, root.path);
   SCOPED_TRACE(job.err);
   EXPECT_FALSE(std::filesystem::exists(job.dir + "/verdict.json"));
   EXPECT_EQ(Count(job.err, "ncclscope: watchdog"), 0);
@@ -146,12 +219,16 @@ INSTANTIATE_TEST_SUITE_P(Shipped, WatchdogQuiet, ::testing::Values("healthy", "c
                            return name;
                          });
 
-TEST(WatchdogAbort, AbortedCommunicatorsEndTheJobBeforeTheTimeout) {
+TEST(WatchdogAbort, AConfirmedHangEndsTheJobBeforeTheTimeout) {
   Root root;
-  const Job job = RunSim("stuck-before", true, root.path);
+  std::vector<std::string> env = kAbort;
+  env.insert(env.end(), kConfirmSoon.begin(), kConfirmSoon.end());
+  const Job job = RunSim("stuck-before", env, root.path);
   SCOPED_TRACE(job.err);
   EXPECT_TRUE(std::filesystem::exists(job.dir + "/verdict.json"));
-  EXPECT_GE(Count(job.err, "NCCLSCOPE_ON_HANG=abort: aborted communicator dp"), 1);
+  // Each stuck rank aborts the communicators it waits in; which rank gets there first, and so
+  // which communicator the launcher's fail-fast leaves time to abort, is a race: any one counts.
+  EXPECT_GE(Count(job.err, "NCCLSCOPE_ON_HANG=abort: aborted communicator"), 1);
   // A victim noticed through its error handling (ncclCommGetAsyncError) and failed the job. The
   // probe answered for the freed handle (NCCL must not see it again): a remote error.
   EXPECT_GE(Count(job.err, "(aborted?): remote process exited or there was a network error"), 1);
@@ -159,6 +236,16 @@ TEST(WatchdogAbort, AbortedCommunicatorsEndTheJobBeforeTheTimeout) {
   // abort path itself can take seconds).
   EXPECT_EQ(Count(job.err, "timeout after"), 0);
   EXPECT_LT(job.wall_s, kTimeoutS);
+}
+
+TEST(WatchdogAbort, ASuspectIsNeverActedOn) {
+  // The same stuck rank with the default 60 s confirmation: 12 s in, it is still a suspect.
+  Root root;
+  const Job job = RunSim("stuck-before", kAbort, root.path);
+  SCOPED_TRACE(job.err);
+  EXPECT_EQ(Count(job.err, "aborted communicator"), 0);
+  EXPECT_EQ(Count(job.err, "SUSPECT ("), 1);
+  EXPECT_EQ(Count(job.err, "timeout after"), 1);  // the launcher, not ncclscope, ended it
 }
 
 TEST(AnalyzeWatch, PrintsTheHangLiveAndEndsWithTheJob) {
@@ -172,7 +259,7 @@ TEST(AnalyzeWatch, PrintsTheHangLiveAndEndsWithTheJob) {
     execl("/bin/sh", "sh", "-c", watch.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  RunSim("stuck-before", false, root.path);
+  RunSim("stuck-before", kConfirmSoon, root.path);
   int status = 0;
   const auto t0 = Clock::now();
   pid_t got = 0;
