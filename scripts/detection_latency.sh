@@ -1,40 +1,62 @@
 #!/usr/bin/env bash
-# Watchdog detection latency (issue "Verdicts"): plays every hang scenario of the catalogue under
-# `ncclscope sim` with default settings and prints, per scenario, the verdict the first detecting
-# rank wrote and how long after the job's start `verdict.json` appeared. The faults strike within
-# the first few steps (1 ms of compute each), so that time bounds the fault-to-verdict latency from
-# above. Target: <= 10 s.
-# Usage: scripts/detection_latency.sh [BUILD_DIR]   (RANKS="8 32" by default)
+# Watchdog detection latency, both stages (issue "Verdicts"): plays every hang scenario of the
+# catalogue under `ncclscope sim` with default settings, watches the trace directory's
+# verdict.json, and prints per scenario the verdict and how long after the job's start it was
+# first a suspect and first a confirmed hang. The faults strike within the first few steps (1 ms of
+# compute each), so these times bound the fault-to-verdict latency from above. Targets: suspect
+# <= 10 s; a hang whose culprit is shown stuck (dead, frozen, desync, wait-for cycle) confirmed
+# <= 10 s; any other wait confirmed at the 60 s floor (NCCLSCOPE_CONFIRM_FLOOR_MS).
+# Usage: scripts/detection_latency.sh [BUILD_DIR]
+#   RANKS="8 32" (default), TIMEOUT=75 (seconds each job may run: past the floor)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$repo/build}
 ranks_list=${RANKS:-"8 32"}
+timeout=${TIMEOUT:-75}
 scenarios=(stuck-before hang skip extra-op wrong-op wrong-count wrong-dtype wrong-redop wrong-root
   wrong-peer p2p-cycle never-join never-join-world crash-sigkill crash-abort crash-segfault
   early-exit freeze)
 work=$(mktemp -d /tmp/ncclscope-latency-XXXX)
 trap 'rm -rf "$work"' EXIT
 
-echo "| ranks | scenario | verdict (class, comm, op, culprits) | verdict.json after job start |"
-echo "| --- | --- | --- | --- |"
+echo "| ranks | scenario | verdict (class, comm, op, culprits) | suspect after | hang after |"
+echo "| --- | --- | --- | --- | --- |"
 for ranks in $ranks_list; do
   for s in "${scenarios[@]}"; do
     dir=$work/$s-$ranks
-    start=$(date +%s.%N)
-    "$build/bin/ncclscope" sim --ranks "$ranks" --scenario "$repo/sim/scenarios/$s.json" \
-      --dir "$dir" --timeout 12 >/dev/null 2>&1 || true
-    if [ ! -f "$dir/verdict.json" ]; then
-      echo "| $ranks | $s | no verdict.json | - |"
-      continue
-    fi
-    latency=$(echo "$(stat -c %.9Y "$dir/verdict.json") - $start" | bc)
-    verdict=$(python3 -c '
-import json, sys
-v = json.load(open(sys.argv[1]))["verdicts"][0]
-print(v["class"], v.get("comm_name", ""), v.get("op", ""), "#" + str(v.get("seq", "")),
-      "culprits", ",".join(map(str, v["culprits"])) + (" (tie)" if v.get("tie") else ""))
-' "$dir/verdict.json")
-    printf '| %s | %s | %s | %.2f s |\n' "$ranks" "$s" "$verdict" "$latency"
+    # The watcher ends the job as soon as the hang is confirmed: nothing later is measured.
+    python3 - "$build/bin/ncclscope" "$repo/sim/scenarios/$s.json" "$dir" "$ranks" "$timeout" <<'EOF'
+import json, os, signal, subprocess, sys, time
+bin, scenario, trace, ranks, timeout = sys.argv[1:]
+start = time.time()
+job = subprocess.Popen([bin, "sim", "--ranks", ranks, "--scenario", scenario, "--dir", trace,
+                        "--timeout", timeout], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, start_new_session=True)
+first = {}
+verdict = "no verdict.json"
+while job.poll() is None:
+    try:
+        with open(os.path.join(trace, "verdict.json")) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        time.sleep(0.1)
+        continue
+    stage = doc.get("stage")
+    if stage in ("suspect", "hang") and stage not in first:
+        first[stage] = time.time() - start
+        v = doc["verdicts"][0]
+        verdict = "%s %s %s #%s culprits %s%s" % (
+            v["class"], v.get("comm_name", ""), v.get("op", ""), v.get("seq", ""),
+            ",".join(map(str, v["culprits"])), " (tie)" if v.get("tie") else "")
+    if stage == "hang":
+        os.killpg(job.pid, signal.SIGTERM)
+        break
+    time.sleep(0.1)
+job.wait()
+fmt = lambda k: "%.2f s" % first[k] if k in first else "-"
+print("| %s | %s | %s | %s | %s |" % (ranks, os.path.basename(scenario)[:-5], verdict,
+                                      fmt("suspect"), fmt("hang")))
+EOF
     rm -rf "$dir"
   done
 done

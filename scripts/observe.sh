@@ -6,8 +6,9 @@
 #
 # usage: scripts/observe.sh [--scenario FILE] [--ranks N] [--timeout S] [--build DIR]
 #                           [--exporter-port P] [--prometheus-port P] [--grafana-port P]
-# Defaults: sim/scenarios/demo.json at 8 ranks (rank 5 hangs in its second iteration: the hang
-# alert fires within 30 s), the job killed after 600 s, build dir build/, ports 9478, 9090, 3000.
+# Defaults: sim/scenarios/demo.json at 8 ranks (rank 5 hangs in its second iteration: the suspect
+# alert, severity info, fires within about 20 s; the critical hang alert once the exporter confirms
+# it, after its 60 s floor), the job killed after 600 s, build dir build/, ports 9478, 9090, 3000.
 # Everything listens on 127.0.0.1 only; state lives in a temporary directory removed at exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
