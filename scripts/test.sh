@@ -1,15 +1,50 @@
 #!/usr/bin/env bash
 # Builds and runs every test: the full suite with warnings as errors, then the unit tests under
-# AddressSanitizer + UndefinedBehaviorSanitizer and the concurrency tests under ThreadSanitizer.
-# Usage: scripts/test.sh [--quick]   (--quick: only the main build, no sanitizer builds)
+# AddressSanitizer + UndefinedBehaviorSanitizer and the concurrency tests under ThreadSanitizer,
+# then lint. Ends with a table of each stage's wall time (also when a stage fails), so the cost of
+# CI (.ci/run, budget 35 min on 2 cores) can be watched as the suite grows.
+# Usage: scripts/test.sh [--quick]   (--quick: only the main build and its tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
 jobs=$(nproc)
 
-build_and_test() {  # dir, ctest label filter ("" = all), targets ("" = all), extra cmake args...
-  local dir=$1 label=$2 targets=$3
-  shift 3
+# Stage timing: begin_stage NAME ends the previous stage; the EXIT trap ends the last one and
+# prints the table, marking the stage that was running when a command failed.
+stage_names=()
+stage_seconds=()
+stage=""
+stage_start=0
+run_start=$SECONDS
+
+end_stage() {  # [suffix for the name]
+  [ -n "$stage" ] || return 0
+  stage_names+=("$stage${1:-}")
+  stage_seconds+=($((SECONDS - stage_start)))
+  stage=""
+}
+
+begin_stage() {
+  end_stage
+  stage=$1
+  stage_start=$SECONDS
+  echo "== $stage"
+}
+
+print_stage_times() {
+  local rc=$?
+  if [ "$rc" -eq 0 ]; then end_stage; else end_stage " (FAILED, exit $rc)"; fi
+  echo "== stage times (wall clock, $jobs cores)"
+  printf '%-52s %8s\n' "stage" "seconds"
+  for i in "${!stage_names[@]}"; do
+    printf '%-52s %8d\n' "${stage_names[$i]}" "${stage_seconds[$i]}"
+  done
+  printf '%-52s %8d\n' "total" $((SECONDS - run_start))
+}
+trap print_stage_times EXIT
+
+configure_and_build() {  # dir, targets ("" = all), extra cmake args...
+  local dir=$1 targets=$2
+  shift 2
   cmake -S . -B "$dir" -G Ninja -DNCCLSCOPE_WERROR=ON "$@" >/dev/null
   if [ -n "$targets" ]; then
     # shellcheck disable=SC2086  # a list of target names
@@ -17,31 +52,44 @@ build_and_test() {  # dir, ctest label filter ("" = all), targets ("" = all), ex
   else
     cmake --build "$dir" -j"$jobs"
   fi
-  if [ -n "$label" ]; then
-    ctest --test-dir "$dir" --output-on-failure -j"$jobs" -L "$label"
-  else
-    ctest --test-dir "$dir" --output-on-failure -j"$jobs"
-  fi
 }
 
-echo "== main build: every test"
-build_and_test build "" ""
-[ "${1:-}" = "--quick" ] && exit 0
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer: unit tests"
+# Sanitizer builds keep -O2 (the warnings -Werror sees depend on the optimizer) but only line-table
+# debug info (-g1): reports still name file and line, and the compiler writes much less.
+sanitizer_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
+  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DNCCLSCOPE_BUILD_BENCH=OFF)
+
+begin_stage "install-deps"
+scripts/install-deps.sh
+
+begin_stage "main: configure + build (-Werror, everything)"
+configure_and_build build ""
+begin_stage "main: every test"
+ctest --test-dir build --output-on-failure -j"$jobs"
+if [ "${1:-}" = "--quick" ]; then
+  exit 0
+fi
+
 # Tests labelled "unit" run in-process or fork their own children; preload tests are left out
 # because a sanitized libncclscope.so cannot be preloaded into unsanitized programs.
-build_and_test build-asan unit \
+begin_stage "ASan+UBSan: configure + build (unit test targets)"
+configure_and_build build-asan \
   "trace_tests plugin_tests plugin_recording_test plugin_profiler_test plugin_profiler_abi_test \
    ring_reader_fuzz sim_emulator_tests sim_profiler_events_test sim_scenario_tests \
    hang_detector_tests watchdog_tests exporters_tests exporter_fuzz" \
-  -DNCCLSCOPE_SANITIZE=address,undefined -DNCCLSCOPE_BUILD_BENCH=OFF
-echo "== ThreadSanitizer: the ring's and the probe's concurrency tests"
+  -DNCCLSCOPE_SANITIZE=address,undefined "${sanitizer_flags[@]}"
+begin_stage "ASan+UBSan: unit tests"
+ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit
+
 # Run as whole binaries: they hold every test of the ring and of the probe's lock-free parts.
-cmake -S . -B build-tsan -G Ninja -DNCCLSCOPE_WERROR=ON -DNCCLSCOPE_SANITIZE=thread \
-  -DNCCLSCOPE_BUILD_BENCH=OFF >/dev/null
-cmake --build build-tsan -j"$jobs" --target trace_tests plugin_tests plugin_profiler_test
+begin_stage "TSan: configure + build (ring and probe tests)"
+configure_and_build build-tsan "trace_tests plugin_tests plugin_profiler_test" \
+  -DNCCLSCOPE_SANITIZE=thread "${sanitizer_flags[@]}"
+begin_stage "TSan: ring and probe tests"
 build-tsan/bin/trace_tests
 build-tsan/bin/plugin_tests
 build-tsan/bin/plugin_profiler_test
-echo "== lint: clang-format, clang-tidy on changed code"
+
+begin_stage "lint: clang-format, clang-tidy on changed code"
 scripts/lint.sh build
+end_stage
