@@ -19,6 +19,21 @@ namespace {
 // Upper bounds that no writer produces; larger values mean a corrupt header, not a big ring.
 constexpr uint64_t kMaxRecordCapacity = uint64_t{1} << 32;
 constexpr uint32_t kMaxCommCapacity = 1u << 20;
+// Clock readings no writer produces: CLOCK_MONOTONIC past 36 years of uptime, CLOCK_REALTIME past
+// the year 2116, negative times. Beyond them a value is damage; bounding them also keeps every sum
+// and difference readers take (wall = monotonic + realtime - monotonic, waits between two ranks'
+// times) inside int64.
+constexpr int64_t kMaxMonotonicNs = int64_t{1} << 60;
+constexpr int64_t kMaxRealtimeNs = int64_t{1} << 62;
+bool PlausibleMonotonic(int64_t t) {
+  return t >= 0 && t < kMaxMonotonicNs;
+}
+// A record's times: entry and exit as read on the clock (exit 0 while inside the call), device
+// completion a time or a sentinel (negative: pending or untracked).
+bool PlausibleTimes(const RecordData& r) {
+  return PlausibleMonotonic(r.t_enter_ns) && PlausibleMonotonic(r.t_exit_ns) &&
+         (r.t_device_done_ns < 0 || PlausibleMonotonic(r.t_device_done_ns));
+}
 // Records per visitor call: small enough to stay in L1/L2, large enough to amortize the call.
 constexpr size_t kBatch = 128;
 
@@ -60,6 +75,11 @@ bool ValidateHeader(const FileHeader& h, size_t size, const std::string& name, s
       h.records_offset % alignof(RecordSlot) != 0 ||
       h.file_bytes != h.records_offset + cap * sizeof(RecordSlot)) {
     return Fail(error, name, "corrupt header: inconsistent section offsets");
+  }
+  if (h.start_realtime_ns < 0 || h.start_realtime_ns >= kMaxRealtimeNs ||
+      !PlausibleMonotonic(h.start_monotonic_ns) ||
+      !PlausibleMonotonic(h.heartbeat_monotonic_ns.load(std::memory_order_relaxed))) {
+    return Fail(error, name, "corrupt header: clock readings out of range");
   }
   if (h.file_bytes > size) {
     return Fail(error, name,
@@ -118,9 +138,9 @@ void ReadComms(const char* base, const FileHeader& h, RingInfo* out) {
 
 enum class SlotRead { kWhole, kTorn, kOlder };
 
-// Copies one slot under its seqlock. kTorn: mid-write, overwritten meanwhile, or damaged. kOlder:
-// the slot holds a whole record of an earlier lap, which is what a writer leaves when it dropped
-// its record because the slot was still owned by a preempted older writer.
+// Copies one slot under its seqlock. kTorn: mid-write, overwritten meanwhile, or damaged (times no
+// clock gives). kOlder: the slot holds a whole record of an earlier lap, which is what a writer
+// leaves when it dropped its record because the slot was still owned by a preempted older writer.
 SlotRead CopySlot(const RecordSlot& slot, uint64_t index, uint64_t mask, RecordData* out) {
   const uint64_t commit = slot.commit.load(std::memory_order_acquire);
   if (commit != index + 1) {
@@ -133,7 +153,7 @@ SlotRead CopySlot(const RecordSlot& slot, uint64_t index, uint64_t mask, RecordD
   std::atomic_thread_fence(std::memory_order_acquire);
   if (slot.commit.load(std::memory_order_relaxed) != index + 1) return SlotRead::kTorn;
   std::memcpy(out, words, sizeof words);
-  return SlotRead::kWhole;
+  return PlausibleTimes(*out) ? SlotRead::kWhole : SlotRead::kTorn;
 }
 
 void VisitRecords(const char* base, const FileHeader& h, uint64_t begin, uint64_t end,
