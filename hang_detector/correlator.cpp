@@ -17,6 +17,8 @@ void FillInput(const JobIndex& index, const Context& ctx, InputReport* in) {
   in->world_size = index.world_size();
   in->unreadable = index.errors();
   in->missing_ranks = index.missing_ranks();
+  // What the index ignored as implausible (world sizes, sequence numbers beyond the ring).
+  in->notes = index.notes();
   in->post_mortem = ctx.post_mortem;
   std::vector<int> seen;
   for (uint32_t f = 0; f < index.files().size(); ++f) {

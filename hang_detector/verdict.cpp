@@ -39,6 +39,7 @@ bool IsSuspect(const Verdict& v) {
 }
 
 const char* StageName(const Analysis& analysis) {
+  if (!analysis.usable) return "unusable";
   if (analysis.verdicts.empty()) return "healthy";
   const Verdict& first = analysis.verdicts.front();
   if (IsConfirmedHang(first)) return "hang";

@@ -100,7 +100,7 @@ struct Analysis {
 };
 
 // The stage of the whole analysis, from its first verdict: "hang" (confirmed), "suspect",
-// "straggler" or "healthy". Thread-safe.
+// "straggler" or "healthy"; "unusable" when nothing could be analysed. Thread-safe.
 const char* StageName(const Analysis& analysis);
 
 // The CLI's exit code for an analysis: 0 healthy, 1 straggler, 2 confirmed hang/deadlock/desync/

@@ -101,7 +101,7 @@ Scenario parseScenarioText(std::string_view text, const std::string& file) {
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text, nullptr, true, /*ignore_comments=*/true);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // syntax, and numbers beyond int64 or double
     throw ScenarioError(file, "", fmt::format("not valid JSON: {}", e.what()));
   }
   const JsonNode root(doc, "", file);

@@ -38,6 +38,11 @@ TEST(ImplausibleWorldSize, IsIgnoredInBoundedMemoryWithASmallVerdict) {
     EXPECT_EQ(doc["input"]["files"], 2);
     EXPECT_EQ(doc["input"]["world_size"], -1);
     EXPECT_EQ(doc["input"]["missing_rank_count"], 0);
+    EXPECT_NE(doc["input"]["notes"].dump().find("2 file(s) claim an implausible world size (" +
+                                                std::to_string(claimed)),
+              std::string::npos)
+        << doc["input"]["notes"].dump();
+    EXPECT_NE(doc["input"]["notes"].dump().find("not all ranks were seen"), std::string::npos);
   }
 }
 
