@@ -1,5 +1,7 @@
 #include "plugin/watchdog.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -50,19 +52,88 @@ Watchdog::Watchdog(Runtime* rt, const WatchdogOptions& options)
       probe_(hd::MakeLinuxProcessProbe()) {}
 
 void Watchdog::Tick(int64_t now_ns) noexcept {
-  if (failed_) return;
+  if (failed()) return;
   try {
     watch_.Scan();
     const StallState s = rule_.Check(now_ns);
     if (s.stalled) {
-      OnStall(s, now_ns);
-    } else if (stalled_) {
-      OnProgress(now_ns);
+      if (!thread_started_ && !StartThread()) return;
+      Post(true, s, now_ns);
+      posted_stall_ = true;
+    } else if (posted_stall_) {
+      Post(false, s, now_ns);
+      posted_stall_ = false;
     }
   } catch (...) {
-    // Allocation failure or a bug in the analysis: the host must not notice.
+    // Allocation failure or a bug: the host must not notice.
     WarnOnce(WarnKey::kWatchdog, "watchdog failed; hang detection disabled in this process");
     failed_ = true;
+  }
+}
+
+void Watchdog::Post(bool stalled, const StallState& s, int64_t now_ns) {
+  {
+    std::lock_guard<std::mutex> lock(mailbox_mutex_);
+    if (stalled) {
+      mailbox_.stall = true;
+      mailbox_.stall_state = s;
+      mailbox_.stall_ns = now_ns;
+    } else {
+      mailbox_.progress = true;
+      mailbox_.progress_ns = now_ns;
+      mailbox_.stall = false;
+    }
+  }
+  mailbox_cv_.notify_one();
+}
+
+bool Watchdog::StartThread() {
+  thread_started_ = true;
+  // Signals belong to the application, as on the background thread: a full block mask.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  const int rc = pthread_create(&thread, &attr, ThreadMain, this);
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) {
+    WarnOnce(WarnKey::kWatchdog,
+             "cannot start the watchdog's thread (error %d); hang detection "
+             "disabled in this process",
+             rc);
+    failed_ = true;
+    return false;
+  }
+  pthread_setname_np(thread, "ncclscope-wd");
+  return true;
+}
+
+void* Watchdog::ThreadMain(void* self) {
+  static_cast<Watchdog*>(self)->Work();
+  return nullptr;
+}
+
+void Watchdog::Work() {
+  while (!failed()) {
+    Mailbox m;
+    {
+      std::unique_lock<std::mutex> lock(mailbox_mutex_);
+      mailbox_cv_.wait(lock, [this] { return mailbox_.progress || mailbox_.stall; });
+      m = mailbox_;
+      mailbox_ = {};
+    }
+    try {
+      if (m.progress && stalled_) OnProgress(m.progress_ns);
+      if (m.stall) OnStall(m.stall_state, m.stall_ns);
+    } catch (...) {
+      // Allocation failure or a bug in the analysis: the host must not notice.
+      WarnOnce(WarnKey::kWatchdog, "watchdog failed; hang detection disabled in this process");
+      failed_ = true;
+    }
   }
 }
 

@@ -1,16 +1,23 @@
-// The in-process watchdog: runs on the probe's one background thread (background_thread.cpp), so
-// it costs no thread of its own. Each tick it feeds the stall rule from the ring (op_watch.h); on a
-// local stall it marks the ring header suspect and correlates the job directory. A hang-class
+// The in-process watchdog. Each tick of the probe's background thread (background_thread.cpp) feeds
+// the stall rule from the ring (op_watch.h), which costs no thread of its own. On a local stall it
+// hands the incident to a thread of its own, started at the first stall: that one marks the ring
+// header suspect and correlates the job directory, which can take seconds (thousands of rings, a
+// slow network filesystem) and must never hold up the heartbeat or the completion stamps of the
+// background thread: a rank whose heartbeat stops reads as frozen to the others. A hang-class
 // verdict is reported in two stages, each once per incident across all ranks
 // (incident_report.h): as a suspect (verdict.json with stage "suspect", one stderr line, nothing
 // acted on), then, if the correlator confirms it, as a hang (stage "hang", the stderr block and,
 // with NCCLSCOPE_ON_HANG=abort, ncclCommAbort of this rank's communicators the verdict names).
 // When progress resumes, the rank that reported rewrites verdict.json with stage "resolved".
-// Not thread-safe: the background thread owns it. Never throws, never aborts the process.
+// Tick is called by the background thread only; the rest runs on the watchdog's thread. Never
+// throws, never aborts the process.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "hang_detector/process_probe.h"
@@ -41,7 +48,7 @@ class Watchdog {
   void Tick(int64_t now_ns) noexcept;
 
   const StallRule& rule() const { return rule_; }
-  bool failed() const { return failed_; }
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
 
  private:
   enum class Outcome : uint8_t {
@@ -55,14 +62,35 @@ class Watchdog {
   void Report(const hang_detector::Analysis& a, const char* stage);
   void AbortCommunicators(const hang_detector::Analysis& a);
 
+  // What the background thread tells the watchdog's thread, newest first: progress, then the
+  // latest stall seen after it (a progress clears an older stall: that incident is over).
+  struct Mailbox {
+    bool progress = false;
+    int64_t progress_ns = 0;
+    bool stall = false;
+    StallState stall_state;
+    int64_t stall_ns = 0;
+  };
+  void Post(bool stalled, const StallState& s, int64_t now_ns);  // background thread
+  bool StartThread();                                            // background thread
+  static void* ThreadMain(void* self);
+  void Work();  // the watchdog's thread
+
   Runtime* rt_;
   WatchdogOptions options_;
   std::string dir_;
   StallRule rule_;
   OpWatch watch_;
   std::unique_ptr<hang_detector::ProcessProbe> probe_;
+  // Background thread only.
+  bool thread_started_ = false;
+  bool posted_stall_ = false;
+  std::mutex mailbox_mutex_;
+  std::condition_variable mailbox_cv_;
+  Mailbox mailbox_;                  // guarded by mailbox_mutex_
+  std::atomic<bool> failed_{false};  // an internal failure turned the watchdog off
+  // The watchdog's thread only, from here on.
   bool stalled_ = false;
-  bool failed_ = false;   // an internal failure turned the watchdog off
   bool settled_ = false;  // this incident has its verdict (ours or another rank's)
   int64_t next_analysis_ns_ = 0;
   int64_t onset_wall_ns_ = 0;
