@@ -56,7 +56,7 @@ std::vector<std::string_view> keysFor(FaultKind kind) {
     case FaultKind::kEarlyExit:
       return {"step", "op"};
     case FaultKind::kNeverJoin:
-      return {"comm"};
+      return {"comm", "after_ms"};
   }
   return {};
 }
@@ -126,6 +126,8 @@ void parseKindOptions(const JsonNode& node, FaultSpec& f) {
       break;
     case FaultKind::kNeverJoin:
       f.comm = node.at("comm").asString();
+      // A slow start-up: the rank joins, only late.
+      if (node.has("after_ms")) f.join_after_ms = node.at("after_ms").asNumber(0, 3.6e6);
       break;
     default:
       break;

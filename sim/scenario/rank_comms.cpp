@@ -20,6 +20,7 @@ void joinOrBlock(RankBackend& backend, const RankFaults& faults, const std::stri
     backend.blockForever(
         fmt::format("never_join of '{}' (rank {} never calls its creation)", comm, rank));
   }
+  if (const double ms = faults.joinDelayMs(comm); ms > 0) backend.sleepMs(ms);
 }
 
 // The scenario's name shows in traces; ncclConfig_t is otherwise left at NCCL's defaults.

@@ -81,8 +81,18 @@ std::vector<const FaultSpec*> RankFaults::processFaults(int step, std::optional<
 
 bool RankFaults::neverJoins(const std::string& comm) const {
   return std::any_of(s_.faults.begin(), s_.faults.end(), [&](const FaultSpec& f) {
-    return f.kind == FaultKind::kNeverJoin && f.comm == comm && mine(f);
+    return f.kind == FaultKind::kNeverJoin && f.join_after_ms < 0 && f.comm == comm && mine(f);
   });
+}
+
+double RankFaults::joinDelayMs(const std::string& comm) const {
+  double ms = 0;
+  for (const FaultSpec& f : s_.faults) {
+    if (f.kind == FaultKind::kNeverJoin && f.comm == comm && mine(f)) {
+      ms = std::max(ms, f.join_after_ms);
+    }
+  }
+  return ms;
 }
 
 double RankFaults::computeMs(const ComputeSpec& base, int step) const {
@@ -126,6 +136,9 @@ bool groupDesynced(const Scenario& s, const JobLayout& job, int comm, int world_
 }
 
 std::string describeFault(const FaultSpec& f) {
+  if (f.kind == FaultKind::kNeverJoin && f.join_after_ms >= 0) {
+    return fmt::format("never_join of '{}' after {} ms (joins late)", f.comm, f.join_after_ms);
+  }
   if (f.kind == FaultKind::kNeverJoin) return fmt::format("never_join of '{}'", f.comm);
   std::string where = fmt::format("step {}", f.step);
   if (f.op) where += fmt::format(" op {}", *f.op);

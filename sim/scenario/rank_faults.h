@@ -21,6 +21,8 @@ class RankFaults {
   // crash/freeze/early_exit due at this point: op nullopt = start of the step, before compute.
   std::vector<const FaultSpec*> processFaults(int step, std::optional<int> op) const;
   bool neverJoins(const std::string& comm) const;
+  // How late this rank calls the creation of comm (a never_join with after_ms); 0: on time.
+  double joinDelayMs(const std::string& comm) const;
 
   // Compute time of a step in ms: base (its per-rank override), jitter from the seed, slowdowns.
   double computeMs(const ComputeSpec& base, int step) const;

@@ -108,7 +108,8 @@ struct FaultSpec {
   std::optional<int> root;              // wrong_root
   int peer_shift = 1;                   // wrong_peer: added to the correct send peer
   CrashMode crash_mode = CrashMode::kSigkill;
-  std::string comm;  // never_join
+  std::string comm;           // never_join
+  double join_after_ms = -1;  // never_join: joins this late instead of never (-1: never)
 };
 
 struct Scenario {

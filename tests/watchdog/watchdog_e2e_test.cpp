@@ -173,8 +173,9 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // Healthy jobs that pause: a checkpoint on one rank while the others wait, several of them, one
-// 20-second operation. With abort on, anything that treated the pause as a hang would kill the
-// job; it must finish with correct results, and what the watchdog said must read "resolved".
+// 20-second operation, a rank that starts 8 s late. With abort on, anything that treated the pause
+// as a hang would kill the job; it must finish with correct results, and what the watchdog said
+// must read "resolved".
 class WatchdogPause : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(WatchdogPause, IsNeverAHangAndAbortLeavesItAlone) {
@@ -195,7 +196,7 @@ TEST_P(WatchdogPause, IsNeverAHangAndAbortLeavesItAlone) {
 
 INSTANTIATE_TEST_SUITE_P(Shipped, WatchdogPause,
                          ::testing::Values("checkpoint-8s", "checkpoint-30s", "checkpoint-periodic",
-                                           "long-operation"),
+                                           "long-operation", "slow-startup"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            std::string name = info.param;
                            for (char& ch : name) ch = ch == '-' ? '_' : ch;
