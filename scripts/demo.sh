@@ -21,7 +21,7 @@ echo
 echo "== ncclscope analyze $dir --job-ended"
 set +e
 build/bin/ncclscope analyze "$dir" --job-ended
-echo "(ncclscope analyze exited $?: 2 means a hang, deadlock, desync or dead rank was found)"
+echo "(ncclscope analyze exited $?: 2 means a confirmed hang, deadlock, desync or dead rank; 4 a suspect)"
 set -e
 echo
 echo "Everything recorded: build/bin/ncclscope dump $dir   (--json for JSON lines)"
