@@ -28,7 +28,6 @@ const char* VerdictClassName(VerdictClass c);
 // True for every class that means the job cannot make progress (or computes garbage).
 bool IsHang(VerdictClass c);
 
-
 // One record that proves a verdict: whose, which (RingSnapshot record index, stable across
 // wraps), and what it shows in one line.
 struct Evidence {
