@@ -19,6 +19,10 @@ struct CommInfo {
   int64_t created_monotonic_ns = 0;
   uint64_t handle = 0;
   std::string name;  // truncated to fit kCommNameBytes - 1
+  // Its creation call had not returned when the entry was read (kCommEntryPending): id, origin,
+  // parent, color, key, split index and name are final; rank, nranks, cuda_device and handle may
+  // still be unknown (-1, 0), and created_monotonic_ns is when the call was entered.
+  bool pending = false;
 };
 
 }  // namespace ncclscope::trace

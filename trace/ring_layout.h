@@ -35,9 +35,19 @@ inline constexpr uint64_t kSlotWriting = uint64_t{1} << 63;
 static_assert(sizeof(RecordSlot) == 128);
 inline constexpr size_t kDeviceDoneWord = offsetof(RecordData, t_device_done_ns) / 8;
 
+// CommEntry::state. An entry goes Empty -> Writing -> Valid, or, when it is published at the
+// entry of a creation call (so a rank blocked inside the call shows which communicator and name
+// it waits for), Empty -> Writing -> Pending and then, once, Pending -> Updating -> Valid (the call
+// returned: rank, size, device and handle rewritten in place) or Pending -> Withdrawn (the call
+// failed). Readers of format version 1 that predate Pending see only Valid entries, as before.
 inline constexpr uint32_t kCommEntryEmpty = 0;
 inline constexpr uint32_t kCommEntryWriting = 1;
 inline constexpr uint32_t kCommEntryValid = 2;
+inline constexpr uint32_t kCommEntryPending = 3;
+inline constexpr uint32_t kCommEntryUpdating = 4;
+inline constexpr uint32_t kCommEntryWithdrawn = 5;
+// No table entry (the table was full when one was asked for).
+inline constexpr uint32_t kNoCommEntry = UINT32_MAX;
 
 // How a communicator was created (CommEntry::origin).
 inline constexpr uint32_t kCommFromUniqueId = 1;
@@ -61,6 +71,19 @@ struct CommEntry {
   char name[kCommNameBytes];  // ncclConfig_t.commName when given, else derived ("world", ...)
 };
 static_assert(sizeof(CommEntry) == 128);
+
+// The fields of a pending entry that its one rewrite changes (rank, nranks, cuda_device,
+// created_monotonic_ns, handle) are stored and loaded whole, as relaxed atomics on the plain
+// fields, so a reader racing the rewrite copies each whole; the state word tells it whether the
+// copy is consistent. The other fields never change once an entry is published.
+template <typename T>
+inline T LoadCommField(const T& field) {
+  return __atomic_load_n(&field, __ATOMIC_RELAXED);
+}
+template <typename T>
+inline void StoreCommField(T& field, T value) {
+  __atomic_store_n(&field, value, __ATOMIC_RELAXED);
+}
 
 struct FileHeader {
   char magic[8];

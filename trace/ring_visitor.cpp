@@ -113,26 +113,59 @@ void ReadHeader(const FileHeader& h, const std::string& name, RingInfo* out) {
   out->unknown_comm_records = h.unknown_comm_records.load(std::memory_order_relaxed);
 }
 
+bool Published(uint32_t state) {
+  return state == kCommEntryValid || state == kCommEntryPending || state == kCommEntryUpdating;
+}
+
+// Copies of a pending entry tried while its one rewrite runs, before giving up on its rank and
+// size.
+constexpr int kCommCopyAttempts = 16;
+
+// Reads one table entry into *c; false when it holds no communicator (empty, being written for the
+// first time, withdrawn, or an unknown state).
+bool ReadCommEntry(const CommEntry& e, CommInfo* c) {
+  uint32_t state = e.state.load(std::memory_order_acquire);
+  if (!Published(state)) return false;
+  // Written before the entry was first published and never again.
+  c->id = e.id;
+  c->parent_id = e.parent_id;
+  c->origin = e.origin;
+  c->color = e.color;
+  c->key = e.key;
+  c->split_index = e.split_index;
+  c->name = Bounded(e.name, kCommNameBytes);
+  for (int attempt = 0; attempt < kCommCopyAttempts; ++attempt) {
+    if (state != kCommEntryUpdating) {
+      c->rank = LoadCommField(e.rank);
+      c->nranks = LoadCommField(e.nranks);
+      c->cuda_device = LoadCommField(e.cuda_device);
+      c->created_monotonic_ns = LoadCommField(e.created_monotonic_ns);
+      c->handle = LoadCommField(e.handle);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (e.state.load(std::memory_order_relaxed) == state) {
+        c->pending = state == kCommEntryPending;
+        return true;
+      }
+    }
+    state = e.state.load(std::memory_order_acquire);
+    if (!Published(state)) return false;  // withdrawn meanwhile
+  }
+  // The rewrite outlasted the attempts, or its writer died inside it: the communicator and its
+  // name are known, what the creation returned is not.
+  c->rank = -1;
+  c->nranks = -1;
+  c->cuda_device = -1;
+  c->handle = 0;
+  c->pending = true;
+  return true;
+}
+
 void ReadComms(const char* base, const FileHeader& h, RingInfo* out) {
   const auto* entries = reinterpret_cast<const CommEntry*>(base + h.comm_table_offset);
   const uint32_t n = std::min(h.comm_count.load(std::memory_order_acquire), h.comm_capacity);
   for (uint32_t i = 0; i < n; ++i) {
-    const CommEntry& e = entries[i];
-    if (e.state.load(std::memory_order_acquire) != kCommEntryValid) continue;
     CommInfo c;
-    c.id = e.id;
-    c.parent_id = e.parent_id;
-    c.origin = e.origin;
-    c.rank = e.rank;
-    c.nranks = e.nranks;
-    c.color = e.color;
-    c.key = e.key;
-    c.split_index = e.split_index;
-    c.cuda_device = e.cuda_device;
-    c.created_monotonic_ns = e.created_monotonic_ns;
-    c.handle = e.handle;
-    c.name = Bounded(e.name, kCommNameBytes);
-    out->comms.push_back(std::move(c));
+    if (ReadCommEntry(entries[i], &c)) out->comms.push_back(std::move(c));
   }
 }
 

@@ -139,29 +139,57 @@ bool RingWriter::CompleteDevice(uint64_t slot_index, int64_t t_done_ns) {
       std::memory_order_relaxed);
 }
 
-bool RingWriter::AddComm(const CommInfo& comm) {
+uint32_t RingWriter::PublishComm(const CommInfo& comm, uint32_t state) {
   const uint32_t i = header_->comm_count.fetch_add(1, std::memory_order_relaxed);
   if (i >= header_->comm_capacity) {
     header_->comm_count.fetch_sub(1, std::memory_order_relaxed);
-    header_->dropped_comms.fetch_add(1, std::memory_order_relaxed);
-    return false;
+    return kNoCommEntry;
   }
   CommEntry& e = comms_[i];
   e.state.store(kCommEntryWriting, std::memory_order_relaxed);
   e.origin = comm.origin;
   e.id = comm.id;
   e.parent_id = comm.parent_id;
-  e.rank = comm.rank;
-  e.nranks = comm.nranks;
   e.color = comm.color;
   e.key = comm.key;
   e.split_index = comm.split_index;
-  e.cuda_device = comm.cuda_device;
-  e.created_monotonic_ns = comm.created_monotonic_ns;
-  e.handle = comm.handle;
   CopyTruncated(e.name, kCommNameBytes, comm.name);
+  StoreMutableCommFields(e, comm);
+  e.state.store(state, std::memory_order_release);
+  return i;
+}
+
+void RingWriter::StoreMutableCommFields(CommEntry& e, const CommInfo& comm) {
+  StoreCommField(e.rank, static_cast<int32_t>(comm.rank));
+  StoreCommField(e.nranks, static_cast<int32_t>(comm.nranks));
+  StoreCommField(e.cuda_device, static_cast<int32_t>(comm.cuda_device));
+  StoreCommField(e.created_monotonic_ns, comm.created_monotonic_ns);
+  StoreCommField(e.handle, comm.handle);
+}
+
+bool RingWriter::AddComm(const CommInfo& comm) {
+  if (PublishComm(comm, kCommEntryValid) != kNoCommEntry) return true;
+  header_->dropped_comms.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+uint32_t RingWriter::AddPendingComm(const CommInfo& comm) {
+  return PublishComm(comm, kCommEntryPending);
+}
+
+void RingWriter::CompleteComm(uint32_t index, const CommInfo& comm) {
+  if (index >= header_->comm_capacity) return;
+  CommEntry& e = comms_[index];
+  // A reader that copied the fields while they changed sees the state move and copies again.
+  e.state.store(kCommEntryUpdating, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  StoreMutableCommFields(e, comm);
   e.state.store(kCommEntryValid, std::memory_order_release);
-  return true;
+}
+
+void RingWriter::WithdrawComm(uint32_t index) {
+  if (index >= header_->comm_capacity) return;
+  comms_[index].state.store(kCommEntryWithdrawn, std::memory_order_release);
 }
 
 void RingWriter::Heartbeat(int64_t monotonic_ns) {

@@ -53,6 +53,19 @@ class RingWriter {
   // Thread-safe. Publishes a communicator; counts it as dropped when the table is full.
   bool AddComm(const CommInfo& comm);
 
+  // Thread-safe. Publishes a communicator whose creation call has not returned (state pending, see
+  // ring_layout.h): its identity and name are final, the rest may change once through CompleteComm.
+  // Returns the entry's index, or kNoCommEntry when the table is full (nothing is counted: the
+  // AddComm of a creation that succeeds counts the drop).
+  uint32_t AddPendingComm(const CommInfo& comm);
+  // The creation of pending entry `index` returned with `comm` (rank, nranks, cuda_device,
+  // created_monotonic_ns and handle are taken; the identity and name stay as published): rewrites
+  // them in place and makes the entry valid. Once per entry; thread-safe for distinct entries.
+  void CompleteComm(uint32_t index, const CommInfo& comm);
+  // The creation of pending entry `index` failed: readers skip the entry from now on. Once per
+  // entry instead of CompleteComm; thread-safe for distinct entries.
+  void WithdrawComm(uint32_t index);
+
   // Thread-safe.
   void Heartbeat(int64_t monotonic_ns);
   void SetFlags(uint32_t flags);
@@ -78,6 +91,9 @@ class RingWriter {
 
  private:
   RingWriter() = default;
+  // Claims the next table entry and publishes comm in `state`; kNoCommEntry when the table is full.
+  uint32_t PublishComm(const CommInfo& comm, uint32_t state);
+  static void StoreMutableCommFields(CommEntry& e, const CommInfo& comm);
   std::string path_;
   void* base_ = nullptr;
   size_t bytes_ = 0;
