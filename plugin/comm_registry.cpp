@@ -1,6 +1,7 @@
 #include "plugin/comm_registry.h"
 
 #include <cstddef>
+#include <cstring>
 #include <memory>
 
 #include "plugin/nccl_symbols.h"
@@ -34,7 +35,11 @@ void Publish(Runtime& rt, ncclComm_t comm, CommState* st, int cuda_device) {
   info.created_monotonic_ns = ProbeNowNs();
   info.handle = reinterpret_cast<uintptr_t>(comm);
   info.name = st->name;
-  rt.ring->AddComm(info);
+  if (st->table_entry != trace::kNoCommEntry) {
+    rt.ring->CompleteComm(st->table_entry, info);
+  } else {
+    rt.ring->AddComm(info);
+  }
   // The first communicator's device is this process's GPU (one GPU per rank): its UUID lets
   // dashboards join our metrics with dcgm-exporter's.
   if (cuda_device >= 0 && rt.tracker != nullptr && !rt.ring->HasGpuUuid()) {
@@ -53,13 +58,38 @@ std::string CommNameFromConfig(const ncclConfig_t* config, const std::string& fa
   // before reading the field.
   constexpr size_t kNameEnd = offsetof(ncclConfig_t, commName) + sizeof(config->commName);
   if (config == nullptr || config->magic != kConfigMagic || config->size < kNameEnd ||
-      config->commName == nullptr || config->commName[0] == '\0') {
+      config->commName == nullptr) {
     return fallback;
   }
-  return config->commName;
+  const size_t n = strnlen(config->commName, kMaxConfigNameBytes);
+  return n != 0 ? std::string(config->commName, n) : fallback;
+}
+
+uint32_t AnnounceComm(Runtime& rt, const CommSpec& spec) noexcept {
+  try {
+    trace::CommInfo info;
+    info.id = spec.id;
+    info.parent_id = spec.parent_id;
+    info.origin = spec.origin;
+    info.rank = spec.rank;
+    info.nranks = spec.nranks;
+    info.color = spec.color;
+    info.key = spec.key;
+    info.split_index = spec.split_index;
+    info.created_monotonic_ns = ProbeNowNs();
+    info.name = spec.name;
+    return rt.ring->AddPendingComm(info);
+  } catch (...) {
+    return trace::kNoCommEntry;
+  }
+}
+
+void WithdrawComm(Runtime& rt, uint32_t entry) noexcept {
+  if (entry != trace::kNoCommEntry) rt.ring->WithdrawComm(entry);
 }
 
 CommState* RegisterComm(Runtime& rt, ncclComm_t comm, const CommSpec& spec) noexcept {
+  CommState* raw = nullptr;
   try {
     auto st = std::make_unique<CommState>();
     st->id = spec.id;
@@ -69,6 +99,7 @@ CommState* RegisterComm(Runtime& rt, ncclComm_t comm, const CommSpec& spec) noex
     st->color = spec.color;
     st->key = spec.key;
     st->name = spec.name;
+    st->table_entry = spec.table_entry;
     int rank = spec.rank;
     int nranks = spec.nranks;
     int device = spec.cuda_device;
@@ -78,17 +109,22 @@ CommState* RegisterComm(Runtime& rt, ncclComm_t comm, const CommSpec& spec) noex
       if (device < 0) device = QueryInt(NCCLSCOPE_REAL(CommCuDevice), comm);
     }
     if (nranks > 0) st->SetRanks(rank, nranks);
-    CommState* raw = rt.comms.Insert(comm, std::move(st));
+    raw = rt.comms.Insert(comm, std::move(st));
     if (raw == nullptr) {
       WarnOnce(WarnKey::kCommTableFull,
                "more communicators than the probe's map holds; calls on the newest are recorded "
                "with communicator id 0");
+      // Its calls carry id 0, so the table must not describe it under its id either.
+      WithdrawComm(rt, spec.table_entry);
       return nullptr;
     }
     if (nranks > 0) Publish(rt, comm, raw, device);
     return raw;
   } catch (...) {
-    return nullptr;
+    // A mapped communicator keeps its entry (pending when publishing failed); one never mapped
+    // has no calls under its id.
+    if (raw == nullptr) WithdrawComm(rt, spec.table_entry);
+    return raw;
   }
 }
 

@@ -9,6 +9,8 @@
 
 #include <nccl.h>
 
+#include "trace/ring_layout.h"
+
 namespace ncclscope::plugin {
 
 struct CommState {
@@ -19,6 +21,9 @@ struct CommState {
   int color = -1;
   int key = -1;
   std::string name;  // written before publication, read-only afterwards
+  // The comm table entry published when the creation call began (trace::kNoCommEntry: none, the
+  // table was full), completed in place once rank and size are known.
+  uint32_t table_entry = trace::kNoCommEntry;
 
   // Collectives issued on this handle so far; the next one gets coll_seq + 1.
   std::atomic<uint64_t> coll_seq{0};

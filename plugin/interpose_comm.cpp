@@ -1,5 +1,5 @@
-// Interposed communicator lifecycle: creation (identity, names, comm table), teardown, unique ids
-// and asynchronous errors.
+// Interposed communicator lifecycle: creation (identity, names, comm table entry announced at the
+// call's entry and completed when it returns), teardown, unique ids and asynchronous errors.
 #include <nccl.h>
 
 #include <string>
@@ -29,26 +29,32 @@ ncclResult_t InitFromUniqueId(OpType op, ncclComm_t* comm, int nranks, int rank,
   CallFrame f;
   if (!BeginCall(&f)) return forward();
   const uint64_t id = id_bytes != nullptr ? trace::CommIdFromUniqueId(id_bytes, id_size) : 0;
-  trace::RecordData d = MakeRecord(f, op, ncclSuccess);
-  d.comm_id = id;
-  d.aux = PackAux(rank, nranks);
-  // Creation blocks until every member joins: record it now, so a rank stuck here shows it.
-  const uint64_t slot = OpenHostRecord(f, d);
-  const ncclResult_t r = forward();
-  const int err = errno;
-  if (Created(r) && comm != nullptr && *comm != nullptr && id != 0) {
-    CommSpec spec;
-    spec.id = id;
-    spec.origin = trace::kCommFromUniqueId;
-    spec.rank = rank;
-    spec.nranks = nranks;
-    spec.complete = r == ncclSuccess;
+  CommSpec spec;
+  spec.id = id;
+  spec.origin = trace::kCommFromUniqueId;
+  spec.rank = rank;
+  spec.nranks = nranks;
+  if (id != 0) {
     try {
       const uint32_t n = f.rt->root_comms.fetch_add(1, std::memory_order_relaxed);
       spec.name = CommNameFromConfig(config, "comm" + std::to_string(n));
     } catch (...) {
     }
+    spec.table_entry = AnnounceComm(*f.rt, spec);
+  }
+  trace::RecordData d = MakeRecord(f, op, ncclSuccess);
+  d.comm_id = id;
+  d.aux = PackAux(rank, nranks);
+  // Creation blocks until every member joins: record it now, so a rank stuck here shows it (and,
+  // through the announced table entry, the communicator's name).
+  const uint64_t slot = OpenHostRecord(f, d);
+  const ncclResult_t r = forward();
+  const int err = errno;
+  if (Created(r) && comm != nullptr && *comm != nullptr && id != 0) {
+    spec.complete = r == ncclSuccess;
     RegisterComm(*f.rt, *comm, spec);
+  } else {
+    WithdrawComm(*f.rt, spec.table_entry);
   }
   d.result = r;
   d.t_exit_ns = ProbeNowNs();
@@ -67,17 +73,11 @@ ncclResult_t Derive(OpType op, ncclComm_t parent, int color, int key, uint64_t a
   CommState* ps = LookupComm(f, parent);
   // Counted before the call and whatever its outcome, so ranks agree on the index.
   const uint32_t index = ps != nullptr ? ps->children.fetch_add(1) + 1 : 0;
-  trace::RecordData d = MakeRecord(f, op, ncclSuccess);
-  d.comm_id = ps != nullptr ? ps->id : 0;
-  d.seq = index;
-  d.aux = aux;
-  const uint64_t slot = OpenHostRecord(f, d);  // a split blocks until every member arrives
-  const ncclResult_t r = forward();
-  const int err = errno;
   const bool split = op == OpType::kCommSplit;
-  if (ps != nullptr && Created(r) && newcomm != nullptr && *newcomm != nullptr &&
-      (!split || color != NCCL_SPLIT_NOCOLOR)) {
-    CommSpec spec;
+  // A rank that splits with no color gets no child.
+  const bool makes_child = ps != nullptr && (!split || color != NCCL_SPLIT_NOCOLOR);
+  CommSpec spec;
+  if (makes_child) {
     spec.id = split ? trace::CommIdFromSplit(ps->id, index, color)
                     : trace::CommIdFromShrink(ps->id, index);
     spec.parent_id = ps->id;
@@ -85,7 +85,6 @@ ncclResult_t Derive(OpType op, ncclComm_t parent, int color, int key, uint64_t a
     spec.split_index = index;
     spec.color = split ? color : -1;
     spec.key = split ? key : -1;
-    spec.complete = r == ncclSuccess;
     try {
       const std::string suffix =
           split ? ".split" + std::to_string(index) + ".c" + std::to_string(color)
@@ -93,7 +92,20 @@ ncclResult_t Derive(OpType op, ncclComm_t parent, int color, int key, uint64_t a
       spec.name = CommNameFromConfig(config, ps->name + suffix);
     } catch (...) {
     }
+    spec.table_entry = AnnounceComm(*f.rt, spec);
+  }
+  trace::RecordData d = MakeRecord(f, op, ncclSuccess);
+  d.comm_id = ps != nullptr ? ps->id : 0;
+  d.seq = index;
+  d.aux = aux;
+  const uint64_t slot = OpenHostRecord(f, d);  // a split blocks until every member arrives
+  const ncclResult_t r = forward();
+  const int err = errno;
+  if (makes_child && Created(r) && newcomm != nullptr && *newcomm != nullptr) {
+    spec.complete = r == ncclSuccess;
     RegisterComm(*f.rt, *newcomm, spec);
+  } else {
+    WithdrawComm(*f.rt, spec.table_entry);
   }
   d.result = r;
   d.t_exit_ns = ProbeNowNs();

@@ -26,6 +26,26 @@ FakeHook g_on_init = nullptr;
 FakeHook g_on_allreduce = nullptr;
 FakeHook g_on_group_end = nullptr;
 void* g_hook_arg = nullptr;
+// Runs inside every creation call (init, split, shrink) before it returns: where real NCCL blocks
+// until every member has joined.
+FakeHook g_on_create = nullptr;
+void* g_create_arg = nullptr;
+
+void Creating(int rank, int nranks) {
+  if (g_on_create != nullptr) g_on_create(g_create_arg, rank, nranks);
+}
+
+// A non-blocking creation (config->blocking == 0) returns ncclInProgress and completes when the
+// test says so (fakenccl_set_async_error), as NCCL's does in the background.
+bool NonBlocking(const ncclConfig_t* config) {
+  return config != nullptr && config->blocking == 0;
+}
+
+ncclResult_t Created(ncclComm_t* comm, const ncclConfig_t* config) {
+  if (!NonBlocking(config)) return ncclSuccess;
+  reinterpret_cast<FakeComm*>(*comm)->async_error = ncclInProgress;
+  return ncclInProgress;
+}
 
 // The errno every fake call leaves behind (a value no libc call on the way would produce).
 constexpr int kFakeErrno = 4242;
@@ -66,6 +86,14 @@ __attribute__((visibility("default"))) void fakenccl_set_group_end_hook(FakeHook
   g_on_group_end = on_group_end;
 }
 
+// Test hook: runs on_create(arg, rank, size) inside every ncclCommInitRank*, ncclCommSplit and
+// ncclCommShrink, where real NCCL waits for the other members (nullptr: nothing).
+__attribute__((visibility("default"))) void fakenccl_set_create_hook(FakeHook on_create,
+                                                                     void* arg) {
+  g_on_create = on_create;
+  g_create_arg = arg;
+}
+
 // Test hook: makes ncclCommGetAsyncError report err for comm.
 __attribute__((visibility("default"))) void fakenccl_set_async_error(ncclComm_t comm,
                                                                      ncclResult_t err) {
@@ -91,31 +119,40 @@ ncclResult_t pncclGetUniqueId(ncclUniqueId* id) {
 ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int rank) {
   if (rank < 0 || rank >= nranks) return Done(ncclInvalidArgument);
   if (g_on_init != nullptr) g_on_init(g_hook_arg, rank, nranks);
+  Creating(rank, nranks);
   *comm = NewComm(rank, nranks, 0);
   return Done(ncclSuccess);
 }
 ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
-                                     ncclConfig_t*) {
-  return pncclCommInitRank(comm, nranks, id, rank);
+                                     ncclConfig_t* config) {
+  const ncclResult_t r = pncclCommInitRank(comm, nranks, id, rank);
+  return r == ncclSuccess ? Done(Created(comm, config)) : r;
 }
 ncclResult_t pncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int, ncclUniqueId*,
-                                       ncclConfig_t*) {
+                                       ncclConfig_t* config) {
+  Creating(rank, nranks);
   *comm = NewComm(rank, nranks, 0);
-  return Done(ncclSuccess);
+  return Done(Created(comm, config));
 }
 ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int*) {
   for (int i = 0; i < ndev; ++i) comms[i] = NewComm(i, ndev, i);
   return Done(ncclSuccess);
 }
 ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
-                            ncclConfig_t*) {
-  *newcomm = color == NCCL_SPLIT_NOCOLOR ? nullptr : NewComm(key, F(comm)->nranks, F(comm)->device);
-  return Done(ncclSuccess);
+                            ncclConfig_t* config) {
+  Creating(key, F(comm)->nranks);
+  if (color == NCCL_SPLIT_NOCOLOR) {
+    *newcomm = nullptr;
+    return Done(ncclSuccess);
+  }
+  *newcomm = NewComm(key, F(comm)->nranks, F(comm)->device);
+  return Done(Created(newcomm, config));
 }
-ncclResult_t pncclCommShrink(ncclComm_t comm, int*, int count, ncclComm_t* newcomm, ncclConfig_t*,
-                             int) {
+ncclResult_t pncclCommShrink(ncclComm_t comm, int*, int count, ncclComm_t* newcomm,
+                             ncclConfig_t* config, int) {
+  Creating(F(comm)->rank, F(comm)->nranks - count);
   *newcomm = NewComm(F(comm)->rank, F(comm)->nranks - count, F(comm)->device);
-  return Done(ncclSuccess);
+  return Done(Created(newcomm, config));
 }
 ncclResult_t pncclCommFinalize(ncclComm_t comm) {
   return OnComm(comm);
