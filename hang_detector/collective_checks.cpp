@@ -143,7 +143,11 @@ Evidence NotIssuedEvidence(const Context& ctx, const CommModel& comm, uint32_t f
   Evidence e;
   e.rank = ctx.RankOf(file);
   e.has_record = false;
-  e.text = "no collective on " + ctx.CommName(comm) + " recorded at all";
+  e.text = ctx.index.files()[file].snap->overwritten > 0
+               ? "its ring wrapped past every collective on " + ctx.CommName(comm) +
+                     "; its records reach back to before #" + std::to_string(seq) +
+                     " was first issued, and none is #" + std::to_string(seq)
+               : "no collective on " + ctx.CommName(comm) + " recorded at all";
   return e;
 }
 
@@ -155,12 +159,15 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
     lo = std::max(lo, lane.first_seq);
     hi = std::max(hi, lane.EndSeq());
   }
-  // Members that never issued a collective here (a wrapped ring may just have lost them).
-  std::vector<uint32_t> silent_members;
+  // Members that never issued a collective here. A wrapped ring may just have lost them: such a
+  // member is judged once the wait is known (below).
+  std::vector<uint32_t> lane_files;
+  for (const CollLane& l : comm.lanes) lane_files.push_back(l.file);
+  std::sort(lane_files.begin(), lane_files.end());
+  std::vector<uint32_t> silent_members, wrapped_members;
   for (const CommMember& m : comm.members) {
-    const bool has_lane = std::any_of(comm.lanes.begin(), comm.lanes.end(),
-                                      [&](const CollLane& l) { return l.file == m.file; });
-    if (!has_lane && files[m.file].snap->overwritten == 0) silent_members.push_back(m.file);
+    if (std::binary_search(lane_files.begin(), lane_files.end(), m.file)) continue;
+    (files[m.file].snap->overwritten == 0 ? silent_members : wrapped_members).push_back(m.file);
   }
   std::vector<uint32_t> known;
   for (const CollLane& l : comm.lanes) known.push_back(l.file);
@@ -171,6 +178,7 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
 
   bool desync_done = false, waiting_done = false;
   uint64_t desync_seq = UINT64_MAX;
+  std::vector<int> desync_culprits;
   std::vector<Issued> issued;
   for (uint64_t seq = lo; seq < hi && !(desync_done && waiting_done); ++seq) {
     if (!desync_done) {
@@ -186,6 +194,7 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
         out->push_back(MakeDesync(ctx, comm, seq, issued));
         desync_done = true;
         desync_seq = seq;
+        desync_culprits = out->back().culprits;
       }
     }
     if (waiting_done) continue;
@@ -206,6 +215,17 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
       first = std::min(first, files[i.file].Wall(files[i.file].At(i.pos).t_enter_ns));
       stalled = stalled || ctx.Stalled(i.file, i.pos);
     }
+    // A wrapped member without a record here whose ring reaches back to before anyone issued
+    // #seq: had it issued #seq, the record would be in its ring. (Once a member completed #seq,
+    // every member issued it.)
+    for (uint32_t f : wrapped_members) {
+      if (!st.completed.empty() || files[f].size() == 0 ||
+          files[f].Wall(files[f].At(0).t_enter_ns) > first) {
+        continue;
+      }
+      st.not_issued.push_back(ctx.RankOf(f));
+      st.not_issued_files.push_back(f);
+    }
     w.completed = st.completed;
     w.not_issued = st.not_issued;
     // Members without a ring file: mapped to global ranks when the communicator spans the job.
@@ -219,7 +239,11 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
     SortUnique(&w.issued);
     SortUnique(&w.not_issued);
     waiting_out->push_back(w);
-    if (!stalled || desync_seq <= seq) continue;  // progressing, or explained by the desync
+    // Progressing, or explained by an earlier desync. At the desync's own #seq the desync explains
+    // the ranks that issued it, not a member that never did: that one is a culprit of its own.
+    if (!stalled || desync_seq < seq) continue;
+    const bool desynced = desync_seq == seq;
+    if (desynced && w.not_issued.empty()) continue;
 
     Verdict v;
     v.comm_id = comm.id;
@@ -230,8 +254,19 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
     if (!w.not_issued.empty()) {
       v.cls = VerdictClass::kMissing;
       v.culprits = w.not_issued;
-      v.victims = w.issued;
-      v.summary = RankList(v.culprits) + " never issued it; " + RankList(v.victims) + " wait";
+      // The desync's culprits wait on their own mistake as much as on the missing rank.
+      for (int r : w.issued) {
+        if (!std::binary_search(desync_culprits.begin(), desync_culprits.end(), r))
+          v.victims.push_back(r);
+      }
+      v.summary = RankList(v.culprits) + " never issued it";
+      if (!desynced || !v.victims.empty()) v.summary += "; " + RanksWait(v.victims);
+      if (desynced) {
+        v.summary += "; " + RankList(desync_culprits) +
+                     (desync_culprits.size() == 1 ? " also holds it up: its operation differs"
+                                                  : " also hold it up: their operations differ") +
+                     " (desync)";
+      }
       for (uint32_t f : st.not_issued_files)
         v.evidence.push_back(NotIssuedEvidence(ctx, comm, f, seq));
       for (int r : fileless) v.evidence.push_back({r, 0, false, "no ring file for this rank"});
@@ -264,6 +299,9 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
     }
     for (const Issued& i : st.waiting) {
       if (v.evidence.size() >= 8) break;
+      // The desync verdict cites the disagreeing records; here they would read as plain waits.
+      if (std::binary_search(desync_culprits.begin(), desync_culprits.end(), ctx.RankOf(i.file)))
+        continue;
       v.evidence.push_back(ctx.RecordEvidence(
           i.file, i.pos, DescribeOp(files[i.file].At(i.pos)) + " on " + w.comm_name + " waiting"));
     }

@@ -92,7 +92,8 @@ Verdict MakeVerdict(const Context& ctx, const CommTimeline& t, const Scores& s, 
   for (size_t i = 0; i < n; ++i) flags.push_back(s.late[i][c] > threshold);
   const size_t onset = std::min(Onset(flags), n - 1);
   const RankFile& file = ctx.index.files()[t.files[c]];
-  v.since_s = ctx.SinceS(file.Wall(file.At(t.samples[onset].pos[c]).t_enter_ns));
+  const int64_t onset_wall = file.Wall(file.At(t.samples[onset].pos[c]).t_enter_ns);
+  v.since_s = ctx.SinceS(onset_wall);
   v.summary = "compute straggler: " + RankList(v.culprits) + " arrives " +
               Millis(s.late_median[c]) + " after the others (median of " +
               std::to_string(n - begin) + " collectives " + Range(t) + ", threshold " +
@@ -108,10 +109,12 @@ Verdict MakeVerdict(const Context& ctx, const CommTimeline& t, const Scores& s, 
       DescribeOp(file.At(last.pos[c])) + " on " + v.comm_name + ": waited " +
           Millis(last.wait_s[c]) + ", the others " + Millis(Median(last.wait_s)) + " (median)"));
   if (onset + 1 < n) {
+    // When, not only where: the verdict's "since" is this moment.
     v.evidence.push_back(
         ctx.RecordEvidence(t.files[c], t.samples[onset].pos[c],
-                           "late since " + DescribeOp(file.At(t.samples[onset].pos[c])) +
-                               ": arrived " + Millis(s.late[onset][c]) + " after the others"));
+                           "late since " + ctx.Ago(onset_wall) + ", " + v.comm_name + " " +
+                               DescribeOp(file.At(t.samples[onset].pos[c])) + ": arrived " +
+                               Millis(s.late[onset][c]) + " after the others"));
   }
   // Per-rank scores, latest arrivers first: what a person checks the verdict against.
   std::vector<size_t> order(t.ranks.size());

@@ -49,6 +49,14 @@ Evidence Context::RecordEvidence(uint32_t file, uint32_t pos, const std::string&
   return e;
 }
 
+std::string Context::Ago(int64_t wall) const {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf),
+                post_mortem ? "%.1f s before the job's last heartbeat" : "%.1f s ago",
+                std::max(0.0, SinceS(wall)));
+  return buf;
+}
+
 std::string Context::CommName(const CommModel& c) const {
   if (!c.name.empty()) return c.name;
   char buf[32];
@@ -59,6 +67,11 @@ std::string Context::CommName(const CommModel& c) const {
 void SortUnique(std::vector<int>* ranks) {
   std::sort(ranks->begin(), ranks->end());
   ranks->erase(std::unique(ranks->begin(), ranks->end()), ranks->end());
+}
+
+std::string RanksWait(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "nobody waits";
+  return RankList(ranks) + (ranks.size() == 1 ? " waits" : " wait");
 }
 
 namespace {

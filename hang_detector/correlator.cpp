@@ -76,9 +76,17 @@ void DropSymptoms(const Context& ctx, std::vector<Verdict>* verdicts) {
     if (left.size() == v.culprits.size()) continue;
     std::vector<int> stuck;
     for (int r : v.culprits) {
-      if (std::find(left.begin(), left.end(), r) == left.end()) stuck.push_back(r);
+      if (!std::binary_search(left.begin(), left.end(), r)) stuck.push_back(r);
     }
-    v.summary += " (" + RankList(stuck) + " of them wait elsewhere)";
+    // The detectors name the culprit list as RankList writes it; the text must blame only those
+    // left, and still say why the others are absent.
+    const std::string before = RankList(v.culprits);
+    if (const size_t at = v.summary.find(before); at != std::string::npos) {
+      v.summary.replace(at, before.size(), RankList(left));
+    }
+    v.summary += stuck.size() == 1
+                     ? " (" + RankList(stuck) + " is absent too, but only as it waits elsewhere)"
+                     : " (" + RankList(stuck) + " are absent too, but only as they wait elsewhere)";
     v.culprits = left;
   }
 }

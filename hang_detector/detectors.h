@@ -40,6 +40,8 @@ struct Context {
   // records `v` cites: it cannot issue anything new, so its absence is a symptom, not a cause.
   bool BlockedElsewhere(int rank, const Verdict& v) const;
   Evidence RecordEvidence(uint32_t file, uint32_t pos, const std::string& what) const;
+  // When `wall` was, in words: "8.3 s ago", or "8.3 s before the job's last heartbeat" post mortem.
+  std::string Ago(int64_t wall) const;
   std::string CommName(const CommModel& c) const;
 };
 
@@ -72,5 +74,7 @@ void SortUnique(std::vector<int>* ranks);
 // "rank 5", "ranks 0,2,4", "ranks 0-7", "ranks 3-2019:32,2083-4067:32 (127 ranks)", where a-b:s
 // is a, a + s, ..., b as in Slurm's array ranges.
 std::string RankList(const std::vector<int>& ranks);
+// "rank 3 waits", "ranks 0-2 wait", "nobody waits".
+std::string RanksWait(const std::vector<int>& ranks);
 
 }  // namespace ncclscope::hang_detector

@@ -143,6 +143,30 @@ void AddLastRecords(const Context& ctx, uint32_t file, Verdict* v) {
   if (last >= 0 && last != last_op) add(last, "last record: ");
 }
 
+// "rank 2 died or exited and rank 3 froze".
+std::string LostWords(const std::vector<int>& gone, const std::vector<int>& frozen) {
+  std::string out;
+  if (!gone.empty()) out = RankList(gone) + " died or exited";
+  if (!frozen.empty()) out += (out.empty() ? "" : " and ") + RankList(frozen) + " froze";
+  return out;
+}
+
+// What the lost ranks left undone, by the class of the wait they explain.
+const char* BeforeWhat(VerdictClass c) {
+  switch (c) {
+    case VerdictClass::kMissing:
+      return "before issuing it";
+    case VerdictClass::kDeviceStall:
+      return "with it in flight (every member issued it)";
+    case VerdictClass::kP2PDeadlock:
+      return "before issuing the matching send/recv";
+    case VerdictClass::kInitHang:
+      return "before joining it";
+    default:
+      return "while others needed it";
+  }
+}
+
 bool Convertible(VerdictClass c) {
   return c == VerdictClass::kMissing || c == VerdictClass::kInitHang ||
          c == VerdictClass::kP2PDeadlock || c == VerdictClass::kDeviceStall;
@@ -168,21 +192,23 @@ void ApplyLiveness(const Context& ctx, std::vector<Verdict>* verdicts) {
       if (l == Liveness::kDead || exited_early) gone.push_back(rank);
       if (l == Liveness::kFrozen) frozen.push_back(rank);
     }
-    std::vector<int>& chosen = !gone.empty() ? gone : frozen;
+    SortUnique(&gone);
+    SortUnique(&frozen);
+    std::vector<int> chosen = gone;
+    chosen.insert(chosen.end(), frozen.begin(), frozen.end());
+    SortUnique(&chosen);
     if (chosen.empty()) continue;
-    const bool all = chosen.size() + (gone.empty() ? 0 : frozen.size()) >= v.culprits.size();
+    const bool all = chosen.size() >= v.culprits.size();
     if (v.cls == VerdictClass::kDeviceStall || all) {
-      std::vector<int> victims;
-      for (int r : candidates) {
-        if (std::find(chosen.begin(), chosen.end(), r) == chosen.end()) victims.push_back(r);
-      }
-      for (int r : v.victims) victims.push_back(r);
-      std::erase_if(victims, [&](int r) {
-        return std::find(chosen.begin(), chosen.end(), r) != chosen.end();
-      });
+      // The gone and the frozen take over as culprits (the class says the harder fault: a frozen
+      // rank among dead ones is named with them, not left to a verdict of its own); everyone else
+      // involved only waits. The summary is told anew: the detector's text named other culprits.
+      std::vector<int> victims = candidates;
+      victims.insert(victims.end(), v.victims.begin(), v.victims.end());
+      std::erase_if(victims,
+                    [&](int r) { return std::binary_search(chosen.begin(), chosen.end(), r); });
       SortUnique(&victims);
-      v.summary = RankList(chosen) + (gone.empty() ? " froze" : " died or exited") +
-                  " while others needed it: " + v.summary;
+      v.summary = LostWords(gone, frozen) + " " + BeforeWhat(v.cls) + "; " + RanksWait(victims);
       v.cls = gone.empty() ? VerdictClass::kFrozen : VerdictClass::kDead;
       v.culprits = chosen;
       v.victims = victims;

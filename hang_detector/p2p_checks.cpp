@@ -86,16 +86,76 @@ void CheckPair(const Context& ctx, const CommModel& comm, const P2PLane& lane,
       continue;
     }
     // The peer fell behind on a pair it has used before; on a pair it never used, the operation
-    // itself went to the wrong place.
+    // itself went to the wrong place. A peer whose ring wrapped may have used the pair before its
+    // oldest record: when that record is older than this operation, the counterpart would be in
+    // its ring, and the peer fell behind; otherwise nobody can tell.
     const int peer = send_side ? lane.dst : lane.src;
-    const int blamed_comm_rank = other_has ? peer : (send_side ? lane.src : lane.dst);
-    Unmatched u{have.file, pos, GlobalOf(ctx, comm, blamed_comm_rank), {}};
-    u.what =
-        Describe(ctx, comm, have.file, pos) +
-        (other_has ? ": the peer never posted its " + std::string(send_side ? "receive" : "send")
-                   : ": the peer never used this pair");
+    const std::string counterpart = send_side ? "receive" : "send";
+    const int peer_file = comm.MemberFile(peer);
+    const RankFile* pf =
+        peer_file >= 0 ? &index.files()[static_cast<uint32_t>(peer_file)] : nullptr;
+    const bool peer_wrapped = pf != nullptr && pf->snap->overwritten > 0;
+    const bool peer_covers =
+        peer_wrapped && pf->size() > 0 &&
+        pf->Wall(pf->ops[0].t_enter_ns) <=
+            index.files()[have.file].Wall(index.files()[have.file].ops[pos].t_enter_ns);
+    std::string why;
+    int blamed = GlobalOf(ctx, comm, send_side ? lane.src : lane.dst);
+    if (other_has) {
+      blamed = GlobalOf(ctx, comm, peer);
+      why = ": the peer never posted its " + counterpart;
+    } else if (peer_covers) {
+      blamed = GlobalOf(ctx, comm, peer);
+      why = ": the peer never posted its " + counterpart +
+            " (its ring wrapped past this pair, but reaches back to before this call)";
+    } else if (peer_wrapped) {
+      blamed = -1;
+      why = ": the peer's ring wrapped past this pair; whether it ever used it is unknown";
+    } else {
+      why = ": the peer never used this pair";
+    }
+    Unmatched u{have.file, pos, blamed, Describe(ctx, comm, have.file, pos) + why};
     unmatched->push_back(std::move(u));
   }
+}
+
+// Which of `found` blame a rank that is only a link of a chain: its own oldest wait is one of
+// these operations and waits on another rank, so it cannot post what is asked of it (a stage
+// blocked in its receive from the stage before never sends to the stage after). Following each
+// rank's wait leads to the head of its chain, the rank that waits on nobody here: that one is the
+// culprit. Ranks that wait on each other in a circle stay culprits, all of them. O(found).
+std::vector<bool> InChain(const Context& ctx, const std::vector<Unmatched>& found) {
+  const auto& files = ctx.index.files();
+  std::unordered_map<int, int> waits_on;  // rank -> the rank its blocking operation waits for
+  for (const Unmatched& u : found) {
+    const int own = ctx.RankOf(u.file);
+    const Liveness l = ctx.live[u.file].state;
+    if (u.blamed < 0 || u.blamed == own || files[u.file].oldest_waiting_pos != u.pos ||
+        (l != Liveness::kAlive && l != Liveness::kEnded)) {
+      continue;
+    }
+    waits_on.emplace(own, u.blamed);
+  }
+  enum : uint8_t { kUnseen, kOnWalk, kLink, kCircle };
+  std::unordered_map<int, uint8_t> state;
+  for (const auto& [start, unused] : waits_on) {
+    std::vector<int> path;
+    int n = start;
+    while (state[n] == kUnseen && waits_on.count(n) != 0) {
+      state[n] = kOnWalk;
+      path.push_back(n);
+      n = waits_on.at(n);
+    }
+    // The walk closed a circle at n: n and the ranks after it on the path wait on each other.
+    const auto circle = state[n] == kOnWalk ? std::find(path.begin(), path.end(), n) : path.end();
+    for (auto it = path.begin(); it != path.end(); ++it) state[*it] = it < circle ? kLink : kCircle;
+  }
+  std::vector<bool> out(found.size(), false);
+  for (size_t i = 0; i < found.size(); ++i) {
+    auto it = state.find(found[i].blamed);
+    out[i] = it != state.end() && it->second == kLink;
+  }
+  return out;
 }
 
 void ReportUnmatched(const Context& ctx, const CommModel& comm, std::vector<Unmatched>& found,
@@ -110,6 +170,7 @@ void ReportUnmatched(const Context& ctx, const CommModel& comm, std::vector<Unma
     return files[a.file].Wall(files[a.file].At(a.pos).t_enter_ns) <
            files[b.file].Wall(files[b.file].At(b.pos).t_enter_ns);
   });
+  const std::vector<bool> in_chain = InChain(ctx, found);
   Verdict v;
   v.cls = VerdictClass::kP2PDeadlock;
   v.comm_id = comm.id;
@@ -118,18 +179,26 @@ void ReportUnmatched(const Context& ctx, const CommModel& comm, std::vector<Unma
   v.op = trace::OpTypeName(static_cast<trace::OpType>(first.op));
   v.seq = first.seq;
   v.since_s = ctx.SinceS(files[found[0].file].Wall(first.t_enter_ns));
-  for (const Unmatched& u : found) {
-    if (u.blamed != -1) v.culprits.push_back(u.blamed);
+  std::vector<int> chained;  // blamed, but only waiting in turn
+  for (size_t i = 0; i < found.size(); ++i) {
+    const Unmatched& u = found[i];
+    if (u.blamed != -1) (in_chain[i] ? chained : v.culprits).push_back(u.blamed);
     v.victims.push_back(ctx.RankOf(u.file));
     if (v.evidence.size() < 8) v.evidence.push_back(ctx.RecordEvidence(u.file, u.pos, u.what));
   }
   SortUnique(&v.culprits);
+  SortUnique(&chained);
   SortUnique(&v.victims);
   std::erase_if(v.victims,
                 [&](int r) { return std::binary_search(v.culprits.begin(), v.culprits.end(), r); });
   v.summary = std::to_string(found.size()) + " send/recv whose counterpart never came; " +
               (v.culprits.empty() ? std::string("peers unknown") : RankList(v.culprits)) +
               " did not issue the matching operation";
+  if (!chained.empty()) {
+    v.summary += "; " + RankList(chained) + " did not either, " +
+                 (chained.size() == 1 ? "itself waiting in an earlier one"
+                                      : "each itself waiting in an earlier one");
+  }
   out->push_back(std::move(v));
 }
 

@@ -137,7 +137,8 @@ Verdict MakeVerdict(const Context& ctx, const std::vector<Judgement>& slow,
   for (double r : lead.ratio) flags.push_back(r >= kSlowRatio);
   const size_t onset = std::min(Onset(flags), t.samples.size() - 1);
   const RankFile& file = ctx.index.files()[t.files[0]];
-  v.since_s = ctx.SinceS(file.Wall(file.At(t.samples[onset].pos[0]).t_enter_ns));
+  const int64_t onset_wall = file.Wall(file.At(t.samples[onset].pos[0]).t_enter_ns);
+  v.since_s = ctx.SinceS(onset_wall);
   v.summary = "slow link: transfers of " + RankList(v.culprits) + " are x" +
               std::to_string(lead.ratio_median).substr(0, 4) + " slower than in " + lead.against +
               " (" + std::to_string(slow.size()) + " slow communicator(s), arrival on time)" +
@@ -148,6 +149,13 @@ Verdict MakeVerdict(const Context& ctx, const std::vector<Judgement>& slow,
                                           DescribeOp(file.At(last.pos[0])) + " on " + v.comm_name +
                                               ": the last arriver waited " +
                                               Millis(last.transfer_s)));
+  if (onset + 1 < t.samples.size()) {
+    v.evidence.push_back(ctx.RecordEvidence(
+        t.files[0], t.samples[onset].pos[0],
+        "slow since " + ctx.Ago(onset_wall) + ", " + v.comm_name + " " +
+            DescribeOp(file.At(t.samples[onset].pos[0])) + ": transfer x" +
+            std::to_string(lead.ratio[onset]).substr(0, 4) + " of " + lead.against));
+  }
   for (const Judgement& j : slow) {
     if (v.evidence.size() < 12)
       v.evidence.push_back({j.t->ranks[0], 0, false, "slow: " + Describe(ctx, j)});

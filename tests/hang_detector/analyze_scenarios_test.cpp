@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/hang_detector/summary_ranks.h"
 
 namespace ncclscope::testing {
 namespace {
@@ -31,6 +34,9 @@ struct Expected {
   std::vector<int> culprits;  // -1: the last rank of the job
   bool live = false;          // analyse while the job runs instead of after the launcher killed it
   const char* op = "";
+  // A second culprit the analysis must name in a verdict of its own ("" when none).
+  const char* also_cls = "";
+  std::vector<int> also_culprits = {};
 };
 
 struct Case {
@@ -105,10 +111,25 @@ TEST_P(AnalyzeScenario, NamesClassCommunicatorSequenceAndCulprits) {
   std::filesystem::remove_all(tmpl);
   SCOPED_TRACE(j.dump(2));
   ASSERT_FALSE(j["verdicts"].empty());
+  // Whatever the scenario, every verdict's text blames exactly the ranks its culprit list holds.
+  for (const auto& any : j["verdicts"]) {
+    EXPECT_EQ(SummaryDisagreement(any["summary"].get<std::string>(),
+                                  any["culprits"].get<std::vector<int>>(), any["tie"].get<bool>()),
+              "")
+        << any["summary"];
+  }
   const auto& v = j["verdicts"][0];
   EXPECT_EQ(v["class"], e.cls);
   EXPECT_EQ(code, healthy ? 0 : 2);
   if (healthy) return;
+  if (*e.also_cls != '\0') {
+    const bool named =
+        std::any_of(j["verdicts"].begin() + 1, j["verdicts"].end(), [&](const nlohmann::json& o) {
+          return o["class"] == e.also_cls &&
+                 o["culprits"].get<std::vector<int>>() == e.also_culprits;
+        });
+    EXPECT_TRUE(named) << "no " << e.also_cls << " verdict naming the second culprit";
+  }
   EXPECT_EQ(v["culprits"].get<std::vector<int>>(), culprits);
   if (*e.comm != '\0') {
     EXPECT_EQ(v["comm_name"], e.comm);
@@ -172,6 +193,10 @@ std::vector<Case> Catalogue(int ranks) {
       {"freeze", "frozen", "dp", 2, {2}, true},
       {"never-join", "init-hang", "world", 2, {1, 2}, false, "comm_split"},
       {"never-join-world", "init-hang", "", 0, {-1}},
+      // Two culprits at one collective: the disagreement leads; the silent rank is named too.
+      {"desync-and-missing", "desync", "dp", 2, {0}, false, "allreduce", "missing", {2}},
+      // Ranks waiting in a receive from a stuck stage never send on: only the stuck stage.
+      {"pipeline-chain", "p2p-deadlock", "pp", 2, {1}},
   };
   std::vector<Case> cases;
   for (const Expected& e : expected) cases.push_back({e, ranks});

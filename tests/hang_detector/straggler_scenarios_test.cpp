@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/hang_detector/summary_ranks.h"
+
 namespace ncclscope::testing {
 namespace {
 
@@ -67,6 +69,9 @@ TEST_P(StragglerScenario, NamesTheCulpritAndNoOneElse) {
   SCOPED_TRACE(j.dump(2));
   ASSERT_EQ(j["verdicts"].size(), 1u);  // one verdict: never a false one next to the true one
   const auto& v = j["verdicts"][0];
+  EXPECT_EQ(SummaryDisagreement(v["summary"].get<std::string>(),
+                                v["culprits"].get<std::vector<int>>(), v["tie"].get<bool>()),
+            "");
   if (c.culprits.empty() || (c.subtle && v["class"] == "healthy")) {
     EXPECT_EQ(v["class"], "healthy");
     EXPECT_EQ(code, 0);

@@ -2,6 +2,9 @@
 // tensor-parallel pairs and two data-parallel groups, at 8 and 32 ranks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include "hang_detector/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
 #include "tests/hang_detector/step_model.h"
@@ -72,6 +75,17 @@ std::vector<int> AllBut(int n, std::vector<int> except) {
   return out;
 }
 
+// The evidence line that says when the lateness (or slowness) began, as "<word> since N s ago";
+// its N must be the verdict's since_s, to the printed precision.
+void ExpectSinceLine(const Verdict& v, const std::string& word) {
+  char ago[64];
+  std::snprintf(ago, sizeof ago, "%s since %.1f s ago, ", word.c_str(), v.since_s);
+  const bool found = std::any_of(v.evidence.begin(), v.evidence.end(), [&](const auto& e) {
+    return e.text.rfind(ago, 0) == 0 && e.text.find('#') != std::string::npos;
+  });
+  EXPECT_TRUE(found) << "no evidence line starting with '" << ago << "' naming the collective";
+}
+
 class Sizes : public ::testing::TestWithParam<int> {};
 
 TEST_P(Sizes, HealthyJitterHasNoVerdict) {
@@ -108,6 +122,7 @@ TEST_P(Sizes, ComputeStragglerTwiceSlowerIsNamedWithItsVictims) {
   // Since step 10: its compute ends 40 ms after that step began.
   EXPECT_NEAR(v.since_s, j.model.Now() + 0.01 - onset - 0.040, 0.005);
   EXPECT_TRUE(Mentions(v, n - 1));
+  ExpectSinceLine(v, "late");
   EXPECT_EQ(hang_detector::ExitCode(a), 1);
   const std::string text = hang_detector::RenderText(a, false);
   EXPECT_NE(text.find("SLOW (straggler) comm world"), std::string::npos) << text;
@@ -158,6 +173,7 @@ TEST_P(Sizes, SlowLinkIsLocalizedByItsGroups) {
   EXPECT_NE(v.summary.find("slow link"), std::string::npos);
   EXPECT_EQ(v.victims, AllBut(n, {2}));  // world is slow too: everyone waits
   EXPECT_NEAR(v.since_s, j.model.Now() + 0.01 - onset - 0.020, 0.005);  // after the compute
+  ExpectSinceLine(v, "slow");
   EXPECT_EQ(hang_detector::ExitCode(a), 1);
 }
 
