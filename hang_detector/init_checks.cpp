@@ -75,9 +75,17 @@ void Report(const Context& ctx, const Group& g, std::vector<Verdict>* out) {
   if (const CommModel* c = index.FindComm(comm_id)) v.comm_name = ctx.CommName(*c);
   if (v.comm_name.empty()) v.comm_name = Hex(comm_id);
   v.seq = split ? any.split_index : 0;
-  const std::string what = split
-                               ? "split #" + std::to_string(any.split_index) + " of " + v.comm_name
-                               : "creation of " + v.comm_name;
+  // The child's name (commName) is in the ring from the moment its creation began.
+  auto child_name = [&](uint64_t child) {
+    const CommModel* c = index.FindComm(child);
+    return c != nullptr && !c->name.empty() ? c->name + " " + Hex(child) : Hex(child);
+  };
+  const CommModel* any_child = split ? index.FindComm(any.child_id) : nullptr;
+  const std::string child =
+      any_child != nullptr && !any_child->name.empty() ? " (" + any_child->name + ")" : "";
+  const std::string what =
+      split ? "split #" + std::to_string(any.split_index) + " of " + v.comm_name + child
+            : "creation of " + v.comm_name;
   if (!v.culprits.empty()) {
     v.summary = RankList(v.culprits) + " never joined the " + what + "; " + RankList(v.victims) +
                 " wait inside it";
@@ -92,9 +100,10 @@ void Report(const Context& ctx, const Group& g, std::vector<Verdict>* out) {
   for (const InitCall* c : stuck) {
     if (v.evidence.size() >= 8) break;
     const auto& r = index.files()[c->file].At(c->pos);
-    v.evidence.push_back(ctx.RecordEvidence(
-        c->file, c->pos,
-        DescribeOp(r) + " in call" + (split ? ", child " + Hex(c->child_id) : std::string())));
+    v.evidence.push_back(
+        ctx.RecordEvidence(c->file, c->pos,
+                           DescribeOp(r) + " in call" +
+                               (split ? ", child " + child_name(c->child_id) : std::string())));
   }
   for (int r : v.culprits) {
     if (v.evidence.size() >= 12 || v.tie) break;
