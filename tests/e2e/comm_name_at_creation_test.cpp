@@ -93,7 +93,8 @@ TEST(CommNameAtCreation, SplitThatNeverFormsIsNamedInTheTrace) {
     const auto at = text.find("child ");
     if (at == std::string::npos) continue;
     waiting.insert(e.value("rank", -1));
-    child_of[e.value("rank", -1)] = text.substr(at + 6);
+    // "child dp 5ce130d4e54168a1": the name, then the id.
+    child_of[e.value("rank", -1)] = text.substr(text.rfind(' ') + 1);
   }
   EXPECT_EQ(waiting, (std::set<int>{0, 3, 4, 5, 6, 7})) << v.dump(1);
   const auto dp = EntriesNamed(DumpJson(dir), "dp");
