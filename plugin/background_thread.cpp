@@ -1,13 +1,13 @@
-// The one background thread: polls completion events, writes the heartbeat and ticks the watchdog
-// (at the heartbeat's period: its stall thresholds are seconds, and one thread keeps its cost in
-// one place). It is detached and
-// holds no lock, so it neither keeps the process alive nor blocks exit or fork.
-#include <pthread.h>
-#include <signal.h>
+// The background thread: polls completion events, writes the heartbeat and ticks the watchdog's
+// stall rule (at the heartbeat's period: its thresholds are seconds). The watchdog's slow work,
+// correlating the trace directory, runs on its own thread (watchdog.h), so nothing here waits on
+// a file system. It is detached and holds no lock, so it neither keeps the process alive nor
+// blocks exit or fork.
 #include <time.h>
 
 #include <algorithm>
 
+#include "plugin/detached_thread.h"
 #include "plugin/probe_clock.h"
 #include "plugin/runtime.h"
 #include "plugin/warn.h"
@@ -57,17 +57,7 @@ void* Loop(void* arg) {
 }  // namespace
 
 bool StartBackgroundThread(Runtime* rt) noexcept {
-  // Signals belong to the application (Python, PyTorch): the thread inherits a full block mask.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_t thread;
-  const int rc = pthread_create(&thread, &attr, Loop, rt);
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  const int rc = StartDetachedThread(Loop, rt, "ncclscope");
   if (rc != 0) {
     WarnOnce(WarnKey::kPoller,
              "cannot start the background thread (error %d); device completion "
@@ -75,7 +65,6 @@ bool StartBackgroundThread(Runtime* rt) noexcept {
              rc);
     return false;
   }
-  pthread_setname_np(thread, "ncclscope");
   rt->poller_started.store(true, std::memory_order_release);
   return true;
 }

@@ -1,7 +1,5 @@
 #include "plugin/watchdog.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +8,7 @@
 #include "hang_detector/correlator.h"
 #include "hang_detector/verdict_json.h"
 #include "hang_detector/verdict_text.h"
+#include "plugin/detached_thread.h"
 #include "plugin/incident_report.h"
 #include "plugin/nccl_symbols.h"
 #include "plugin/runtime.h"
@@ -89,26 +88,15 @@ void Watchdog::Post(bool stalled, const StallState& s, int64_t now_ns) {
 
 bool Watchdog::StartThread() {
   thread_started_ = true;
-  // Signals belong to the application, as on the background thread: a full block mask.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_t thread;
-  const int rc = pthread_create(&thread, &attr, ThreadMain, this);
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  const int rc = StartDetachedThread(ThreadMain, this, "ncclscope-wd");
   if (rc != 0) {
     WarnOnce(WarnKey::kWatchdog,
-             "cannot start the watchdog's thread (error %d); hang detection "
-             "disabled in this process",
+             "cannot start the watchdog's thread (error %d); hang detection disabled in this "
+             "process",
              rc);
     failed_ = true;
     return false;
   }
-  pthread_setname_np(thread, "ncclscope-wd");
   return true;
 }
 
