@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "hang_detector/detectors.h"
+
 namespace ncclscope::hang_detector {
 namespace {
 
@@ -35,6 +37,14 @@ std::string Seconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f s", s);
   return buf;
+}
+
+// Lists that grow with the job (who waits, who has no file) as ranges: "0-2047,2049-4095", so a
+// line stays a line at any size.
+std::string RankRanges(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "-";
+  const std::string list = RankList(ranks);
+  return list.substr(list.find(' ') + 1);
 }
 
 }  // namespace
@@ -82,17 +92,17 @@ std::string RenderText(const Analysis& a, bool verbose) {
   if (verbose || (!a.verdicts.empty() && !healthy)) {
     for (const WaitingOn& w : a.waiting) {
       out += "waiting: " + w.comm_name + " " + w.op + " #" + std::to_string(w.seq) + ": issued " +
-             Ranks(w.issued) + ", not issued " + Ranks(w.not_issued) + ", completed " +
-             Ranks(w.completed) + " (" + Seconds(w.since_s) + ")\n";
+             RankRanges(w.issued) + ", not issued " + RankRanges(w.not_issued) + ", completed " +
+             RankRanges(w.completed) + " (" + Seconds(w.since_s) + ")\n";
     }
   }
   const InputReport& in = a.input;
   std::string input = "input: " + std::to_string(in.files) + " ring file(s)";
   if (in.world_size > 0) input += " of " + std::to_string(in.world_size) + " ranks";
-  if (!in.missing_ranks.empty()) input += "; no file for ranks " + Ranks(in.missing_ranks);
-  if (!in.wrapped_ranks.empty()) input += "; wrapped: " + Ranks(in.wrapped_ranks);
-  if (!in.torn_ranks.empty()) input += "; torn records: " + Ranks(in.torn_ranks);
-  if (!in.dropped_ranks.empty()) input += "; dropped records: " + Ranks(in.dropped_ranks);
+  if (!in.missing_ranks.empty()) input += "; no file for ranks " + RankRanges(in.missing_ranks);
+  if (!in.wrapped_ranks.empty()) input += "; wrapped: " + RankRanges(in.wrapped_ranks);
+  if (!in.torn_ranks.empty()) input += "; torn records: " + RankRanges(in.torn_ranks);
+  if (!in.dropped_ranks.empty()) input += "; dropped records: " + RankRanges(in.dropped_ranks);
   out += input + "\n";
   for (const std::string& e : in.unreadable) out += "input: unreadable " + e + "\n";
   for (const std::string& n : in.notes) out += "input: " + n + "\n";

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "hang_detector/detectors.h"
+#include "hang_detector/verdict_text.h"
 
 namespace ncclscope::hang_detector {
 namespace {
@@ -43,6 +44,26 @@ TEST(RankList, FilesWithoutARankAreNamedAndNeverMergedIntoARange) {
   EXPECT_EQ(RankList({-1}), "rank file0");
   EXPECT_EQ(RankList({-3, -2, -1}), "ranks file2,file1,file0");
   EXPECT_EQ(RankList({0, 1, 2, -1}), "ranks 0-2,file0");
+}
+
+TEST(RenderText, ListsThatGrowWithTheJobStayOneShortLine) {
+  // Two files of a job that claims a million ranks, waiting on a communicator of all of them.
+  Analysis a;
+  a.verdicts.emplace_back();
+  a.input.files = 2;
+  a.input.world_size = 1'000'000;
+  a.input.missing_ranks = Every(2, 999'999, 1);
+  WaitingOn w;
+  w.comm_name = "world";
+  w.op = "allreduce";
+  w.seq = 3;
+  w.issued = {0, 1};
+  w.not_issued = Every(2, 999'999, 1);
+  a.waiting.push_back(w);
+  const std::string text = RenderText(a, true);
+  EXPECT_LT(text.size(), 400u) << text;
+  EXPECT_NE(text.find("not issued 2-999999"), std::string::npos) << text;
+  EXPECT_NE(text.find("no file for ranks 2-999999"), std::string::npos) << text;
 }
 
 }  // namespace
