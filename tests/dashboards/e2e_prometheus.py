@@ -503,8 +503,18 @@ def run(src, cli, sim_rank, prometheus_bin, promtool, tmp, procs):
         inst = instance["steady"]
         wait_until("the steady job's ranks reported ended", lambda: prom.query(
             f'sum(ncclscope_rank_up{{instance="{inst}"}}) == 0'), 10)
-        time.sleep(1.5)  # one more scrape after the last records
         expected = plan_counts(sim_rank, scenarios["steady"], RANKS)
+        # The last records reach Prometheus one scrape after the exporter read them: on a loaded
+        # machine that is seconds, so wait for the counters to settle rather than a fixed time
+        # (what is guaranteed is that they end equal to the plans, not when).
+        want = {k: float(v) for k, v in expected.items()}
+        try:
+            wait_until("the steady job's operation counters to reach the plans", lambda: {
+                k: v for k, v in series_by(prom.query(
+                    f'ncclscope_operations_total{{instance="{inst}"}}'), "rank", "comm",
+                    "op").items() if v > 0} == want, 30)
+        except Failure:
+            pass  # check_counts says what differs
         check_counts(prom, inst, expected, "steady job")
         got_bytes = series_by(prom.query(f'ncclscope_operation_bytes_total{{instance="{inst}"}}'),
                               "rank", "comm", "op")
