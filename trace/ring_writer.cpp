@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -50,8 +51,11 @@ std::unique_ptr<RingWriter> RingWriter::Create(const RingOptions& options, std::
   char name[kHostBytes + 64];
   snprintf(name, sizeof name, "%s-%d-%08x.ring", host.c_str(), static_cast<int>(getpid()), rd());
   const std::string path = options.dir + "/" + name;
+  // Built under a hidden name and renamed once its header is whole: a reader listing *.ring (the
+  // exporter's scrape, analyze) never meets an empty or half-written file and calls it damaged.
+  const std::string building = options.dir + "/." + name + ".new";
 
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  int fd = open(building.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     *error = path + ": cannot create: " + std::strerror(errno);
     return nullptr;
@@ -61,14 +65,14 @@ std::unique_ptr<RingWriter> RingWriter::Create(const RingOptions& options, std::
   if (rc != 0) {
     *error = path + ": cannot reserve " + std::to_string(bytes) + " bytes: " + std::strerror(rc);
     close(fd);
-    unlink(path.c_str());
+    unlink(building.c_str());
     return nullptr;
   }
   void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (base == MAP_FAILED) {
     *error = path + ": mmap failed: " + std::strerror(errno);
-    unlink(path.c_str());
+    unlink(building.c_str());
     return nullptr;
   }
 
@@ -104,6 +108,11 @@ std::unique_ptr<RingWriter> RingWriter::Create(const RingOptions& options, std::
   // The magic goes last: a reader never accepts a header that is still being filled in.
   std::atomic_thread_fence(std::memory_order_release);
   std::memcpy(h->magic, kRingMagic, sizeof kRingMagic);
+  if (rename(building.c_str(), path.c_str()) != 0) {
+    *error = path + ": cannot publish: " + std::strerror(errno);
+    unlink(building.c_str());
+    return nullptr;  // w unmaps
+  }
   return w;
 }
 
