@@ -113,7 +113,7 @@ nlohmann::json ReadVerdict(const Job& job, const HangCase& c) {
   struct stat st {};
   EXPECT_EQ(stat(file.c_str(), &st), 0) << "no verdict.json";
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  const auto j = nlohmann::json::parse(ReadFile(file));
+  auto j = nlohmann::json::parse(ReadFile(file));
   const auto& v = j["verdicts"][0];
   EXPECT_EQ(v["class"], c.cls);
   EXPECT_EQ(v["comm_name"], c.comm);

@@ -1,8 +1,12 @@
 // Communicator creation and queries: split by color and key, NOCOLOR, shrink, async completion.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -104,7 +108,23 @@ TEST(CommLifecycle, CallsReturnBeforeCompletionAndEventsFollowTheStream) {
         ncclResult_t err;
         RANK_CHECK(rank,
                    ncclCommGetAsyncError(job.comm, &err) == ncclSuccess && err == ncclSuccess);
-        if (rank == 0) open = true;
+        // Rank 0 lets its stream go only once rank 1 has looked: on a loaded machine the two
+        // processes start far enough apart that rank 1 could otherwise look after the release.
+        uint64_t h = 1469598103934665603ULL;  // FNV-1a of the whole id: unique per job
+        for (const char c : id.internal) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+        char gate[64];
+        std::snprintf(gate, sizeof gate, "/tmp/ncclscope-lifecycle-%016llx.gate",
+                      static_cast<unsigned long long>(h));
+        if (rank == 1) {
+          if (FILE* f = std::fopen(gate, "w")) std::fclose(f);
+        }
+        if (rank == 0) {
+          for (int i = 0; i < 20000 && access(gate, F_OK) != 0; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          unlink(gate);
+          open = true;
+        }
         RANK_CHECK(rank, cuEventSynchronize(after) == CUDA_SUCCESS);
         RANK_CHECK(rank, cuEventQuery(after) == CUDA_SUCCESS);
         RANK_CHECK(rank, buf[0] == 2.0 && buf[999] == 2.0);
