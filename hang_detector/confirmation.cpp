@@ -41,13 +41,30 @@ double LongestPauseS(const JobIndex& index) {
   return static_cast<double>(longest) * 1e-9;
 }
 
+// A running process whose heartbeat is this old is frozen beyond doubt; a shorter silence can be
+// a starved machine (40 processes on 2 cores have kept a heartbeat thread off the CPU for 10 s).
+constexpr double kFrozenProofS = 30;
+
+// A frozen verdict proves itself when every culprit is stopped (state T) or silent long enough.
+bool FrozenBeyondDoubt(const Context& ctx, const Verdict& v) {
+  for (const int r : v.culprits) {
+    const int f = ctx.FileOf(r);
+    if (f < 0) return false;
+    const RankLiveness& l = ctx.live[static_cast<uint32_t>(f)];
+    if (l.process != ProcessState::kStopped && l.silent_s < kFrozenProofS) return false;
+  }
+  return !v.culprits.empty();
+}
+
 // Classes whose evidence is itself the proof that no rank involved can go on.
-const char* ProofOf(const Verdict& v) {
+const char* ProofOf(const Context& ctx, const Verdict& v) {
   switch (v.cls) {
     case VerdictClass::kDead:
       return "the culprit's process is gone while others need it";
     case VerdictClass::kFrozen:
-      return "the culprit's process exists but makes no progress";
+      return FrozenBeyondDoubt(ctx, v)
+                 ? "the culprit's process is stopped, or silent for 30 s or more"
+                 : nullptr;
     case VerdictClass::kDesync:
       return "the ranks issued different operations: none of them can complete";
     default:
@@ -170,7 +187,7 @@ void ConfirmHangs(const Context& ctx, std::vector<Verdict>* verdicts) {
     if (!IsHang(v.cls)) continue;
     v.activity = Activity(ctx, v);
     if (v.confirmed) continue;  // its detector proved it (a wait-for cycle, disagreeing peers)
-    if (const char* proof = ProofOf(v)) {
+    if (const char* proof = ProofOf(ctx, v)) {
       v.confirmed = true;
       v.confirmed_by = proof;
       continue;

@@ -184,7 +184,9 @@ Watchdog::Outcome Watchdog::Correlate(const StallState& s) {
   // The stall already lasted T: waits shorter than half of it are still progress to the
   // correlator, and a writer is only stale after many missed heartbeats.
   o.stall_s = std::min(2.0, static_cast<double>(s.threshold_ns) * 0.5e-9);
-  o.stale_s = std::max(2.0, 20 * options_.heartbeat_s);
+  // A loaded machine can keep a rank's heartbeat thread off the CPU for seconds: only a long
+  // silence says frozen (a gone process is seen at once by its pid).
+  o.stale_s = std::max(10.0, 20 * options_.heartbeat_s);
   o.confirm_floor_s = options_.confirm_floor_s;
   o.confirm_factor = options_.confirm_factor;
   o.confirm_ceiling_s = options_.confirm_ceiling_s;

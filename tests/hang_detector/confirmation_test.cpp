@@ -105,6 +105,24 @@ TEST(Confirmation, AStoppedCulpritIsConfirmedAtOnce) {
   EXPECT_TRUE(First(a).confirmed);
 }
 
+TEST(Confirmation, ASilentButRunningCulpritIsFrozenOnlyAfterALongSilence) {
+  // Rank 3's process runs but its heartbeat is 5 s old: a starved machine can do that.
+  JobBuilder job = RankThreeNeverIssues(0, 1.0);
+  for (int r = 0; r < 3; ++r) job.Heartbeat(r, 9.0);
+  job.Heartbeat(3, 4.0);
+  const Analysis a = AnalyzeAt(job, 9.0);
+  EXPECT_EQ(First(a).cls, VerdictClass::kFrozen);
+  EXPECT_FALSE(First(a).confirmed);
+  EXPECT_EQ(hang_detector::ExitCode(a), 4);
+  // Silent for 31 s: frozen beyond doubt.
+  JobBuilder later = RankThreeNeverIssues(0, 1.0);
+  for (int r = 0; r < 3; ++r) later.Heartbeat(r, 40.0);
+  later.Heartbeat(3, 9.0);
+  const Analysis b = AnalyzeAt(later, 40.0);
+  EXPECT_EQ(First(b).cls, VerdictClass::kFrozen);
+  EXPECT_TRUE(First(b).confirmed);
+}
+
 TEST(Confirmation, RanksThatDisagreeAreConfirmedAtOnce) {
   JobBuilder job(4);
   const uint64_t world = job.Comm("world", {0, 1, 2, 3});
