@@ -80,6 +80,13 @@ JobIndex::JobIndex(const trace::TraceSet& set) {
   Build(std::move(files));
 }
 
+JobIndex JobIndex::FromFiles(std::vector<RankFile> files, std::vector<std::string> errors) {
+  JobIndex index;
+  index.errors_ = std::move(errors);
+  index.Build(std::move(files));
+  return index;
+}
+
 void JobIndex::Build(std::vector<RankFile> files) {
   // The order ReadTraceDir gives: by global rank (unknown ranks last), then pid.
   auto rank_key = [](const RankFile& f) { return f.rank < 0 ? INT_MAX : f.rank; };

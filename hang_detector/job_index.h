@@ -104,6 +104,9 @@ class JobIndex {
   // nullopt (and *error) only when the directory itself cannot be read. Thread-safe.
   static std::optional<JobIndex> FromDir(const std::string& dir, const IngestOptions& options,
                                          std::string* error);
+  // Indexes files compacted elsewhere: ring files of this node together with ranks decoded from
+  // other nodes' digests. `errors` lists what could not be had (unreachable nodes, bad digests).
+  static JobIndex FromFiles(std::vector<RankFile> files, std::vector<std::string> errors);
 
   const std::vector<RankFile>& files() const { return files_; }
   const std::vector<CommModel>& comms() const { return comms_; }

@@ -57,8 +57,13 @@ void AssessLiveness(Context* ctx) {
   for (size_t i = 0; i < files.size(); ++i) {
     const RankFile& f = files[i];
     RankLiveness& l = ctx->live[i];
-    l.local = SameHost(f.snap->host, this_host);
-    if (l.local) l.process = o.probe->State(f.snap->pid);
+    if (f.remote.has_value()) {
+      // Its own node looked at the process; this host cannot (local stays false: no probe here).
+      l.process = f.remote->process;
+    } else {
+      l.local = SameHost(f.snap->host, this_host);
+      if (l.local) l.process = o.probe->State(f.snap->pid);
+    }
     const bool finished = (f.snap->flags & trace::kHeaderFinished) != 0;
     const double age = static_cast<double>(o.now_wall_ns - f.heartbeat_wall) * 1e-9;
     const bool exists = l.process == ProcessState::kRunning || l.process == ProcessState::kStopped;

@@ -9,10 +9,13 @@
 #include <climits>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "hang_detector/process_probe.h"
 #include "trace/record.h"
 #include "trace/ring_visitor.h"
 
@@ -46,6 +49,17 @@ struct OpRecord {
 };
 static_assert(sizeof(OpRecord) == 48);
 
+// For a rank seen through another node's digest: what that node observed of its writer, whose
+// process only that node can check. A ring file read here has none; its liveness comes from this
+// host's probe (same host) or from the heartbeat alone. The decoder shifts a digest's times onto
+// this host's clock (by the difference of the digest's production time and its arrival), so
+// heartbeat ages and waits compare without trusting the two hosts' clocks to agree.
+struct RemoteObservation {
+  ProcessState process = ProcessState::kUnknown;
+  int64_t received_wall = 0;  // when the digest arrived, on this host's wall clock (ns)
+  std::string source;         // where it came from ("http://node7:9400/digest", a file path)
+};
+
 // One ring file, in wall-clock ns so files of different hosts compare (to NTP precision, enough
 // for seconds-scale hang decisions).
 struct RankFile {
@@ -63,6 +77,8 @@ struct RankFile {
   // (position, writer index) where a run of consecutive writer indices starts: torn slots skipped
   // while reading make the indices jump.
   std::vector<std::pair<uint32_t, uint64_t>> index_runs;
+  // Set for a rank read from a digest rather than from its ring file.
+  std::optional<RemoteObservation> remote;
 
   int64_t Wall(int64_t monotonic_ns) const { return monotonic_ns + wall_offset; }
   uint32_t size() const { return static_cast<uint32_t>(ops.size()); }
