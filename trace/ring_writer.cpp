@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
 #include "trace/clock.h"
+#include "trace/job_layout.h"
 #include "trace/trace_dir.h"
 
 namespace ncclscope::trace {
@@ -29,10 +31,8 @@ void CopyTruncated(char* dst, size_t cap, const std::string& src) {
   dst[n] = '\0';
 }
 
-std::string HostName() {
-  char host[kHostBytes] = {};
-  if (gethostname(host, sizeof host - 1) != 0) return "unknown-host";
-  return host;
+const char* Getenv(const char* name) {
+  return std::getenv(name);
 }
 
 }  // namespace
@@ -47,7 +47,9 @@ std::unique_ptr<RingWriter> RingWriter::Create(const RingOptions& options, std::
 
   // A random nonce keeps names unique when a pid is reused inside one job directory.
   std::random_device rd;
-  const std::string host = HostName();
+  // The name readers compare with their own host (ProcessProbe::ThisHost) and exporters filter on:
+  // the same rule on both sides (job_layout.h).
+  const std::string host = options.host.empty() ? ThisHostName(Getenv) : options.host;
   char name[kHostBytes + 64];
   snprintf(name, sizeof name, "%s-%d-%08x.ring", host.c_str(), static_cast<int>(getpid()), rd());
   const std::string path = options.dir + "/" + name;
