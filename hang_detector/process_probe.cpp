@@ -6,7 +6,10 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+
+#include "trace/job_layout.h"
 
 namespace ncclscope::hang_detector {
 namespace {
@@ -52,11 +55,14 @@ ProcessActivity StatActivity(int pid) {
 
 class LinuxProcessProbe final : public ProcessProbe {
  public:
-  std::string ThisHost() const override {
-    char host[256] = {};
-    if (gethostname(host, sizeof(host) - 1) != 0) return {};
-    return host;
-  }
+  // What this host's ring writers put in their headers: NCCLSCOPE_HOST when set (simulated nodes,
+  // pods named apart from their node), else the host name. Read once: the environment may change
+  // under a long-lived probe (the in-process watchdog), the files' names do not.
+  LinuxProcessProbe()
+      : host_(trace::ThisHostName(
+            [](const char* name) -> const char* { return std::getenv(name); })) {}
+
+  std::string ThisHost() const override { return host_; }
 
   ProcessState State(int pid) const override {
     if (pid <= 0) return ProcessState::kUnknown;
@@ -78,6 +84,9 @@ class LinuxProcessProbe final : public ProcessProbe {
   ProcessActivity Activity(int pid) const override {
     return pid > 0 ? StatActivity(pid) : ProcessActivity{};
   }
+
+ private:
+  std::string host_;
 };
 
 }  // namespace

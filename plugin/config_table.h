@@ -11,9 +11,18 @@
   X(enable, Bool, "1", "",                                                                        \
     "Record NCCL calls. 0 makes the library a pure pass-through (one branch per call).")          \
   X(dir, String, "", "",                                                                          \
-    "Directory of the ring files. Empty: ${TMPDIR:-/tmp}/ncclscope-<uid>/<job id>.")              \
+    "Exact directory of the ring files (wins over the layout below). Empty: "                     \
+    "<base>/<job id>/<host>, one directory per job and node.")                                    \
+  X(base_dir, String, "", "",                                                                     \
+    "Base of the default layout <base>/<job id>/<host>. Empty: ${TMPDIR:-/tmp}/ncclscope-<uid>, " \
+    "created private.")                                                                           \
   X(job_id, String, "", "",                                                                       \
-    "Job id naming the default directory. Empty: SLURM_JOB_ID, TORCHELASTIC_RUN_ID, else local.") \
+    "Job id in the ring header and the default directory. Empty: SLURM_JOB_ID[.SLURM_STEP_ID], "  \
+    "else TORCHELASTIC_RUN_ID (not torchrun's default 'none'), else local. On Kubernetes set it " \
+    "from the downward API.")                                                                     \
+  X(host, String, "", "",                                                                         \
+    "Node name in the ring header, the file name and the default directory (a pod's host name "   \
+    "is not its node's). Empty: the host name.")                                                  \
   X(ring_records, Size, "65536", "64..67108864",                                                  \
     "Record slots of the ring file (128 bytes each), rounded up to a power of two.")              \
   X(comm_capacity, Int, "256", "1..65536",                                                        \

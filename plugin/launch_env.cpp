@@ -1,7 +1,7 @@
 #include "plugin/launch_env.h"
 
-#include <unistd.h>
-
+#include "trace/job_layout.h"
+#include "trace/trace_dir.h"
 #include "trace/world_size.h"
 
 namespace ncclscope::plugin {
@@ -34,16 +34,9 @@ int ReadRankVar(const EnvLookup& env, std::initializer_list<const char*> names, 
   return -1;
 }
 
-// Job ids come from schedulers; keep the directory name to one harmless path component.
-std::string SafeComponent(const std::string& raw) {
-  std::string out;
-  for (char c : raw) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '_' || c == '.';
-    out += ok ? c : '_';
-  }
-  if (out.empty() || out == "." || out == "..") out = "local";
-  return out.substr(0, 63);
+std::string BaseDir(const EnvLookup& env, const Config& config) {
+  if (!config.base_dir.empty()) return config.base_dir;
+  return trace::DefaultBaseDir(env);
 }
 
 }  // namespace
@@ -58,20 +51,26 @@ LaunchIdentity ReadLaunchIdentity(const EnvLookup& env, const Config& config,
   id.world_size =
       ReadRankVar(env, {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE"},
                   RankVar::kSize, warnings);
-  std::string job = config.job_id;
-  for (const char* name : {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"}) {
-    if (!job.empty()) break;
-    if (const char* raw = env(name)) job = raw;
-  }
-  id.job_id = SafeComponent(job);
+  const std::string job = !config.job_id.empty() ? config.job_id : trace::LauncherJobId(env);
+  id.job_id = trace::SafePathComponent(job, "local");
+  id.host = !config.host.empty() ? trace::SafePathComponent(config.host, "unknown-host")
+                                 : trace::ThisHostName(env);
   return id;
 }
 
 std::string TraceDir(const EnvLookup& env, const Config& config, const LaunchIdentity& identity) {
   if (!config.dir.empty()) return config.dir;
-  const char* tmp = env("TMPDIR");
-  std::string base = (tmp != nullptr && *tmp != '\0') ? tmp : "/tmp";
-  return base + "/ncclscope-" + std::to_string(getuid()) + "/" + identity.job_id;
+  return trace::JobHostDir(BaseDir(env, config), identity.job_id, identity.host);
+}
+
+bool MakeTraceDir(const EnvLookup& env, const Config& config, const LaunchIdentity& identity,
+                  std::string* dir, std::string* error) {
+  if (!config.dir.empty()) {
+    *dir = config.dir;
+    return true;
+  }
+  return trace::EnsurePrivateSubdirs(BaseDir(env, config), config.base_dir.empty(),
+                                     {identity.job_id, identity.host}, dir, error);
 }
 
 }  // namespace ncclscope::plugin

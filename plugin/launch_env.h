@@ -13,17 +13,28 @@ struct LaunchIdentity {
   int local_rank = -1;
   int world_size = -1;
   std::string job_id;  // never empty; safe as one path component
+  std::string host;    // this node's name (NCCLSCOPE_HOST, else the host name); one path component
 };
 
 // Reads RANK/LOCAL_RANK/WORLD_SIZE, then OMPI_COMM_WORLD_*, SLURM_PROCID/LOCALID/NTASKS, PMI_RANK/
-// PMI_SIZE (first launcher that sets a value wins), and the job id from NCCLSCOPE_JOB_ID (via
-// config), SLURM_JOB_ID, TORCHELASTIC_RUN_ID, else "local". A value that is not a non-negative
-// integer, or is beyond any job (trace/world_size.h), adds a warning and is ignored. Thread-safe
-// (no shared state).
+// PMI_SIZE (first launcher that sets a value wins), the job id from NCCLSCOPE_JOB_ID (via config),
+// else the launcher's (trace::LauncherJobId: SLURM job and step, torchelastic run id), else
+// "local", and the host from NCCLSCOPE_HOST (via config), else the host name. A value that is not
+// a non-negative integer, or is beyond any job (trace/world_size.h), adds a warning and is
+// ignored. Thread-safe (no shared state).
 LaunchIdentity ReadLaunchIdentity(const EnvLookup& env, const Config& config,
                                   std::vector<std::string>* warnings);
 
-// config.dir when set, else ${TMPDIR:-/tmp}/ncclscope-<uid>/<job id>. Thread-safe.
+// config.dir when set (exactly that directory), else <base>/<job id>/<host> with base
+// config.base_dir, else ${TMPDIR:-/tmp}/ncclscope-<uid>: each node's ranks of one job share a
+// directory of their own, so the watchdog reads only its node's files. Thread-safe.
 std::string TraceDir(const EnvLookup& env, const Config& config, const LaunchIdentity& identity);
+
+// Creates TraceDir's directory: config.dir is left to the ring writer (created 0700 and checked);
+// the layout's levels are made one by one (trace::EnsurePrivateSubdirs), the default base private
+// too, since it lies in the shared /tmp. Sets *dir; false and *error when a level is refused.
+// Thread-safe.
+bool MakeTraceDir(const EnvLookup& env, const Config& config, const LaunchIdentity& identity,
+                  std::string* dir, std::string* error);
 
 }  // namespace ncclscope::plugin

@@ -63,16 +63,21 @@ Runtime* CreateRuntime() {
   for (const std::string& w : warnings) Warn("%s", w.c_str());
 
   trace::RingOptions options;
-  options.dir = TraceDir(env, config, identity);
+  std::string error;
+  if (!MakeTraceDir(env, config, identity, &options.dir, &error)) {
+    WarnOnce(WarnKey::kRingCreate, "cannot create the trace directory %s: %s; recording disabled",
+             TraceDir(env, config, identity).c_str(), error.c_str());
+    return nullptr;
+  }
   options.record_capacity = config.ring_records;
   options.comm_capacity = static_cast<uint32_t>(config.comm_capacity);
   options.global_rank = identity.global_rank;
   options.local_rank = identity.local_rank;
   options.world_size = identity.world_size;
   options.job_id = identity.job_id;
+  options.host = identity.host;
   options.nccl_version = NcclVersion();
 
-  std::string error;
   std::unique_ptr<trace::RingWriter> ring;
   if (FitsFileSizeLimit(config, &error)) ring = trace::RingWriter::Create(options, &error);
   if (ring == nullptr) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "hang_detector/process_probe.h"
@@ -39,6 +40,18 @@ TEST(ProcessProbe, TellsRunningStoppedAndGone) {
   EXPECT_EQ(WaitFor(*probe, child, ProcessState::kGone), ProcessState::kGone);
   waitpid(child, nullptr, 0);
   EXPECT_EQ(probe->State(child), ProcessState::kGone);
+}
+
+// A simulated node (or a pod named apart from its node) names its ring files NCCLSCOPE_HOST: the
+// probe must call those files this host's, or no pid of theirs would ever be checked.
+TEST(ProcessProbe, ThisHostIsWhatTheRingWritersCallIt) {
+  setenv("NCCLSCOPE_HOST", "node5", 1);
+  const auto probe = MakeLinuxProcessProbe();
+  unsetenv("NCCLSCOPE_HOST");
+  EXPECT_EQ(probe->ThisHost(), "node5");
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
+  EXPECT_EQ(MakeLinuxProcessProbe()->ThisHost(), host);
 }
 
 }  // namespace

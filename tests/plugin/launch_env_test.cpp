@@ -1,6 +1,7 @@
 #include "plugin/launch_env.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <map>
@@ -88,16 +89,70 @@ TEST(LaunchEnvTest, JobIdIsOnePathComponent) {
   EXPECT_EQ(id.job_id.find(' '), std::string::npos);
 }
 
-TEST(LaunchEnvTest, DefaultDirUsesTmpdirUidAndJob) {
-  const std::map<std::string, std::string> vars = {{"TMPDIR", "/scratch"},
-                                                   {"TORCHELASTIC_RUN_ID", "run9"}};
+TEST(LaunchEnvTest, DefaultDirIsPerJobAndNodeUnderTmpdirUid) {
+  const std::map<std::string, std::string> vars = {
+      {"TMPDIR", "/scratch"}, {"TORCHELASTIC_RUN_ID", "run9"}, {"NCCLSCOPE_HOST", "node2"}};
   std::vector<std::string> warnings;
   Config config;
+  config.host = "node2";  // as ParseConfig reads NCCLSCOPE_HOST
   const LaunchIdentity id = ReadLaunchIdentity(Lookup(vars), config, &warnings);
+  EXPECT_EQ(id.host, "node2");
   EXPECT_EQ(TraceDir(Lookup(vars), config, id),
-            "/scratch/ncclscope-" + std::to_string(getuid()) + "/run9");
+            "/scratch/ncclscope-" + std::to_string(getuid()) + "/run9/node2");
+  config.base_dir = "/lustre/traces";
+  EXPECT_EQ(TraceDir(Lookup(vars), config, id), "/lustre/traces/run9/node2");
+  // NCCLSCOPE_DIR keeps its meaning: exactly that directory.
   config.dir = "/explicit";
   EXPECT_EQ(TraceDir(Lookup(vars), config, id), "/explicit");
+}
+
+TEST(LaunchEnvTest, SrunTasksShareTheJobAndStep) {
+  const std::map<std::string, std::string> vars = {
+      {"SLURM_JOB_ID", "1234"}, {"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "9"}};
+  std::vector<std::string> warnings;
+  EXPECT_EQ(ReadLaunchIdentity(Lookup(vars), Config{}, &warnings).job_id, "1234.0");
+  // NCCLSCOPE_JOB_ID (config) wins over every launcher.
+  Config config;
+  config.job_id = "mine";
+  EXPECT_EQ(ReadLaunchIdentity(Lookup(vars), config, &warnings).job_id, "mine");
+}
+
+TEST(LaunchEnvTest, HostDefaultsToTheHostNameAndIsOneComponent) {
+  std::vector<std::string> warnings;
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
+  EXPECT_EQ(ReadLaunchIdentity(Lookup({}), Config{}, &warnings).host, host);
+  Config config;
+  config.host = "../pod 1";
+  EXPECT_EQ(ReadLaunchIdentity(Lookup({}), config, &warnings).host, ".._pod_1");
+}
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 ? st.st_mode & 0777 : 0;
+}
+
+TEST(LaunchEnvTest, MakeTraceDirCreatesEachLevelPrivate) {
+  char tmpl[] = "/tmp/ncclscope-launch-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string tmp = tmpl;
+  const std::map<std::string, std::string> vars = {{"TMPDIR", tmp}, {"SLURM_JOB_ID", "77"}};
+  std::vector<std::string> warnings;
+  Config config;
+  config.host = "nodeA";
+  const LaunchIdentity id = ReadLaunchIdentity(Lookup(vars), config, &warnings);
+  std::string dir, error;
+  ASSERT_TRUE(MakeTraceDir(Lookup(vars), config, id, &dir, &error)) << error;
+  const std::string base = tmp + "/ncclscope-" + std::to_string(getuid());
+  EXPECT_EQ(dir, base + "/77/nodeA");
+  EXPECT_EQ(ModeOf(base), 0700u);
+  EXPECT_EQ(ModeOf(base + "/77"), 0700u);
+  EXPECT_EQ(ModeOf(dir), 0700u);
+  // The default base sits in a shared directory: opened to others, it is refused.
+  ASSERT_EQ(chmod(base.c_str(), 0777), 0);
+  EXPECT_FALSE(MakeTraceDir(Lookup(vars), config, id, &dir, &error));
+  EXPECT_NE(error.find("mode 777"), std::string::npos) << error;
+  for (const std::string& d : {base + "/77/nodeA", base + "/77", base, tmp}) rmdir(d.c_str());
 }
 
 }  // namespace
