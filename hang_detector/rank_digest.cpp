@@ -1,0 +1,148 @@
+#include "hang_detector/rank_digest.h"
+
+#include <algorithm>
+#include <climits>
+#include <unordered_map>
+#include <vector>
+
+namespace ncclscope::hang_detector {
+namespace {
+
+using trace::OpType;
+
+constexpr int32_t kNcclSuccess = 0;
+constexpr int32_t kNcclInProgress = 7;
+
+bool IsCreation(OpType op) {
+  return op == OpType::kCommInitRank || op == OpType::kCommInitRankConfig ||
+         op == OpType::kCommInitRankScalable || op == OpType::kCommInitAll ||
+         op == OpType::kCommSplit || op == OpType::kCommShrink || op == OpType::kGetUniqueId;
+}
+
+// Whether a record may read as waiting (JobIndex::StateOf: pending or unknown), or is a call that
+// has not returned. Errs towards keeping: a record kept needlessly costs bytes, one left out
+// would turn a wait into a loss.
+bool MayWait(const RankFile& f, uint32_t pos) {
+  const int32_t result = f.ShapeAt(pos).result;
+  if (result == trace::kResultInCall) return true;
+  if (result != kNcclSuccess && result != kNcclInProgress) return false;  // failed: never waits
+  const int64_t done = f.ops[pos].t_device_done_ns;
+  if (done > 0) return false;
+  return trace::IsPending(done) || static_cast<int64_t>(pos) > f.last_completed_pos;
+}
+
+// Counts per key, newest first, and says whether the record is still among the newest `limit`.
+template <typename Key, typename Hash = std::hash<Key>>
+class NewestPerKey {
+ public:
+  explicit NewestPerKey(size_t limit) : limit_(limit) {}
+  bool Take(const Key& key) { return ++seen_[key] <= limit_; }
+
+ private:
+  size_t limit_;
+  std::unordered_map<Key, size_t, Hash> seen_;
+};
+
+struct PairKey {
+  uint64_t comm;
+  uint32_t op;
+  int32_t peer;
+  bool operator==(const PairKey&) const = default;
+};
+struct PairHash {
+  size_t operator()(const PairKey& k) const {
+    return std::hash<uint64_t>()(k.comm ^ (uint64_t{k.op} << 40) ^ static_cast<uint32_t>(k.peer));
+  }
+};
+
+std::vector<char> ChooseRecords(const RankFile& f, const DigestLimits& limits) {
+  const uint32_t n = f.size();
+  std::vector<char> keep(n, 0);
+  if (n == 0) return keep;
+  keep[0] = 1;
+  if (f.last_completed_pos >= 0 && f.last_completed_pos < static_cast<int64_t>(n)) {
+    keep[static_cast<size_t>(f.last_completed_pos)] = 1;
+  }
+  for (uint32_t p = n - static_cast<uint32_t>(std::min<size_t>(n, limits.newest)); p < n; ++p) {
+    keep[p] = 1;
+  }
+  size_t waiting = 0;
+  for (uint32_t p = 0; p < n && waiting < limits.max_waiting; ++p) {
+    if (MayWait(f, p)) {
+      keep[p] = 1;
+      ++waiting;
+    }
+  }
+  NewestPerKey<uint64_t> collectives(limits.per_comm);
+  NewestPerKey<uint64_t> starts(limits.per_comm);  // device_start marks of those collectives
+  NewestPerKey<PairKey, PairHash> pairs(limits.per_pair);
+  for (uint32_t p = n; p-- > 0;) {
+    const OpShape& sh = f.ShapeAt(p);
+    const auto op = static_cast<OpType>(sh.op);
+    bool take = false;
+    if (IsCreation(op) || op == OpType::kProfilerAttach) {
+      take = true;
+    } else if (trace::IsCollective(op)) {
+      take = collectives.Take(sh.comm_id);
+    } else if (op == OpType::kDeviceStart) {
+      take = starts.Take(sh.comm_id);
+    } else if (trace::IsP2P(op)) {
+      take = pairs.Take({sh.comm_id, sh.op, sh.peer});
+    }
+    if (take) keep[p] = 1;
+  }
+  return keep;
+}
+
+}  // namespace
+
+void DeriveFrontier(RankFile* file) {
+  RankFile& f = *file;
+  f.last_completed_pos = -1;
+  f.oldest_waiting_enter = INT64_MAX;
+  f.oldest_waiting_pos = kNoRecord;
+  for (uint32_t pos = 0; pos < f.size(); ++pos) {
+    const OpRecord& r = f.ops[pos];
+    if (r.t_device_done_ns > 0) f.last_completed_pos = pos;
+    const bool in_call = f.shapes[r.shape].result == trace::kResultInCall;
+    if ((trace::IsPending(r.t_device_done_ns) || in_call) &&
+        r.t_enter_ns < f.oldest_waiting_enter) {
+      f.oldest_waiting_enter = r.t_enter_ns;
+      f.oldest_waiting_pos = pos;
+    }
+  }
+}
+
+DigestCut CutForDigest(const RankFile& file, const DigestLimits& limits) {
+  const std::vector<char> keep = ChooseRecords(file, limits);
+  DigestCut cut;
+  RankFile& out = cut.file;
+  out.snap = file.snap;
+  out.rank = file.rank;
+  out.wall_offset = file.wall_offset;
+  out.heartbeat_wall = file.heartbeat_wall;
+  out.remote = file.remote;
+  std::vector<uint32_t> shape_map(file.shapes.size(), kNoRecord);
+  uint64_t next_index = UINT64_MAX;
+  for (uint32_t p = 0; p < file.size(); ++p) {
+    if (keep[p] == 0) {
+      ++cut.omitted;
+      continue;
+    }
+    OpRecord r = file.ops[p];
+    uint32_t& mapped = shape_map[r.shape];
+    if (mapped == kNoRecord) {
+      mapped = static_cast<uint32_t>(out.shapes.size());
+      out.shapes.push_back(file.shapes[r.shape]);
+    }
+    r.shape = mapped;
+    const uint64_t index = file.IndexOf(p);
+    if (index != next_index) out.index_runs.emplace_back(out.size(), index);
+    next_index = index + 1;
+    out.ops.push_back(r);
+  }
+  DeriveFrontier(&out);
+  return cut;
+}
+
+}  // namespace ncclscope::hang_detector
