@@ -25,7 +25,7 @@ int RunExporter(const ExporterOptions& options) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   const auto probe = hang_detector::MakeLinuxProcessProbe();
-  DirRingSource source(options.dir, options.this_host_only ? probe->ThisHost() : "");
+  DirRingSource source(options.dir, options.this_host_only ? probe->ThisHost() : "", options.job);
   AggregatorOptions aggregator_options;
   aggregator_options.probe = probe.get();
   aggregator_options.version = options.version;
@@ -35,7 +35,8 @@ int RunExporter(const ExporterOptions& options) {
   analyze.confirm_floor_s = options.confirm_floor_s;
   analyze.confirm_factor = options.confirm_factor;
   analyze.confirm_ceiling_s = options.confirm_ceiling_s;
-  VerdictPoller verdicts(AnalyzeTraceDir(options.dir, analyze), options.verdict_interval_s);
+  VerdictPoller verdicts(AnalyzeTraceDir(options.dir, analyze, options.job),
+                         options.verdict_interval_s);
   auto collectable = std::make_shared<MetricsCollectable>(&aggregator, &verdicts);
 
   std::string error;

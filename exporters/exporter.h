@@ -22,6 +22,7 @@ struct ExporterOptions {
   double confirm_factor = hang_detector::AnalyzeOptions{}.confirm_factor;
   double confirm_ceiling_s = hang_detector::AnalyzeOptions{}.confirm_ceiling_s;
   bool this_host_only = false;  // serve only the ring files this host wrote (shared dirs)
+  std::string job;  // serve and correlate this job's ring files; empty: the newest heartbeat's
   std::string version;
 };
 

@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <iostream>
 
+#include "trace/job_choice.h"
 #include "trace/ring_reader.h"
 
 namespace ncclscope::exporters {
@@ -35,7 +38,61 @@ std::vector<std::string> DirRingSource::List(std::string* error) {
     Unmap(it->second);
     it = mapped_.erase(it);
   }
+  // After the unmapping: another job's files stay mapped, so each scrape reads their headers
+  // without mapping them anew.
+  KeepOneJob(&files);
   return files;
+}
+
+namespace {
+
+// Header and comm table only: no record is visited.
+class HeaderOnly final : public trace::RingVisitor {
+ public:
+  explicit HeaderOnly(trace::RingInfo* out) : out_(out) {}
+  void BeginFile(const trace::RingInfo& info) override { *out_ = info; }
+  void Records(const trace::StoredRecord* /*batch*/, size_t /*n*/) override {}
+  void EndFile(const trace::RingInfo& /*info*/) override {}
+
+ private:
+  trace::RingInfo* out_;
+};
+
+}  // namespace
+
+void DirRingSource::KeepOneJob(std::vector<std::string>* files) {
+  // A file whose header cannot be read yet stays listed: the aggregator counts and reports it as
+  // it does for any unreadable file.
+  std::vector<trace::RingInfo> headers(files->size());
+  std::vector<const trace::RingInfo*> readable;
+  std::vector<size_t> at;
+  for (size_t i = 0; i < files->size(); ++i) {
+    const Mapping* m = MappingOf((*files)[i]);
+    std::string ignored;
+    HeaderOnly visitor(&headers[i]);
+    if (m == nullptr ||
+        !trace::VisitRingFrom(m->base, m->size, (*files)[i], UINT64_MAX, &visitor, &ignored)) {
+      continue;
+    }
+    readable.push_back(&headers[i]);
+    at.push_back(i);
+  }
+  const trace::JobChoice choice = trace::ChooseJob(readable, job_);
+  const std::string note = choice.Note();
+  if (note != said_) {
+    if (!note.empty()) std::cerr << "ncclscope exporter: " << dir_ << ": " << note << std::endl;
+    said_ = note;
+  }
+  if (choice.ignored_files == 0) return;
+  std::vector<char> drop(files->size(), 0);
+  for (size_t k = 0; k < at.size(); ++k) drop[at[k]] = choice.keep[k] == 0 ? 1 : 0;
+  size_t kept = 0;
+  for (size_t i = 0; i < files->size(); ++i) {
+    if (drop[i] != 0) continue;
+    if (kept != i) (*files)[kept] = std::move((*files)[i]);  // never onto itself
+    ++kept;
+  }
+  files->resize(kept);
 }
 
 const DirRingSource::Mapping* DirRingSource::MappingOf(const std::string& name) {

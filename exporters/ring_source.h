@@ -30,11 +30,13 @@ class RingSource {
 // scrape touches only the pages written since the previous one instead of mapping and faulting
 // in 64 files again; a file that is gone from the listing is unmapped. With a host, only the files
 // that host wrote (named "<host>-<pid>-<nonce>.ring"): the exporters of several nodes sharing one
-// trace directory then each serve their own ranks. Thread-safe.
+// trace directory then each serve their own ranks. Files of one job only: `job`, or when empty the
+// job of the file with the newest heartbeat (trace/job_choice.h); what that leaves out is said on
+// stderr, one line each time it changes. Thread-safe.
 class DirRingSource final : public RingSource {
  public:
-  explicit DirRingSource(std::string dir, std::string host = "")
-      : dir_(std::move(dir)), host_(std::move(host)) {}
+  explicit DirRingSource(std::string dir, std::string host = "", std::string job = "")
+      : dir_(std::move(dir)), host_(std::move(host)), job_(std::move(job)) {}
   ~DirRingSource() override;
   DirRingSource(const DirRingSource&) = delete;
   DirRingSource& operator=(const DirRingSource&) = delete;
@@ -53,10 +55,14 @@ class DirRingSource final : public RingSource {
   // be mapped (Visit then lets trace::VisitRingFileFrom say why).
   const Mapping* MappingOf(const std::string& name);
   static void Unmap(const Mapping& m);
+  // Drops the files of other jobs than the one served from `files` (mutex_ held).
+  void KeepOneJob(std::vector<std::string>* files);
 
   std::string dir_;
   std::string host_;
+  std::string job_;
   std::mutex mutex_;
+  std::string said_;  // the last line about ignored files, so it is said once per change
   std::map<std::string, Mapping> mapped_;  // by path
 };
 

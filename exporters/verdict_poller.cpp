@@ -63,11 +63,12 @@ void VerdictPoller::Loop() {
 }
 
 VerdictPoller::AnalyzeFn AnalyzeTraceDir(const std::string& dir,
-                                         const hang_detector::AnalyzeOptions& base) {
+                                         const hang_detector::AnalyzeOptions& base,
+                                         const std::string& job) {
   std::shared_ptr<const hang_detector::ProcessProbe> probe = hang_detector::MakeLinuxProcessProbe();
-  return [dir, base, probe]() -> std::shared_ptr<const hang_detector::Analysis> {
+  return [dir, base, probe, job]() -> std::shared_ptr<const hang_detector::Analysis> {
     std::string error;
-    const auto index = hang_detector::JobIndex::FromDir(dir, {1}, &error);
+    const auto index = hang_detector::JobIndex::FromDir(dir, {1, job}, &error);
     if (!index) return nullptr;
     hang_detector::AnalyzeOptions options = base;
     options.now_wall_ns = trace::RealtimeNs();

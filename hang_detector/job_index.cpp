@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "trace/identity.h"
+#include "trace/job_choice.h"
 #include "trace/nccl_names.h"
 #include "trace/world_size.h"
 
@@ -68,10 +69,17 @@ int CommModel::MemberFile(int comm_rank) const {
 }
 
 JobIndex::JobIndex(const trace::TraceSet& set) {
-  std::vector<RankFile> files(set.files.size());
+  std::vector<const trace::RingInfo*> infos;
+  infos.reserve(set.files.size());
+  for (const trace::RingSnapshot& s : set.files) infos.push_back(&s);
+  const trace::JobChoice choice = trace::ChooseJob(infos, set.job);
+  if (choice.ignored_files > 0) notes_.push_back(choice.Note());
+  std::vector<RankFile> files;
+  files.reserve(set.files.size());
   for (size_t i = 0; i < set.files.size(); ++i) {
+    if (choice.keep[i] == 0) continue;
     const trace::RingSnapshot& s = set.files[i];
-    RankFileBuilder builder(&files[i]);
+    RankFileBuilder builder(&files.emplace_back());
     builder.BeginFile(s);
     builder.Records(s.records.data(), s.records.size());
     builder.EndFile(s);

@@ -84,6 +84,10 @@ struct InitCall {
 
 struct IngestOptions {
   int threads = 2;  // files compacted in parallel; the placement into lanes is one thread
+  // The job whose files are indexed when the directory holds several (the ring header's job id);
+  // empty: the job of the file with the newest heartbeat (trace/job_choice.h). The others are left
+  // out with one line in notes().
+  std::string job;
 };
 
 // What reading a job directory cost, for `ncclscope analyze --timing` and the scale benchmark.
@@ -98,7 +102,8 @@ struct IngestStats {
 class JobIndex {
  public:
   // Indexes snapshots already in memory (tests, the in-process watchdog). The set may be freed
-  // afterwards: the index keeps its own compact copy.
+  // afterwards: the index keeps its own compact copy. Files of other jobs than set.job (empty: the
+  // newest heartbeat's) are left out, as FromDir does.
   explicit JobIndex(const trace::TraceSet& set);
   // Streams every *.ring file of dir (see job_ingest.cpp). A damaged file is listed in errors();
   // nullopt (and *error) only when the directory itself cannot be read. Thread-safe.
@@ -116,8 +121,8 @@ class JobIndex {
   int world_size() const { return world_size_; }
   // Ranks of 0..world_size-1 with no readable file.
   const std::vector<int>& missing_ranks() const { return missing_ranks_; }
-  // What the index ignored as implausible (world sizes, sequence numbers), one line each, for the
-  // input report.
+  // What the index ignored (files of another job, implausible world sizes, sequence numbers), one
+  // line each, for the input report.
   const std::vector<std::string>& notes() const { return notes_; }
   // Records that could not be placed (p2p on a communicator whose table entry was dropped).
   uint64_t unplaced_records() const { return unplaced_; }

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "hang_detector/job_index.h"
+#include "trace/job_choice.h"
 #include "trace/ring_reader.h"
 
 namespace ncclscope::hang_detector {
@@ -59,6 +60,23 @@ std::optional<JobIndex> JobIndex::FromDir(const std::string& dir, const IngestOp
     }
   }
   files = {};
+  // One job per index: another job's exited ranks would read as dead, its communicators as
+  // missing members. The choice needs every header, so it follows the (parallel) compaction.
+  std::vector<const trace::RingInfo*> infos;
+  infos.reserve(readable.size());
+  for (const RankFile& f : readable) infos.push_back(f.snap.get());
+  const trace::JobChoice choice = trace::ChooseJob(infos, options.job);
+  if (choice.ignored_files > 0) {
+    index.notes_.push_back(choice.Note());
+    size_t kept = 0;
+    for (size_t i = 0; i < readable.size(); ++i) {
+      if (choice.keep[i] == 0) continue;
+      // Never onto itself: a self-moved vector comes out empty.
+      if (kept != i) readable[kept] = std::move(readable[i]);
+      ++kept;
+    }
+    readable.resize(kept);
+  }
   const auto t1 = std::chrono::steady_clock::now();
   index.Build(std::move(readable));
   index.stats_.place_s = SecondsSince(t1);

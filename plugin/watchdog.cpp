@@ -178,6 +178,8 @@ Watchdog::Outcome Watchdog::Correlate(const StallState& s) {
     WarnOnce(WarnKey::kWatchdog, "watchdog cannot read %s: %s", dir_.c_str(), error.c_str());
     return Outcome::kSettled;  // nothing to correlate: do not retry this incident
   }
+  // This rank's job only: another job's files in a shared NCCLSCOPE_DIR would read as dead ranks.
+  set.job = rt_->ring->header().job_id;
   hd::AnalyzeOptions o;
   o.now_wall_ns = trace::RealtimeNs();
   o.probe = probe_.get();

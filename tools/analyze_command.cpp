@@ -36,6 +36,7 @@ struct AnalyzeCliOptions {
   bool timing = false;
   int read_threads = 2;
   double interval_s = 1.0;
+  std::string job;  // empty: the job of the newest heartbeat
 };
 
 hd::AnalyzeOptions CorrelatorOptions(const AnalyzeCliOptions& o, const hd::ProcessProbe* probe) {
@@ -74,7 +75,8 @@ void Print(const AnalyzeCliOptions& o, const hd::Analysis& a, int indent) {
 int Analyze(const AnalyzeCliOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   std::string error;
-  const std::optional<hd::JobIndex> index = hd::JobIndex::FromDir(o.dir, {o.read_threads}, &error);
+  const std::optional<hd::JobIndex> index =
+      hd::JobIndex::FromDir(o.dir, {o.read_threads, o.job}, &error);
   if (!index) {
     std::cerr << "ncclscope analyze: " << error << "\n";
     return 3;
@@ -133,6 +135,7 @@ int Watch(const AnalyzeCliOptions& o) {
     trace::TraceSet set;
     std::string error;
     const bool readable = trace::ReadTraceDir(o.dir, &set, &error);
+    set.job = o.job;
     // A directory the job has yet to create is waited for; one that exists but cannot be listed
     // (not a directory, no permission) will not get better.
     if (!readable && !DirIsAbsent(o.dir)) {
@@ -199,6 +202,10 @@ void RegisterAnalyzeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--read-threads", o->read_threads, "Threads reading ring files in parallel")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  cmd->add_option(
+      "--job", o->job,
+      "Correlate the ring files of this job only (the job id of `dump`'s headers); "
+      "default: the job of the newest heartbeat, the others' files ignored with a note");
   cmd->add_flag("--watch", o->watch,
                 "Re-analyse every --interval seconds and print the verdict whenever it changes, "
                 "until every writer of the directory has ended; exit code of the last analysis");

@@ -46,6 +46,10 @@ void RegisterExporterCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--this-host-only", o->this_host_only,
                 "Serve only the ring files written on this host, when nodes share one trace "
                 "directory (the verdicts still correlate every file)");
+  cmd->add_option("--job", o->job,
+                  "Serve and correlate the ring files of this job only (the ring header's job id); "
+                  "default: the job of the newest heartbeat, the others' files ignored with a line "
+                  "on stderr");
   cmd->callback([=] {
     if (o->dir.empty()) {
       std::cerr << "ncclscope exporter: no trace directory: give --dir D or set NCCLSCOPE_DIR\n";

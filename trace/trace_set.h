@@ -11,6 +11,9 @@ namespace ncclscope::trace {
 struct TraceSet {
   std::vector<RingSnapshot> files;  // sorted by global rank (unknown ranks last), then pid
   std::vector<std::string> errors;  // one line per file that could not be read, naming it
+  // The job its readers correlate when the files are of several jobs (job_choice.h); empty: the
+  // newest heartbeat's. Set by the caller (analyze --job, the watchdog's own job), not read.
+  std::string job;
 };
 
 // Reads every *.ring file in dir. A damaged file does not stop the others; it is listed in errors.

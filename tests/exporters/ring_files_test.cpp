@@ -23,13 +23,14 @@ namespace {
 
 constexpr uint64_t kWorld = 0x1234;
 
-std::unique_ptr<trace::RingWriter> Writer(const std::string& dir, int rank, uint64_t capacity) {
+std::unique_ptr<trace::RingWriter> Writer(const std::string& dir, int rank, uint64_t capacity,
+                                          const std::string& job = "job-7") {
   trace::RingOptions o;
   o.dir = dir;
   o.record_capacity = capacity;
   o.global_rank = rank;
   o.world_size = 2;
-  o.job_id = "job-7";
+  o.job_id = job;
   std::string error;
   auto w = trace::RingWriter::Create(o, &error);
   EXPECT_NE(w, nullptr) << error;
@@ -198,6 +199,38 @@ TEST_F(RingFiles, RankInfoCarriesTheGpuUuidOfTheHeader) {
                            std::string(w->header().host) +
                            "\",UUID=\"GPU-6e637369-6d00-0000-0000-000000000003\",job_id=\"job-7\"}";
   EXPECT_EQ(Value(text, info), 1) << text;
+}
+
+// A directory reused by a second job: the exporter serves the job that runs now (the newest
+// heartbeat) or the one asked for, never both as one job, and says once what it leaves out.
+TEST_F(RingFiles, OnlyOneJobsFilesAreServedAndTheOthersAreSaidOnce) {
+  auto old0 = Writer(dir, 0, 1024, "job-6");
+  auto old1 = Writer(dir, 1, 1024, "job-6");
+  auto now0 = Writer(dir, 0, 1024, "job-7");
+  AllReduce(*old0, 1);
+  AllReduce(*now0, 1);
+  AllReduce(*now0, 2);
+  // job-6 stopped beating long ago; job-7 beats now.
+  old0->Heartbeat(trace::MonotonicNs() - 60'000'000'000);
+  old1->Heartbeat(trace::MonotonicNs() - 60'000'000'000);
+  now0->Heartbeat(trace::MonotonicNs());
+
+  ::testing::internal::CaptureStderr();
+  std::string text = Scrape(aggregator);
+  Scrape(aggregator);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(Value(text, "ncclscope_exporter_ring_files"), 1) << text;
+  EXPECT_EQ(Value(text, Ops(0)), 2) << "job-6's rank 0 mixed in: " << text;
+  EXPECT_EQ(said, "ncclscope exporter: " + dir +
+                      ": ignored 2 ring file(s) of job job-6 (kept job job-7, the newest "
+                      "heartbeat)\n");
+
+  exporters::DirRingSource asked(dir, "", "job-6");
+  std::string error;
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(asked.List(&error).size(), 2u);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("kept job job-6, as asked"),
+            std::string::npos);
 }
 
 }  // namespace
