@@ -9,7 +9,7 @@
 namespace ncclscope::trace {
 namespace {
 
-const char* NonEmpty(EnvFn env, const char* name) {
+const char* NonEmpty(const EnvFn& env, const char* name) {
   const char* v = env(name);
   return v != nullptr && *v != '\0' ? v : nullptr;
 }
@@ -36,7 +36,7 @@ std::string SafePathComponent(const std::string& raw, const std::string& fallbac
   return out;
 }
 
-std::string LauncherJobId(EnvFn env) {
+std::string LauncherJobId(const EnvFn& env) {
   const char* slurm_job = NonEmpty(env, "SLURM_JOB_ID");
   if (slurm_job == nullptr) slurm_job = NonEmpty(env, "SLURM_JOBID");
   if (slurm_job != nullptr) {
@@ -50,7 +50,7 @@ std::string LauncherJobId(EnvFn env) {
   return "";
 }
 
-std::string ThisHostName(EnvFn env) {
+std::string ThisHostName(const EnvFn& env) {
   if (const char* host = NonEmpty(env, "NCCLSCOPE_HOST")) {
     return SafePathComponent(host, "unknown-host");
   }
@@ -59,7 +59,7 @@ std::string ThisHostName(EnvFn env) {
   return SafePathComponent(host, "unknown-host");
 }
 
-std::string DefaultBaseDir(EnvFn env) {
+std::string DefaultBaseDir(const EnvFn& env) {
   const char* tmp = NonEmpty(env, "TMPDIR");
   return std::string(tmp != nullptr ? tmp : "/tmp") + "/ncclscope-" + std::to_string(getuid());
 }

@@ -3,12 +3,13 @@
 // Shared by the probe (plugin/), `ncclscope run` and the scenario runner's simulated nodes.
 #pragma once
 
+#include <functional>
 #include <string>
 
 namespace ncclscope::trace {
 
 // getenv-like: the value of a variable, or null when unset. Injected so tests fake launchers.
-using EnvFn = const char* (*)(const char*);
+using EnvFn = std::function<const char*(const char*)>;
 
 // raw as one harmless path component of at most 63 characters (what the ring header holds):
 // characters other than [A-Za-z0-9._-] become '_'; fallback when nothing usable is left ("", ".",
@@ -22,17 +23,17 @@ std::string SafePathComponent(const std::string& raw, const std::string& fallbac
 // unrelated jobs). Kubernetes puts no job name in a pod's environment (a Kubeflow PyTorchJob sets
 // MASTER_ADDR/RANK/WORLD_SIZE and PET_* only, an indexed Job JOB_COMPLETION_INDEX): there
 // NCCLSCOPE_JOB_ID comes from the downward API (README). Not sanitized. Thread-safe if env is.
-std::string LauncherJobId(EnvFn env);
+std::string LauncherJobId(const EnvFn& env);
 
 // The name this node's ring files carry: NCCLSCOPE_HOST when set (a pod's host name is not its
 // node's; simulated nodes), else gethostname(); as SafePathComponent, "unknown-host" when
 // neither gives one. Thread-safe if env is.
-std::string ThisHostName(EnvFn env);
+std::string ThisHostName(const EnvFn& env);
 
 // ${TMPDIR:-/tmp}/ncclscope-<uid>: the default base when NCCLSCOPE_BASE_DIR is not set. Lies in a
 // directory shared by every user, so it is created and checked private (EnsurePrivateSubdirs with
 // private_base). Thread-safe if env is.
-std::string DefaultBaseDir(EnvFn env);
+std::string DefaultBaseDir(const EnvFn& env);
 
 // base + "/" + job + "/" + host, components as given (pass SafePathComponent's). Pure.
 std::string JobHostDir(const std::string& base, const std::string& job, const std::string& host);
