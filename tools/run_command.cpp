@@ -15,24 +15,61 @@
 #include <vector>
 
 #include "tools/commands.h"
+#include "trace/job_layout.h"
 #include "trace/trace_dir.h"
 
 namespace ncclscope::tools {
 namespace {
-
-std::string DefaultTraceDir() {
-  if (const char* dir = getenv("NCCLSCOPE_DIR"); dir != nullptr && *dir != '\0') return dir;
-  char stamp[32];
-  time_t now = time(nullptr);
-  strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
-  return std::string("ncclscope-") + stamp;
-}
 
 std::string Absolute(const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
   char cwd[PATH_MAX];
   if (getcwd(cwd, sizeof cwd) == nullptr) return path;
   return std::string(cwd) + "/" + path;
+}
+
+const char* Getenv(const char* name) {
+  return getenv(name);
+}
+
+std::string NonEmptyEnv(const char* name) {
+  const char* v = getenv(name);
+  return v != nullptr ? v : "";
+}
+
+// Where one launch's traces go. An exact directory (--dir, NCCLSCOPE_DIR) is used as given.
+// Otherwise <base>/<job>/<host>: every task of one launch (`srun -n 64 ncclscope run -- ...`, each
+// task started in its own second) names the same job from its launcher, so they agree on the
+// directory without talking to each other; only a launch with no job id (one interactive task)
+// is named by its start time.
+struct TraceLayout {
+  std::string dir;   // this node's directory, for the exporter and the closing line
+  std::string base;  // empty for an exact directory
+  std::string job;
+  std::string host;
+};
+
+TraceLayout ChooseLayout(const std::string& dir_option) {
+  TraceLayout l;
+  std::string exact = !dir_option.empty() ? dir_option : NonEmptyEnv("NCCLSCOPE_DIR");
+  if (!exact.empty()) {
+    l.dir = Absolute(exact);
+    return l;
+  }
+  std::string job = NonEmptyEnv("NCCLSCOPE_JOB_ID");
+  if (job.empty()) job = trace::LauncherJobId(Getenv);
+  if (job.empty()) {
+    char stamp[32];
+    time_t now = time(nullptr);
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
+    job = stamp;
+  }
+  l.job = trace::SafePathComponent(job, "local");
+  const std::string base = NonEmptyEnv("NCCLSCOPE_BASE_DIR");
+  l.base = Absolute(base.empty() ? "ncclscope" : base);
+  l.host = trace::ThisHostName(Getenv);
+  l.dir = trace::JobHostDir(l.base, l.job, l.host);
+  return l;
 }
 
 // The probe goes first so its nccl* definitions win over the job's libnccl; an existing
@@ -68,15 +105,19 @@ std::string ListenAddress(const std::string& exporter) {
 
 // `ncclscope exporter` as a child of this launcher; -1 when it could not be started (the job runs
 // anyway: metrics are never worth a failed job).
-pid_t StartExporter(const std::string& dir, const std::string& listen) {
+pid_t StartExporter(const std::string& dir, const std::string& job, const std::string& listen) {
   const std::string self = ExecutableDir() + "/ncclscope";
   pid_t pid = fork();
   if (pid == 0) {
     // Not the job's: no probe in the exporter itself.
     unsetenv("LD_PRELOAD");
     // This node's ranks only: the directory may be shared by every node's launcher.
-    execl(self.c_str(), self.c_str(), "exporter", "--dir", dir.c_str(), "--listen", listen.c_str(),
-          "--this-host-only", static_cast<char*>(nullptr));
+    std::vector<const char*> argv = {self.c_str(), "exporter",     "--dir",           dir.c_str(),
+                                     "--listen",   listen.c_str(), "--this-host-only"};
+    // The job's own files only, should the directory hold an earlier job's too.
+    if (!job.empty()) argv.insert(argv.end(), {"--job", job.c_str()});
+    argv.push_back(nullptr);
+    execv(self.c_str(), const_cast<char* const*>(argv.data()));
     std::cerr << "ncclscope run: cannot start the exporter: " << strerror(errno) << "\n";
     _exit(127);
   }
@@ -104,19 +145,33 @@ int Run(const std::string& dir_option, const std::string& exporter_option,
               << " (build the ncclscope_probe target)\n";
     return 3;
   }
-  const std::string dir = Absolute(dir_option.empty() ? DefaultTraceDir() : dir_option);
+  const TraceLayout layout = ChooseLayout(dir_option);
+  const std::string& dir = layout.dir;
   std::string error;
-  if (!trace::EnsurePrivateDir(dir, &error)) {
+  std::string made;  // equals dir
+  const bool ok = layout.base.empty()
+                      ? trace::EnsurePrivateDir(dir, &error)
+                      : trace::EnsurePrivateSubdirs(layout.base, false, {layout.job, layout.host},
+                                                    &made, &error);
+  if (!ok) {
     std::cerr << "ncclscope run: " << error << "\n";
     return 3;
   }
-  setenv("NCCLSCOPE_DIR", dir.c_str(), 1);
+  if (layout.base.empty()) {
+    setenv("NCCLSCOPE_DIR", dir.c_str(), 1);
+  } else {
+    // Base and job, not this node's directory: a launcher started here (`ncclscope run -- srun
+    // ...`) may put ranks on other nodes, and each must write under its own host name.
+    setenv("NCCLSCOPE_BASE_DIR", layout.base.c_str(), 1);
+    setenv("NCCLSCOPE_JOB_ID", layout.job.c_str(), 1);
+  }
   const char* exporter_env = getenv("NCCLSCOPE_EXPORTER");
   const std::string exporter = !exporter_option.empty()  ? exporter_option
                                : exporter_env != nullptr ? exporter_env
                                                          : "";
-  const pid_t exporter_pid =
-      !exporter.empty() && OwnsNodeExporter() ? StartExporter(dir, ListenAddress(exporter)) : -1;
+  const pid_t exporter_pid = !exporter.empty() && OwnsNodeExporter()
+                                 ? StartExporter(dir, layout.job, ListenAddress(exporter))
+                                 : -1;
   setenv("LD_PRELOAD", PreloadValue(probe).c_str(), 1);
   // The probe is NCCL's profiler plugin too (device start events); a user's choice is kept.
   setenv("NCCL_PROFILER_PLUGIN", probe.c_str(), 0);
@@ -170,7 +225,10 @@ void RegisterRunCommand(CLI::App& app, const std::vector<std::string>& after_dou
   };
   auto options = std::make_shared<Options>();
   cmd->add_option("--dir", options->dir,
-                  "Trace directory (default: $NCCLSCOPE_DIR, else ./ncclscope-<time>)");
+                  "Exact trace directory (default: $NCCLSCOPE_DIR, else "
+                  "<base>/<job>/<host>: base $NCCLSCOPE_BASE_DIR or ./ncclscope, job from the "
+                  "launcher (NCCLSCOPE_JOB_ID, SLURM job.step, torchelastic run id) or the start "
+                  "time)");
   cmd->add_flag("--exporter{9478}", options->exporter,
                 "Also serve this node's metrics while the job runs (ncclscope exporter): "
                 "--exporter listens on 0.0.0.0:9478, --exporter=PORT or =ADDR:PORT elsewhere "
