@@ -8,6 +8,7 @@
 #include "exporters/http_endpoint.h"
 #include "exporters/metrics_collectable.h"
 #include "exporters/node_aggregator.h"
+#include "exporters/node_digest.h"
 #include "exporters/ring_source.h"
 #include "exporters/verdict_poller.h"
 #include "hang_detector/correlator.h"
@@ -38,16 +39,20 @@ int RunExporter(const ExporterOptions& options) {
   VerdictPoller verdicts(AnalyzeTraceDir(options.dir, analyze, options.job),
                          options.verdict_interval_s);
   auto collectable = std::make_shared<MetricsCollectable>(&aggregator, &verdicts);
+  // The ranks /metrics shows, for correlators on other machines (docs/digest.md).
+  DigestCache digest(&source, probe.get(), {});
 
   std::string error;
-  const auto endpoint = HttpEndpoint::Start(options.listen, collectable, &error);
+  const auto endpoint =
+      HttpEndpoint::Start(options.listen, collectable, &error, [&digest] { return digest.Get(); });
   if (endpoint == nullptr) {
     std::cerr << "ncclscope exporter: " << error << "\n";
     return kExporterCannotListen;
   }
   verdicts.Start();
-  std::cerr << "ncclscope exporter: serving /metrics and /healthz on port " << endpoint->port()
-            << " (listen " << options.listen << ") for ring files in " << options.dir << std::endl;
+  std::cerr << "ncclscope exporter: serving /metrics, /digest and /healthz on port "
+            << endpoint->port() << " (listen " << options.listen << ") for ring files in "
+            << options.dir << std::endl;
   int signal = 0;
   sigwait(&stop_signals, &signal);
   // The exporter only reads, so nothing is lost by skipping the teardown, and an orderly one waits

@@ -1,0 +1,349 @@
+// The node digest without a network: a rank's records cut to its frontier and sent through the
+// codec come back as the same records on the receiver's clock; what was cut reads as lost and
+// the verdict stays the same; bytes that are not a digest are refused with the reason, never a
+// crash or an unbounded allocation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "exporters/digest.pb.h"
+#include "exporters/digest_codec.h"
+#include "hang_detector/correlator.h"
+#include "hang_detector/rank_digest.h"
+#include "tests/hang_detector/job_builder.h"
+
+namespace ncclscope::testing {
+namespace {
+
+namespace hd = hang_detector;
+using exporters::DecodedDigest;
+using exporters::DecodeNodeDigest;
+using exporters::DigestRank;
+using exporters::EncodeNodeDigest;
+using trace::OpType;
+
+constexpr int64_t kSecond = 1000000000;
+
+std::vector<hd::RankFile> Files(const trace::TraceSet& set) {
+  std::vector<hd::RankFile> files(set.files.size());
+  for (size_t i = 0; i < set.files.size(); ++i) {
+    hd::RankFileBuilder b(&files[i]);
+    b.BeginFile(set.files[i]);
+    b.Records(set.files[i].records.data(), set.files[i].records.size());
+    b.EndFile(set.files[i]);
+  }
+  return files;
+}
+
+std::string Encode(const std::vector<hd::RankFile>& files, int64_t produced,
+                   hd::ProcessState process = hd::ProcessState::kRunning) {
+  std::vector<DigestRank> ranks;
+  for (const hd::RankFile& f : files) ranks.push_back({&f, process, 0});
+  exporters::DigestHeader h;
+  h.host = kHost;
+  h.job_id = "job-1";
+  h.built_at_ns = produced;
+  h.produced_at_ns = produced;
+  return EncodeNodeDigest(h, ranks);
+}
+
+DecodedDigest Decode(const std::string& bytes, int64_t received) {
+  DecodedDigest d;
+  std::string error;
+  EXPECT_TRUE(DecodeNodeDigest(bytes, "http://node-a:9478/digest", received, &d, &error)) << error;
+  return d;
+}
+
+std::string Refusal(const std::string& bytes, const exporters::DigestBounds& bounds = {}) {
+  DecodedDigest d;
+  std::string error;
+  if (DecodeNodeDigest(bytes, "src", JobBuilder::Wall(10), &d, &error, bounds)) return "";
+  return error;
+}
+
+// Every kind of record a ring holds: collectives completed and pending, send/recv, a creation call
+// still blocked, profiler marks, untracked completions, a wrapped ring, another host.
+JobBuilder RichJob() {
+  JobBuilder job(4);
+  const uint64_t world = job.Comm("world", {0, 1, 2, 3});
+  const uint64_t tp = job.Comm("tp", {0, 1}, world, 1);
+  for (int r = 0; r < 4; ++r) {
+    job.ProfilerAttach(r, world, 0.01);
+    for (int i = 0; i < 30; ++i) {
+      job.Coll(r, world, OpType::kAllReduce, 0.1 + i * 0.01, Done::kCompleted);
+      job.DeviceStart(r, world, i + 1, 0.1 + i * 0.01);
+    }
+  }
+  job.Send(0, tp, 1, 0.5, Done::kCompleted);
+  job.Recv(1, tp, 0, 0.5, Done::kCompleted);
+  job.Coll(0, tp, OpType::kAllGather, 0.6, Done::kUntracked, 1024, kFloat16);
+  job.Coll(1, tp, OpType::kAllGather, 0.6, Done::kPending, 1024, kFloat16);
+  job.Coll(2, world, OpType::kBroadcast, 0.7, Done::kPending, 64, kFloat32, 3);
+  job.SplitInCall(3, world, 2, 0, 0.8);
+  job.Host(3, "node-b");
+  job.Wrap(2, 20);
+  job.HeartbeatAll(1.0);
+  return job;
+}
+
+void ExpectSameRecords(const hd::RankFile& a, const hd::RankFile& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (uint32_t p = 0; p < a.size(); ++p) {
+    SCOPED_TRACE("record " + std::to_string(p));
+    const trace::RecordData x = a.At(p), y = b.At(p);
+    EXPECT_EQ(std::memcmp(&x, &y, sizeof(x)), 0);
+    EXPECT_EQ(a.IndexOf(p), b.IndexOf(p));
+  }
+  EXPECT_EQ(a.shapes, b.shapes);
+  EXPECT_EQ(a.index_runs, b.index_runs);
+  EXPECT_EQ(a.last_completed_pos, b.last_completed_pos);
+  EXPECT_EQ(a.oldest_waiting_pos, b.oldest_waiting_pos);
+  EXPECT_EQ(a.oldest_waiting_enter, b.oldest_waiting_enter);
+}
+
+TEST(DigestCodec, RoundTripKeepsEveryRecordAndShiftsTimesOntoTheReceiversClock) {
+  const std::vector<hd::RankFile> files = Files(RichJob().Build());
+  const int64_t produced = JobBuilder::Wall(1.5);
+  const int64_t received = produced + 7 * kSecond + 123;  // another host's clock: 7 s ahead
+  const DecodedDigest d = Decode(Encode(files, produced, hd::ProcessState::kStopped), received);
+  EXPECT_EQ(d.header.host, kHost);
+  EXPECT_EQ(d.header.job_id, "job-1");
+  ASSERT_EQ(d.files.size(), files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    SCOPED_TRACE("rank " + std::to_string(i));
+    const hd::RankFile& a = files[i];
+    const hd::RankFile& b = d.files[i];
+    ExpectSameRecords(a, b);
+    EXPECT_EQ(b.rank, a.rank);
+    EXPECT_EQ(b.snap->pid, a.snap->pid);
+    EXPECT_EQ(b.snap->host, a.snap->host);
+    EXPECT_EQ(b.snap->flags, a.snap->flags);
+    EXPECT_EQ(b.snap->world_size, a.snap->world_size);
+    EXPECT_EQ(b.snap->overwritten, a.snap->overwritten);
+    ASSERT_EQ(b.snap->comms.size(), a.snap->comms.size());
+    for (size_t c = 0; c < a.snap->comms.size(); ++c) {
+      EXPECT_EQ(b.snap->comms[c].id, a.snap->comms[c].id);
+      EXPECT_EQ(b.snap->comms[c].name, a.snap->comms[c].name);
+      EXPECT_EQ(b.snap->comms[c].rank, a.snap->comms[c].rank);
+      EXPECT_EQ(b.snap->comms[c].nranks, a.snap->comms[c].nranks);
+      EXPECT_EQ(b.snap->comms[c].parent_id, a.snap->comms[c].parent_id);
+      EXPECT_EQ(b.snap->comms[c].pending, a.snap->comms[c].pending);
+    }
+    // Every wall time moves by exactly the transport's shift; monotonic times stay the writer's.
+    EXPECT_EQ(b.wall_offset - a.wall_offset, received - produced);
+    EXPECT_EQ(b.heartbeat_wall - a.heartbeat_wall, received - produced);
+    ASSERT_TRUE(b.remote.has_value());
+    EXPECT_EQ(b.remote->process, hd::ProcessState::kStopped);
+    EXPECT_EQ(b.remote->received_wall, received);
+    EXPECT_EQ(b.remote->source, "http://node-a:9478/digest");
+  }
+  EXPECT_EQ(d.files[2].snap->overwritten, files[2].snap->overwritten);
+  EXPECT_GT(files[2].snap->overwritten, 0u);
+}
+
+TEST(DigestCodec, AStampAppendedToCachedBytesIsTheProductionTimeReadBack) {
+  const std::vector<hd::RankFile> files = Files(RichJob().Build());
+  std::string bytes = Encode(files, JobBuilder::Wall(1.5));
+  const int64_t served = JobBuilder::Wall(2.2);
+  exporters::StampProducedAt(&bytes, served);
+  const int64_t received = served + 3 * kSecond;
+  const DecodedDigest d = Decode(bytes, received);
+  EXPECT_EQ(d.header.produced_at_ns, served);
+  EXPECT_EQ(d.header.built_at_ns, JobBuilder::Wall(1.5));
+  EXPECT_EQ(d.files[0].wall_offset - files[0].wall_offset, received - served);
+}
+
+// Two ranks, 200 allreduces; rank 0 then waits in #201 (and has waited in a send since the
+// start), rank 1 never issues #201.
+JobBuilder LongMissing(uint64_t* world) {
+  JobBuilder job(2);
+  *world = job.Comm("world", {0, 1});
+  const uint64_t pp = job.Comm("pp", {0, 1}, *world, 1);
+  job.Send(0, pp, 1, 0.01, Done::kPending);
+  for (int r = 0; r < 2; ++r) {
+    for (int i = 0; i < 200; ++i) {
+      job.Coll(r, *world, OpType::kAllReduce, 0.1 + i * 0.001, Done::kCompleted);
+    }
+  }
+  job.Coll(0, *world, OpType::kAllReduce, 1.0, Done::kPending);
+  job.HeartbeatAll(20);
+  return job;
+}
+
+TEST(DigestCut, KeepsTheFrontierAndWhatIsLeftOutReadsAsLost) {
+  uint64_t world = 0;
+  const std::vector<hd::RankFile> files = Files(LongMissing(&world).Build());
+  hd::DigestLimits limits;
+  limits.per_comm = 16;
+  limits.newest = 8;
+  std::vector<hd::RankFile> cuts;
+  for (const hd::RankFile& f : files) {
+    const hd::DigestCut cut = hd::CutForDigest(f, limits);
+    EXPECT_GT(cut.omitted, 150u);
+    EXPECT_EQ(cut.omitted + cut.file.size(), f.size());
+    cuts.push_back(cut.file);
+  }
+  // The waits are kept (the old send too), with their writer indices.
+  const hd::RankFile& r0 = cuts[0];
+  ASSERT_NE(r0.oldest_waiting_pos, hd::kNoRecord);
+  EXPECT_EQ(r0.At(r0.oldest_waiting_pos).op, static_cast<uint32_t>(OpType::kSend));
+  EXPECT_EQ(r0.IndexOf(r0.oldest_waiting_pos), files[0].IndexOf(files[0].oldest_waiting_pos));
+  EXPECT_EQ(r0.At(r0.size() - 1).seq, 201u);
+
+  const hd::JobIndex index = hd::JobIndex::FromFiles(cuts, {});
+  const hd::CommModel* comm = index.FindComm(world);
+  ASSERT_NE(comm, nullptr);
+  for (const hd::CollLane& lane : comm->lanes) {
+    const uint64_t last = lane.file == 0 ? 201 : 200;
+    EXPECT_EQ(lane.EndSeq(), last + 1);
+    // The newest 16, and on rank 1 its oldest record (#1): how far back its ring reaches.
+    const auto kept = std::count_if(lane.pos.begin(), lane.pos.end(),
+                                    [](uint32_t p) { return p != hd::kNoRecord; });
+    EXPECT_EQ(kept, lane.file == 0 ? 16 : 17);
+    EXPECT_EQ(index.StateAt(lane, 5), hd::OpState::kLost);
+    EXPECT_EQ(index.StateAt(lane, 199), hd::OpState::kCompleted);
+  }
+  EXPECT_EQ(index.StateAt(comm->lanes[0], 201), hd::OpState::kPending);
+  EXPECT_EQ(index.StateAt(comm->lanes[1], 201), hd::OpState::kNotIssued);
+
+  // The verdict on the cut job is the verdict on the whole one.
+  hd::AnalyzeOptions o;
+  o.now_wall_ns = JobBuilder::Wall(20);
+  const FakeProbe probe;
+  o.probe = &probe;
+  const hd::Analysis whole = hd::Analyze(hd::JobIndex::FromFiles(files, {}), o);
+  const hd::Analysis cut = hd::Analyze(index, o);
+  ASSERT_FALSE(whole.verdicts.empty());
+  ASSERT_FALSE(cut.verdicts.empty());
+  EXPECT_EQ(cut.verdicts[0].cls, whole.verdicts[0].cls);
+  EXPECT_EQ(cut.verdicts[0].comm_id, whole.verdicts[0].comm_id);
+  EXPECT_EQ(cut.verdicts[0].seq, whole.verdicts[0].seq);
+  EXPECT_EQ(cut.verdicts[0].culprits, whole.verdicts[0].culprits);
+  // The old send still waits in the cut: it leads, and #201 missing on rank 1 follows.
+  EXPECT_EQ(cut.verdicts[0].cls, hd::VerdictClass::kP2PDeadlock);
+  EXPECT_TRUE(std::any_of(cut.verdicts.begin(), cut.verdicts.end(), [](const hd::Verdict& v) {
+    return v.cls == hd::VerdictClass::kMissing && v.seq == 201 && v.culprits == std::vector<int>{1};
+  }));
+  EXPECT_EQ(cut.verdicts.size(), whole.verdicts.size());
+}
+
+TEST(DigestCut, AFileWithinTheLimitsIsKeptWhole) {
+  const std::vector<hd::RankFile> files = Files(RichJob().Build());
+  hd::DigestLimits limits;
+  limits.per_comm = 1000;
+  limits.newest = 1000;
+  for (const hd::RankFile& f : files) {
+    const hd::DigestCut cut = hd::CutForDigest(f, limits);
+    EXPECT_EQ(cut.omitted, 0u);
+    ExpectSameRecords(f, cut.file);
+  }
+}
+
+// --- hostile bytes ---
+
+std::string ValidBytes() {
+  return Encode(Files(RichJob().Build()), JobBuilder::Wall(1.5));
+}
+
+TEST(DigestDecode, TruncatedBytesAreRefusedNamingTheSource) {
+  const std::string bytes = ValidBytes();
+  int refused = 0;
+  for (size_t n = 0; n < bytes.size(); n += 7) {
+    const std::string why = Refusal(bytes.substr(0, n));
+    if (!why.empty()) {
+      ++refused;
+      EXPECT_EQ(why.rfind("src: ", 0), 0u) << why;
+    }
+  }
+  EXPECT_GT(refused, static_cast<int>(bytes.size() / 7) * 9 / 10);
+  EXPECT_NE(Refusal("").find("empty"), std::string::npos);
+  EXPECT_NE(Refusal("GET / HTTP/1.1\r\n\r\n").find("not a node digest"), std::string::npos);
+}
+
+TEST(DigestDecode, AnotherFormatVersionIsRefused) {
+  digest::NodeDigest d;
+  ASSERT_TRUE(d.ParseFromString(ValidBytes()));
+  d.set_format_version(2);
+  EXPECT_NE(Refusal(d.SerializeAsString()).find("format version 2; this build reads version 1"),
+            std::string::npos);
+}
+
+TEST(DigestDecode, CountsBeyondTheBoundsAreRefused) {
+  const std::string bytes = ValidBytes();
+  exporters::DigestBounds b;
+  b.max_ranks = 2;
+  EXPECT_NE(Refusal(bytes, b).find("4 ranks, more than 2"), std::string::npos);
+  b = {};
+  b.max_records_per_rank = 10;
+  EXPECT_NE(Refusal(bytes, b).find("more than 10"), std::string::npos);
+  b = {};
+  b.max_bytes = 100;
+  EXPECT_NE(Refusal(bytes, b).find("more than a digest may have"), std::string::npos);
+}
+
+TEST(DigestDecode, InconsistentRecordsAreRefused) {
+  digest::NodeDigest good;
+  ASSERT_TRUE(good.ParseFromString(ValidBytes()));
+  auto refusal = [&](auto&& mutate) {
+    digest::NodeDigest d = good;
+    mutate(d.mutable_ranks(0));
+    return Refusal(d.SerializeAsString());
+  };
+  EXPECT_NE(refusal([](digest::RankDigest* r) {
+              r->mutable_records()->set_shape(0, 999);
+            }).find("no shape"),
+            std::string::npos);
+  EXPECT_NE(refusal([](digest::RankDigest* r) {
+              r->mutable_records()->add_flags(0);
+            }).find("unequal length"),
+            std::string::npos);
+  EXPECT_NE(refusal([](digest::RankDigest* r) { r->set_run_pos(0, 1); }).find("record 0"),
+            std::string::npos);
+  EXPECT_NE(refusal([](digest::RankDigest* r) {
+              r->add_run_pos(r->records().shape_size() - 1);
+              r->add_run_index(0);
+            }).find("backwards"),
+            std::string::npos);
+  EXPECT_NE(refusal([](digest::RankDigest* r) {
+              r->add_run_pos(r->records().shape_size() - 1);
+              r->add_run_index(uint64_t{1} << 40);
+            }).find("more than a ring holds"),
+            std::string::npos);
+  EXPECT_NE(refusal([](digest::RankDigest* r) {
+              r->mutable_records()->set_exit_code(0, 3);
+            }).find("invalid time"),
+            std::string::npos);
+  EXPECT_NE(
+      refusal([](digest::RankDigest* r) { r->mutable_records()->add_raw(5); }).find("left over"),
+      std::string::npos);
+  EXPECT_NE(refusal([](digest::RankDigest* r) {
+              r->add_comms()->set_name(std::string(5000, 'x'));
+            }).find("communicator name of 5000 bytes"),
+            std::string::npos);
+}
+
+// Sequence numbers far apart on many communicators would make the index allocate lanes for every
+// number in between: refused before that.
+TEST(DigestDecode, SequenceSpansThatWouldNeedHugeLanesAreRefused) {
+  JobBuilder job(1);
+  std::vector<uint64_t> comms;
+  for (int c = 0; c < 64; ++c) comms.push_back(job.Comm("c" + std::to_string(c), {0}));
+  for (uint64_t comm : comms) job.Coll(0, comm, OpType::kAllReduce, 0.1, Done::kCompleted);
+  std::vector<hd::RankFile> files = Files(job.Build());
+  hd::RankFile& f = files[0];
+  // Each second collective jumps far ahead, and the writer indices claim a ring that large.
+  const uint32_t n = f.size();
+  for (uint32_t p = 0; p < n; ++p) {
+    if (trace::IsCollective(static_cast<OpType>(f.ShapeAt(p).op))) {
+      f.ops.push_back(f.ops[p]);
+      f.ops.back().seq = uint64_t{1} << 24;
+    }
+  }
+  f.index_runs.emplace_back(f.size() - 1, uint64_t{1} << 25);
+  hd::DeriveFrontier(&f);
+  EXPECT_NE(Refusal(Encode(files, JobBuilder::Wall(1))).find("lane entries"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ncclscope::testing
