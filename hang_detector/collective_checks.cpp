@@ -132,6 +132,12 @@ void Classify(const Context& ctx, const CommModel& comm, uint64_t seq,
   }
 }
 
+// "ranks 4-7" or "3 members" when their global ranks are not known.
+std::string UnseenWords(const std::vector<int>& ranks, int count) {
+  if (!ranks.empty() && static_cast<int>(ranks.size()) == count) return RankList(ranks);
+  return std::to_string(count) + (count == 1 ? " member" : " members");
+}
+
 Evidence NotIssuedEvidence(const Context& ctx, const CommModel& comm, uint32_t file, uint64_t seq) {
   for (const CollLane& lane : comm.lanes) {
     if (lane.file != file || lane.pos.empty() || lane.pos.back() == kNoRecord) continue;
@@ -228,12 +234,16 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
     }
     w.completed = st.completed;
     w.not_issued = st.not_issued;
-    // Members without a ring file: mapped to global ranks when the communicator spans the job.
+    // Members without data here (another node's ranks, an unreachable node): once a member
+    // completed #seq every member issued it; before that, whether they did is unknown. Named by
+    // global rank when the communicator spans the job.
     std::vector<int> fileless;
-    if (st.completed.empty() && unseen > 0 && comm.nranks == ctx.index.world_size() &&
-        static_cast<int>(ctx.index.missing_ranks().size()) == unseen) {
-      fileless = ctx.index.missing_ranks();
-      w.not_issued.insert(w.not_issued.end(), fileless.begin(), fileless.end());
+    if (st.completed.empty() && unseen > 0) {
+      w.unseen = unseen;
+      if (comm.nranks == ctx.index.world_size() &&
+          static_cast<int>(ctx.index.missing_ranks().size()) == unseen) {
+        fileless = ctx.index.missing_ranks();
+      }
     }
     w.since_s = ctx.SinceS(first);
     SortUnique(&w.issued);
@@ -251,7 +261,16 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
     v.op = w.op;
     v.seq = seq;
     v.since_s = w.since_s;
-    if (!w.not_issued.empty()) {
+    v.unseen = fileless;
+    v.unseen_count = w.unseen;
+    if (w.not_issued.empty() && w.unseen > 0) {
+      // Absence is not guilt: every member seen issued it and waits; what holds it up lies with
+      // members nobody here can see. A verdict without culprits, so nothing singles out a rank.
+      v.cls = VerdictClass::kMissing;
+      v.victims = w.issued;
+      v.summary = RanksWait(v.victims) + "; " + UnseenWords(fileless, w.unseen) +
+                  " (no ring file or digest here): the culprit is among them";
+    } else if (!w.not_issued.empty()) {
       v.cls = VerdictClass::kMissing;
       v.culprits = w.not_issued;
       // The desync's culprits wait on their own mistake as much as on the missing rank.
@@ -267,9 +286,9 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
                                                   : " also hold it up: their operations differ") +
                      " (desync)";
       }
+      if (w.unseen > 0) v.summary += "; " + UnseenWords(fileless, w.unseen) + " not seen here";
       for (uint32_t f : st.not_issued_files)
         v.evidence.push_back(NotIssuedEvidence(ctx, comm, f, seq));
-      for (int r : fileless) v.evidence.push_back({r, 0, false, "no ring file for this rank"});
     } else {
       // A rank that died right after its last collective leaves it pending while every peer
       // completed it: its completion was never observed, nobody waits.
@@ -284,7 +303,10 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
       v.culprits = w.issued;
       v.victims = w.completed;
       v.tie = st.completed.empty() && w.issued.size() > 1;
-      v.summary = "every rank issued it; device work never completed on " + RankList(v.culprits) +
+      v.summary = std::string(unseen > 0 ? "every member issued it (it completed on " +
+                                               RankList(v.victims) + ")"
+                                         : "every rank issued it") +
+                  "; device work never completed on " + RankList(v.culprits) +
                   (v.tie ? " (no record tells which device is stuck)" : "");
       std::vector<uint32_t> waiting_files;
       for (const Issued& i : st.waiting) waiting_files.push_back(i.file);
@@ -295,7 +317,6 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
         return StreamBlocker(ctx.index, i.file, i.pos) >= 0;
       });
       if (v.tie && queued) continue;
-      if (unseen > 0) v.summary += "; " + std::to_string(unseen) + " member(s) have no ring file";
     }
     for (const Issued& i : st.waiting) {
       if (v.evidence.size() >= 8) break;

@@ -30,7 +30,10 @@ void FillInput(const JobIndex& index, const Context& ctx, InputReport* in) {
     seen.push_back(rank);
   }
   std::sort(seen.begin(), seen.end());
+  in->ranks_seen = static_cast<int>(seen.size());
   if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) {
+    in->ranks_seen =
+        static_cast<int>(std::distance(seen.begin(), std::unique(seen.begin(), seen.end())));
     in->notes.push_back(
         "several files claim the same rank (a restarted job in the same directory?)");
   }
@@ -188,6 +191,8 @@ void Merge(const JobIndex& index, std::vector<Verdict>* verdicts) {
       if (i == lead) continue;
       const Verdict& v = g[i];
       primary.victims.insert(primary.victims.end(), v.victims.begin(), v.victims.end());
+      primary.unseen.insert(primary.unseen.end(), v.unseen.begin(), v.unseen.end());
+      primary.unseen_count = std::max(primary.unseen_count, v.unseen_count);
       Evidence also;
       also.rank = v.victims.empty() ? -1 : v.victims.front();
       also.has_record = false;
@@ -198,6 +203,8 @@ void Merge(const JobIndex& index, std::vector<Verdict>* verdicts) {
       if (primary.evidence.size() < 16) primary.evidence.push_back(std::move(also));
     }
     SortUnique(&primary.victims);
+    SortUnique(&primary.unseen);
+    primary.unseen_count = std::max(primary.unseen_count, static_cast<int>(primary.unseen.size()));
     merged.push_back(std::move(primary));
   }
   std::stable_sort(merged.begin(), merged.end(), [](const Verdict& a, const Verdict& b) {

@@ -21,6 +21,11 @@ struct AnalyzeOptions {
   // A heartbeat older than this means no progress at all. Must exceed the writers' heartbeat
   // period (NCCLSCOPE_HEARTBEAT_MS, 100 ms by default) several times over.
   double stale_s = 2.0;
+  // The same for a ring file another host wrote, read here through a shared filesystem: mmap'd
+  // writes reach other hosts only as the writer's kernel writes the pages back (tens of seconds
+  // over NFS), so a live rank's heartbeat can look this old. Digests carry the writer's own
+  // node's view instead and use stale_s.
+  double foreign_stale_s = 60.0;
   // The job was ended by its launcher (timeout, scancel): analyse as of its last heartbeat even if
   // some process lingers, and judge liveness relative to the other ranks, not to now.
   bool job_ended = false;

@@ -21,8 +21,10 @@ enum class Liveness : uint8_t {
 struct RankLiveness {
   Liveness state = Liveness::kAlive;
   ProcessState process = ProcessState::kUnknown;
-  bool local = false;   // written on this host, so `process` was checked
-  double silent_s = 0;  // heartbeat age relative to the reference time
+  bool local = false;    // written on this host, so `process` was checked
+  bool foreign = false;  // another host's ring file read directly (shared filesystem): its
+                         // heartbeat arrives late, so only a long silence counts
+  double silent_s = 0;   // heartbeat age relative to the reference time
 };
 
 struct Context {

@@ -35,16 +35,16 @@ void Report(const Context& ctx, const Group& g, std::vector<Verdict>* out) {
   const bool split = any.parent_id != 0;
   std::vector<int> expected;
   std::string unknown_members;
+  // Ranks that should join but have no data here: never culprits (absence is not guilt).
+  std::vector<int> unseen;
   if (split) {
     if (const CommModel* parent = index.FindComm(any.parent_id)) {
       for (const CommMember& m : parent->members) expected.push_back(ctx.RankOf(m.file));
-      if (parent->nranks == index.world_size()) {
-        for (int r : index.missing_ranks()) expected.push_back(r);
-      }
+      if (parent->nranks == index.world_size()) unseen = index.missing_ranks();
     }
   } else if (any.nranks > 0 && any.nranks == index.world_size()) {
     for (uint32_t f = 0; f < index.files().size(); ++f) expected.push_back(ctx.RankOf(f));
-    for (int r : index.missing_ranks()) expected.push_back(r);
+    unseen = index.missing_ranks();
   } else if (any.nranks > 0) {
     std::vector<bool> seen(any.nranks, false);
     for (const InitCall* c : g.calls) {
@@ -68,6 +68,8 @@ void Report(const Context& ctx, const Group& g, std::vector<Verdict>* out) {
     first = std::min(first, f.Wall(f.At(c->pos).t_enter_ns));
   }
   SortUnique(&v.victims);
+  v.unseen = unseen;
+  v.unseen_count = static_cast<int>(unseen.size());
   v.since_s = ctx.SinceS(first);
   v.op = trace::OpTypeName(any.op);
   const uint64_t comm_id = split ? any.parent_id : any.child_id;
@@ -89,6 +91,10 @@ void Report(const Context& ctx, const Group& g, std::vector<Verdict>* out) {
   if (!v.culprits.empty()) {
     v.summary = RankList(v.culprits) + " never joined the " + what + "; " + RankList(v.victims) +
                 " wait inside it";
+    if (!unseen.empty()) v.summary += "; " + RankList(unseen) + " not seen here";
+  } else if (!unseen.empty()) {
+    v.summary = RanksWait(v.victims) + " inside the " + what + "; " + RankList(unseen) +
+                " (no ring file or digest here) should join it: the culprit is among them";
   } else if (!unknown_members.empty()) {
     v.summary = "comm ranks " + unknown_members + " never joined the " + what +
                 " (their global ranks are unknown); " + RankList(v.victims) + " wait inside it";

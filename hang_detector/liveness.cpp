@@ -64,10 +64,12 @@ void AssessLiveness(Context* ctx) {
       l.local = SameHost(f.snap->host, this_host);
       if (l.local) l.process = o.probe->State(f.snap->pid);
     }
+    l.foreign = !f.remote.has_value() && !this_host.empty() && !l.local;
+    const double stale_s = l.foreign ? std::max(o.stale_s, o.foreign_stale_s) : o.stale_s;
     const bool finished = (f.snap->flags & trace::kHeaderFinished) != 0;
     const double age = static_cast<double>(o.now_wall_ns - f.heartbeat_wall) * 1e-9;
     const bool exists = l.process == ProcessState::kRunning || l.process == ProcessState::kStopped;
-    if (!finished && (exists || (l.process == ProcessState::kUnknown && age < o.stale_s))) {
+    if (!finished && (exists || (l.process == ProcessState::kUnknown && age < stale_s))) {
       any_alive = true;
     }
     last_sign = std::max(last_sign, LastSignOfLife(f));
@@ -78,7 +80,11 @@ void AssessLiveness(Context* ctx) {
     RankLiveness& l = ctx->live[i];
     l.silent_s = std::max(0.0, ctx->SinceS(files[i].heartbeat_wall));
     const bool finished = (files[i].snap->flags & trace::kHeaderFinished) != 0;
-    l.state = Classify(l, finished, ctx->post_mortem, o.stale_s);
+    // Post mortem the files are complete (gathered after the end) and only compared to each
+    // other: the short bound holds for every host.
+    const bool late = l.foreign && !ctx->post_mortem;
+    l.state = Classify(l, finished, ctx->post_mortem,
+                       late ? std::max(o.stale_s, o.foreign_stale_s) : o.stale_s);
   }
 }
 

@@ -18,8 +18,9 @@ NodeKey Key(uint32_t file, uint32_t pos) {
 
 struct Unmatched {
   uint32_t file, pos;
-  int blamed;  // global rank
+  int blamed;  // global rank, -1 when nobody can be named
   std::string what;
+  int unseen_peer = -1;  // comm rank of a peer with no data here (another node, unreachable)
 };
 
 int GlobalOf(const Context& ctx, const CommModel& comm, int comm_rank) {
@@ -101,7 +102,13 @@ void CheckPair(const Context& ctx, const CommModel& comm, const P2PLane& lane,
             index.files()[have.file].Wall(index.files()[have.file].ops[pos].t_enter_ns);
     std::string why;
     int blamed = GlobalOf(ctx, comm, send_side ? lane.src : lane.dst);
-    if (other_has) {
+    const bool peer_unseen = pf == nullptr && !other_has;
+    if (peer_unseen) {
+      // Absence is not guilt, and not proof of a wrong peer either: its records are elsewhere.
+      blamed = -1;
+      why = ": the peer (comm rank " + std::to_string(peer) +
+            ") is not seen here (no ring file or digest)";
+    } else if (other_has) {
       blamed = GlobalOf(ctx, comm, peer);
       why = ": the peer never posted its " + counterpart;
     } else if (peer_covers) {
@@ -114,7 +121,8 @@ void CheckPair(const Context& ctx, const CommModel& comm, const P2PLane& lane,
     } else {
       why = ": the peer never used this pair";
     }
-    Unmatched u{have.file, pos, blamed, Describe(ctx, comm, have.file, pos) + why};
+    Unmatched u{have.file, pos, blamed, Describe(ctx, comm, have.file, pos) + why,
+                peer_unseen ? peer : -1};
     unmatched->push_back(std::move(u));
   }
 }
@@ -180,8 +188,10 @@ void ReportUnmatched(const Context& ctx, const CommModel& comm, std::vector<Unma
   v.seq = first.seq;
   v.since_s = ctx.SinceS(files[found[0].file].Wall(first.t_enter_ns));
   std::vector<int> chained;  // blamed, but only waiting in turn
+  std::vector<int> unseen_peers;
   for (size_t i = 0; i < found.size(); ++i) {
     const Unmatched& u = found[i];
+    if (u.unseen_peer >= 0) unseen_peers.push_back(u.unseen_peer);
     if (u.blamed != -1) (in_chain[i] ? chained : v.culprits).push_back(u.blamed);
     v.victims.push_back(ctx.RankOf(u.file));
     if (v.evidence.size() < 8) v.evidence.push_back(ctx.RecordEvidence(u.file, u.pos, u.what));
@@ -189,11 +199,21 @@ void ReportUnmatched(const Context& ctx, const CommModel& comm, std::vector<Unma
   SortUnique(&v.culprits);
   SortUnique(&chained);
   SortUnique(&v.victims);
+  SortUnique(&unseen_peers);
+  v.unseen_count = static_cast<int>(unseen_peers.size());
   std::erase_if(v.victims,
                 [&](int r) { return std::binary_search(v.culprits.begin(), v.culprits.end(), r); });
-  v.summary = std::to_string(found.size()) + " send/recv whose counterpart never came; " +
-              (v.culprits.empty() ? std::string("peers unknown") : RankList(v.culprits)) +
-              " did not issue the matching operation";
+  v.summary = std::to_string(found.size()) + " send/recv whose counterpart never came; ";
+  if (!v.culprits.empty()) {
+    v.summary += RankList(v.culprits) + " did not issue the matching operation";
+  } else if (v.unseen_count > 0) {
+    v.summary += "the peers are not seen here: the culprit is among them";
+  } else {
+    v.summary += "peers unknown";
+  }
+  if (!v.culprits.empty() && v.unseen_count > 0) {
+    v.summary += "; " + std::to_string(v.unseen_count) + " peer(s) not seen here";
+  }
   if (!chained.empty()) {
     v.summary += "; " + RankList(chained) + " did not either, " +
                  (chained.size() == 1 ? "itself waiting in an earlier one"

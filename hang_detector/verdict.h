@@ -45,9 +45,14 @@ struct Verdict {
   uint64_t seq = 0;           // collective or p2p sequence number (split index for comm_split)
   std::vector<int> culprits;  // global ranks, sorted
   std::vector<int> victims;   // ranks that only wait, sorted
-  bool tie = false;           // the evidence cannot single out a culprit among `culprits`
-  double since_s = 0;         // how long the victims have waited (or the rank has been gone)
-  std::string summary;        // one line: what happened, without the class/comm/op prefix
+  // Members whose data is absent here (no ring file, no digest: another node, an unreachable one).
+  // Never culprits: nothing shows what they did. When the ranks seen all wait, the culprit is among
+  // them. `unseen` holds their global ranks where known; unseen_count counts them all.
+  std::vector<int> unseen;
+  int unseen_count = 0;
+  bool tie = false;     // the evidence cannot single out a culprit among `culprits`
+  double since_s = 0;   // how long the victims have waited (or the rank has been gone)
+  std::string summary;  // one line: what happened, without the class/comm/op prefix
   std::vector<Evidence> evidence;
   // Two stages (hang classes only): a wait is first a suspect, reported and never acted on; it is
   // confirmed when the culprit is shown not to be working (gone, frozen, ranks disagree, a
@@ -75,12 +80,14 @@ struct WaitingOn {
   std::vector<int> completed;   // ranks on which it completed
   std::vector<int> not_issued;  // member ranks that have not issued it
   double since_s = 0;           // since the earliest issue
+  int unseen = 0;               // members with no data here: whether they issued it is unknown
 };
 
 // What the input lacked, so a verdict built on partial data says so.
 struct InputReport {
   int files = 0;
   int world_size = -1;
+  int ranks_seen = 0;                   // distinct ranks with data (files and digests)
   std::vector<std::string> unreadable;  // one line per file that could not be read
   std::vector<int> missing_ranks;       // ranks of the job with no ring file
   std::vector<int> wrapped_ranks;       // ranks whose oldest records were overwritten

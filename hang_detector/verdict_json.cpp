@@ -9,6 +9,18 @@
 namespace ncclscope::hang_detector {
 namespace {
 
+// Sorted ranks as [[first, last], ...]: [[0, 3], [8, 8]] for 0,1,2,3,8.
+void WriteRanges(JsonWriter& w, const std::vector<int>& ranks) {
+  w.BeginArray();
+  for (size_t i = 0; i < ranks.size();) {
+    size_t end = i + 1;
+    while (end < ranks.size() && ranks[end] == ranks[end - 1] + 1) ++end;
+    w.IntArray({ranks[i], ranks[end - 1]});
+    i = end;
+  }
+  w.EndArray();
+}
+
 void WriteVerdict(JsonWriter& w, const Verdict& v) {
   w.BeginObject();
   w.Key("class").String(VerdictClassName(v.cls));
@@ -18,6 +30,10 @@ void WriteVerdict(JsonWriter& w, const Verdict& v) {
   w.Key("seq").UInt(v.seq);
   w.Key("culprits").IntArray(v.culprits);
   w.Key("victims").IntArray(v.victims);
+  // Members without data here: ranges, as they may be a whole other half of the job.
+  w.Key("unseen_count").Int(v.unseen_count);
+  w.Key("unseen_ranges");
+  WriteRanges(w, v.unseen);
   w.Key("tie").Bool(v.tie);
   w.Key("since_s").Double(v.since_s);
   if (IsHang(v.cls)) {
@@ -49,20 +65,9 @@ void WriteWaiting(JsonWriter& w, const WaitingOn& o) {
   w.Key("issued").IntArray(o.issued);
   w.Key("completed").IntArray(o.completed);
   w.Key("not_issued").IntArray(o.not_issued);
+  w.Key("unseen").Int(o.unseen);
   w.Key("since_s").Double(o.since_s);
   w.EndObject();
-}
-
-// Sorted ranks as [[first, last], ...]: [[0, 3], [8, 8]] for 0,1,2,3,8.
-void WriteRanges(JsonWriter& w, const std::vector<int>& ranks) {
-  w.BeginArray();
-  for (size_t i = 0; i < ranks.size();) {
-    size_t end = i + 1;
-    while (end < ranks.size() && ranks[end] == ranks[end - 1] + 1) ++end;
-    w.IntArray({ranks[i], ranks[end - 1]});
-    i = end;
-  }
-  w.EndArray();
 }
 
 }  // namespace
@@ -93,6 +98,7 @@ std::string Render(const Analysis& a, int indent, double resolved_after_s) {
   w.Key("input").BeginObject();
   w.Key("files").Int(in.files);
   w.Key("world_size").Int(in.world_size);
+  w.Key("ranks_seen").Int(in.ranks_seen);
   w.Key("unreadable").StringArray(in.unreadable);
   // Ranks without a file run up to the world size: as [first, last] ranges they take a line per
   // gap between files present, not a number per rank.

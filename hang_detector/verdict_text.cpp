@@ -74,7 +74,13 @@ std::string RenderText(const Analysis& a, bool verbose) {
   for (const Verdict& v : a.verdicts) {
     out += VerdictHeadline(v) + "\n";
     if (v.cls != VerdictClass::kHealthy) {
-      out += "  culprits " + Ranks(v.culprits) + "; victims " + Ranks(v.victims) + "\n";
+      out += "  culprits " + Ranks(v.culprits) + "; victims " + Ranks(v.victims);
+      if (v.unseen_count > 0) {
+        out += "; not seen here " + (static_cast<int>(v.unseen.size()) == v.unseen_count
+                                         ? RankRanges(v.unseen)
+                                         : std::to_string(v.unseen_count) + " member(s)");
+      }
+      out += "\n";
     }
     if (IsHang(v.cls)) {
       out +=
@@ -93,12 +99,17 @@ std::string RenderText(const Analysis& a, bool verbose) {
     for (const WaitingOn& w : a.waiting) {
       out += "waiting: " + w.comm_name + " " + w.op + " #" + std::to_string(w.seq) + ": issued " +
              RankRanges(w.issued) + ", not issued " + RankRanges(w.not_issued) + ", completed " +
-             RankRanges(w.completed) + " (" + Seconds(w.since_s) + ")\n";
+             RankRanges(w.completed) +
+             (w.unseen > 0 ? ", not seen " + std::to_string(w.unseen) : std::string()) + " (" +
+             Seconds(w.since_s) + ")\n";
     }
   }
   const InputReport& in = a.input;
   std::string input = "input: " + std::to_string(in.files) + " ring file(s)";
-  if (in.world_size > 0) input += " of " + std::to_string(in.world_size) + " ranks";
+  if (in.world_size > 0) {
+    input += "; saw " + std::to_string(in.ranks_seen) + " of " + std::to_string(in.world_size) +
+             " ranks";
+  }
   if (!in.missing_ranks.empty()) input += "; no file for ranks " + RankRanges(in.missing_ranks);
   if (!in.wrapped_ranks.empty()) input += "; wrapped: " + RankRanges(in.wrapped_ranks);
   if (!in.torn_ranks.empty()) input += "; torn records: " + RankRanges(in.torn_ranks);

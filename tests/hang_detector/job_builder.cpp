@@ -172,6 +172,10 @@ void JobBuilder::RemoveFile(int rank) {
   removed_[rank] = true;
 }
 
+void JobBuilder::Host(int rank, const std::string& host) {
+  files_[rank].host = host;
+}
+
 void JobBuilder::Wrap(int rank, size_t keep_last) {
   auto& s = files_[rank];
   const size_t lost = s.records.size() - std::min(keep_last, s.records.size());

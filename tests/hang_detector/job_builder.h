@@ -46,6 +46,7 @@ class JobBuilder {
   void HeartbeatAll(double t);
   void Finished(int rank);
   void RemoveFile(int rank);
+  void Host(int rank, const std::string& host);  // written on another host than kHost
   void Wrap(int rank, size_t keep_last);  // the ring lost all but its newest `keep_last` records
   void Torn(int rank);
 

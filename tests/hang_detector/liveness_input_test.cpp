@@ -2,6 +2,7 @@
 // correlator has to work around: missing files, wrapped rings, torn records.
 #include <gtest/gtest.h>
 
+#include "hang_detector/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
 
 namespace ncclscope::testing {
@@ -130,7 +131,9 @@ TEST(PostMortem, FilesOfAnotherHostAreJudgedByHeartbeatOnly) {
   EXPECT_EQ(First(a).culprits, std::vector<int>{3});
 }
 
-TEST(Input, RankWithoutAFileIsNamedAndBlamed) {
+// Absence is not guilt: rank 3's file may be on another node. Every rank seen waits, so the
+// verdict names no culprit, says who is not seen, and how much of the job it saw.
+TEST(Input, RankWithoutAFileIsUnseenNotBlamed) {
   uint64_t world;
   JobBuilder job = Stuck(&world);
   job.RemoveFile(3);
@@ -138,9 +141,21 @@ TEST(Input, RankWithoutAFileIsNamedAndBlamed) {
   const Analysis a = AnalyzeAt(job, 6);
   EXPECT_EQ(a.input.missing_ranks, std::vector<int>{3});
   EXPECT_EQ(a.input.files, 3);
+  EXPECT_EQ(a.input.ranks_seen, 3);
+  ASSERT_EQ(a.verdicts.size(), 1u);
   const Verdict& v = First(a);
   EXPECT_EQ(v.cls, VerdictClass::kMissing);
-  EXPECT_EQ(v.culprits, std::vector<int>{3});
+  EXPECT_TRUE(v.culprits.empty());
+  EXPECT_EQ(v.unseen, std::vector<int>{3});
+  EXPECT_EQ(v.unseen_count, 1);
+  EXPECT_EQ(v.victims, (std::vector<int>{0, 1, 2}));
+  EXPECT_FALSE(v.tie);
+  EXPECT_NE(v.summary.find("rank 3 (no ring file or digest here): the culprit is among them"),
+            std::string::npos)
+      << v.summary;
+  const std::string text = hang_detector::RenderText(a, false);
+  EXPECT_NE(text.find("saw 3 of 4 ranks"), std::string::npos) << text;
+  EXPECT_NE(text.find("not seen here 3"), std::string::npos) << text;
 }
 
 TEST(Input, WrappedRingIsNotMistakenForMissingOperations) {
