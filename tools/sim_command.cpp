@@ -1,4 +1,4 @@
-// `ncclscope sim --ranks N --scenario FILE [--dir D] [--no-probe] [--timeout S]`.
+// `ncclscope sim --ranks N --scenario FILE [--dir D] [--nodes N] [--no-probe] [--timeout S]`.
 #include <iostream>
 #include <memory>
 
@@ -15,6 +15,10 @@ void RegisterSimCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--scenario", options->scenario, "Scenario file (docs/scenarios.md)")->required();
   cmd->add_option("--dir", options->trace_dir,
                   "Trace directory (default: a new one under $TMPDIR)");
+  cmd->add_option("--nodes", options->nodes,
+                  "Split the ranks into N simulated nodes (equal contiguous blocks), each with "
+                  "its own host name (node0, ...) and trace directory <dir>/<job>/<host>")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--no-probe", *no_probe, "Run without libncclscope.so preloaded");
   cmd->add_option("--timeout", options->timeout_s,
                   "Seconds before a job that has not finished is killed and reported as hung "

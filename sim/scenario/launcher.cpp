@@ -16,6 +16,7 @@
 #include "sim/scenario/rank_exit_codes.h"
 #include "sim/scenario/rank_processes.h"
 #include "sim/scenario/scenario_parser.h"
+#include "trace/trace_dir.h"
 
 extern char** environ;
 
@@ -36,6 +37,20 @@ bool makeTraceDir(std::string& dir, const std::string& tag, std::string& error) 
   if (!std::filesystem::is_directory(dir, ec)) {
     error = fmt::format("{} exists and is not a directory", dir);
     return false;
+  }
+  return true;
+}
+
+// Simulated nodes: <base>/<job>/node<k> for each node, every level private (the layout the probe
+// uses on real nodes, trace/job_layout.h). The base is created when missing.
+bool makeNodeDirs(const std::string& base, const JobEnv& job, int nodes,
+                  std::vector<std::string>& dirs, std::string& error) {
+  for (int k = 0; k < nodes; ++k) {
+    std::string dir;
+    if (!trace::EnsurePrivateSubdirs(base, false, {job.job_id, NodeHost(k)}, &dir, &error)) {
+      return false;
+    }
+    dirs.push_back(dir);
   }
   return true;
 }
@@ -116,6 +131,13 @@ int runSim(const SimOptions& opt, std::ostream& out, std::ostream& err) {
     err << "ncclscope sim: --ranks must be at least 1\n";
     return kSimSetupError;
   }
+  if (opt.nodes < 0 || (opt.nodes > 0 && opt.ranks % opt.nodes != 0)) {
+    err << fmt::format(
+        "ncclscope sim: --nodes {} does not split {} ranks into equal nodes (a divisor of "
+        "--ranks)\n",
+        opt.nodes, opt.ranks);
+    return kSimSetupError;
+  }
   try {
     checkScenarioForRanks(parseScenarioFile(opt.scenario), opt.ranks);
   } catch (const ScenarioError& e) {
@@ -143,13 +165,22 @@ int runSim(const SimOptions& opt, std::ostream& out, std::ostream& err) {
   job.nranks = opt.ranks;
   job.extra = opt.extra_env;
   std::string error;
-  if (!makeTraceDir(job.trace_dir, job.tag, error) || !makeRunDir(job.tag, job.run_dir, error)) {
+  if (!makeTraceDir(job.trace_dir, job.tag, error) ||
+      (opt.nodes > 0 && !makeNodeDirs(job.trace_dir, job, opt.nodes, job.node_dirs, error)) ||
+      !makeRunDir(job.tag, job.run_dir, error)) {
     err << "ncclscope sim: " << error << '\n';
     return kSimSetupError;
   }
   const std::string scenario = std::filesystem::absolute(opt.scenario).string();
-  out << fmt::format("ncclscope sim: {} ranks, scenario {}, job {}, trace dir {}{}\n", opt.ranks,
-                     opt.scenario, job.job_id, job.trace_dir, opt.probe ? "" : " (no probe)");
+  out << fmt::format("ncclscope sim: {} ranks, scenario {}, job {}, trace dir {}{}{}\n", opt.ranks,
+                     opt.scenario, job.job_id, job.trace_dir,
+                     opt.nodes > 0 ? fmt::format(" ({} nodes)", opt.nodes) : "",
+                     opt.probe ? "" : " (no probe)");
+  for (int k = 0; k < opt.nodes; ++k) {
+    const int per_node = opt.ranks / opt.nodes;
+    out << fmt::format("ncclscope sim: node {}: ranks {}-{}, trace dir {}\n", NodeHost(k),
+                       k * per_node, (k + 1) * per_node - 1, job.node_dirs[static_cast<size_t>(k)]);
+  }
 
   std::vector<std::vector<std::string>> argv;
   std::vector<std::vector<std::string>> env;

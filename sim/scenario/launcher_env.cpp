@@ -24,9 +24,20 @@ std::vector<std::string> rankEnvironment(const JobEnv& job, int rank, char** bas
   env["NCCLSCOPE_SIM_RUN_DIR"] = job.run_dir;
   env["RANK"] = std::to_string(rank);
   env["WORLD_SIZE"] = std::to_string(job.nranks);
-  // One simulated node holds the whole job, as on a single multi-GPU machine.
-  env["LOCAL_RANK"] = std::to_string(rank);
-  env["LOCAL_WORLD_SIZE"] = std::to_string(job.nranks);
+  if (job.node_dirs.empty()) {
+    // One simulated node holds the whole job, as on a single multi-GPU machine.
+    env["LOCAL_RANK"] = std::to_string(rank);
+    env["LOCAL_WORLD_SIZE"] = std::to_string(job.nranks);
+  } else {
+    // Each node as a machine of its own would be: its host name, its own trace directory (ring
+    // files never leave their node), ranks numbered from 0 on it.
+    const int per_node = job.nranks / static_cast<int>(job.node_dirs.size());
+    const int node = rank / per_node;
+    env["NCCLSCOPE_HOST"] = NodeHost(node);
+    env["NCCLSCOPE_DIR"] = job.node_dirs[static_cast<size_t>(node)];
+    env["LOCAL_RANK"] = std::to_string(rank % per_node);
+    env["LOCAL_WORLD_SIZE"] = std::to_string(per_node);
+  }
   if (!job.probe.empty()) {
     const auto old = env.find("LD_PRELOAD");
     env["LD_PRELOAD"] =
@@ -39,6 +50,10 @@ std::vector<std::string> rankEnvironment(const JobEnv& job, int rank, char** bas
   out.reserve(env.size());
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
+}
+
+std::string NodeHost(int node) {
+  return "node" + std::to_string(node);
 }
 
 std::string newJobTag() {

@@ -18,10 +18,18 @@ struct JobEnv {
   std::string probe;  // LD_PRELOAD'ed ahead of anything already there; empty = none
   int nranks = 0;
   std::vector<std::pair<std::string, std::string>> extra;  // applied last
+  // Simulated nodes (`ncclscope sim --nodes N`): node k holds ranks [k*n, (k+1)*n) for
+  // n = nranks / node_dirs.size(), is named NodeHost(k) and writes to node_dirs[k]; empty: one
+  // node, trace_dir.
+  std::vector<std::string> node_dirs;
 };
 
+// "node<k>": the NCCLSCOPE_HOST of simulated node k, in its ring files' names and headers. Pure.
+std::string NodeHost(int node);
+
 // "NAME=value" strings for rank `rank`: `base` (the launcher's environ) with the job's variables
-// replacing any of the same name. Pure.
+// replacing any of the same name; on simulated nodes, its node's host, directory and local rank.
+// Pure.
 std::vector<std::string> rankEnvironment(const JobEnv& job, int rank, char** base);
 
 // A tag unique across concurrent jobs on this host: [0-9a-f]+, safe in shm and file names.

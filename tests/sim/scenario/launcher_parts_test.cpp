@@ -38,7 +38,8 @@ std::string lookup(const std::vector<std::string>& env, const std::string& name)
 
 TEST(LauncherEnv, SetsJobVariablesAndPrependsTheProbe) {
   JobEnv job{
-      "abc", "sim-abc", "/tmp/t", "/tmp/run", "/x/libncclscope.so", 8, {{"NCCLSCOPE_LEVEL", "2"}}};
+      "abc", "sim-abc", "/tmp/t", "/tmp/run", "/x/libncclscope.so", 8, {{"NCCLSCOPE_LEVEL", "2"}},
+      {}};
   char a[] = "LD_PRELOAD=/other.so";
   char b[] = "RANK=99";
   char c[] = "HOME=/root";
@@ -61,7 +62,7 @@ TEST(LauncherEnv, SetsJobVariablesAndPrependsTheProbe) {
 }
 
 TEST(LauncherEnv, TheProbeIsAlsoNcclsProfilerPluginUnlessTheUserChoseOne) {
-  JobEnv job{"abc", "sim-abc", "/tmp/t", "/tmp/run", "/x/libncclscope.so", 2, {}};
+  JobEnv job{"abc", "sim-abc", "/tmp/t", "/tmp/run", "/x/libncclscope.so", 2, {}, {}};
   char home[] = "HOME=/root";
   char* plain[] = {home, nullptr};
   EXPECT_EQ(lookup(rankEnvironment(job, 0, plain), "NCCL_PROFILER_PLUGIN"), "/x/libncclscope.so");
@@ -70,6 +71,29 @@ TEST(LauncherEnv, TheProbeIsAlsoNcclsProfilerPluginUnlessTheUserChoseOne) {
   EXPECT_EQ(lookup(rankEnvironment(job, 0, chosen), "NCCL_PROFILER_PLUGIN"), "none");
   job.probe.clear();
   EXPECT_EQ(lookup(rankEnvironment(job, 0, plain), "NCCL_PROFILER_PLUGIN"), "<unset>");
+}
+
+// `ncclscope sim --nodes 2` on 8 ranks: ranks 4-7 are node1's, numbered 0-3 there, writing under
+// their node's host name into their node's directory, as on a machine of their own.
+TEST(LauncherEnv, SimulatedNodesGetTheirHostDirectoryAndLocalRanks) {
+  JobEnv job{"abc", "sim-abc", "/tmp/t", "/tmp/run",
+             "",    8,         {},       {"/tmp/t/sim-abc/node0", "/tmp/t/sim-abc/node1"}};
+  char home[] = "HOME=/root";
+  char* base[] = {home, nullptr};
+  const auto r5 = rankEnvironment(job, 5, base);
+  EXPECT_EQ(lookup(r5, "NCCLSCOPE_HOST"), "node1");
+  EXPECT_EQ(lookup(r5, "NCCLSCOPE_DIR"), "/tmp/t/sim-abc/node1");
+  EXPECT_EQ(lookup(r5, "RANK"), "5");
+  EXPECT_EQ(lookup(r5, "LOCAL_RANK"), "1");
+  EXPECT_EQ(lookup(r5, "LOCAL_WORLD_SIZE"), "4");
+  const auto r3 = rankEnvironment(job, 3, base);
+  EXPECT_EQ(lookup(r3, "NCCLSCOPE_HOST"), "node0");
+  EXPECT_EQ(lookup(r3, "NCCLSCOPE_DIR"), "/tmp/t/sim-abc/node0");
+  EXPECT_EQ(lookup(r3, "LOCAL_RANK"), "3");
+  // Without nodes, nothing changes: one node, no host override.
+  job.node_dirs.clear();
+  EXPECT_EQ(lookup(rankEnvironment(job, 5, base), "NCCLSCOPE_HOST"), "<unset>");
+  EXPECT_EQ(lookup(rankEnvironment(job, 5, base), "NCCLSCOPE_DIR"), "/tmp/t");
 }
 
 TEST(LauncherEnv, TagsAreUniqueAndShmSafe) {
