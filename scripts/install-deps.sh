@@ -6,6 +6,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   protobuf-compiler libprotobuf-dev prometheus-cpp-dev
+  libcurl4-openssl-dev  # analyze --from fetches node digests
   clang-format
   prometheus python3  # promtool, the server and the scripts of the dashboards tests
 )

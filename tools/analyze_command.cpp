@@ -1,5 +1,7 @@
 // `ncclscope analyze DIR [--json] [--watch]`: reads every ring file of a job (live or after it
 // died) and prints the correlator's verdicts; --watch re-analyses every second until the job ends.
+// `ncclscope analyze --from SRC... [DIR]`: the same from node digests (exporters' /digest, digest
+// files, hostfiles; docs/digest.md), plus the ring files of DIR when given.
 // Exit code: 0 healthy, 1 straggler, 2 hang/deadlock/desync/dead, 3 unusable input.
 #include <sys/stat.h>
 
@@ -12,6 +14,7 @@
 #include <optional>
 #include <thread>
 
+#include "exporters/digest_job.h"
 #include "hang_detector/correlator.h"
 #include "hang_detector/verdict_json.h"
 #include "hang_detector/verdict_text.h"
@@ -37,6 +40,8 @@ struct AnalyzeCliOptions {
   int read_threads = 2;
   double interval_s = 1.0;
   std::string job;  // empty: the job of the newest heartbeat
+  std::vector<std::string> from;
+  double fetch_timeout_s = 2.0;
 };
 
 hd::AnalyzeOptions CorrelatorOptions(const AnalyzeCliOptions& o, const hd::ProcessProbe* probe) {
@@ -61,7 +66,13 @@ std::string UnusableReason(const std::string& dir, const hd::Analysis& a) {
 
 void Print(const AnalyzeCliOptions& o, const hd::Analysis& a, int indent) {
   // On stderr in both forms, so a script reading the JSON still sees why the exit code is 3.
-  if (!a.usable) std::cerr << "ncclscope analyze: " << UnusableReason(o.dir, a) << "\n";
+  if (!a.usable) {
+    std::cerr << "ncclscope analyze: "
+              << (o.from.empty() ? UnusableReason(o.dir, a)
+                                 : "no rank in any digest" +
+                                       (o.dir.empty() ? "" : " nor ring file in " + o.dir))
+              << "\n";
+  }
   if (o.json) {
     std::cout << hd::RenderJson(a, indent) << "\n";
   } else {
@@ -96,6 +107,47 @@ int Analyze(const AnalyzeCliOptions& o) {
                  static_cast<unsigned long long>(s.records), ingest_s,
                  ingest_s > 0 ? static_cast<double>(s.records) / ingest_s : 0.0, s.read_s,
                  s.threads, s.place_s, std::chrono::duration<double>(t2 - t1).count());
+  }
+  return hd::ExitCode(a);
+}
+
+// From node digests fetched in parallel (and the ring files of DIR, when given): one correlation
+// of the whole job as analyze of a directory holding every rank would give. A source that fails is
+// an input line, and its ranks are unknown; only when no source at all can be used does it end
+// with exit code 3.
+int AnalyzeFrom(const AnalyzeCliOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  exporters::DigestJobOptions options;
+  options.fetch.timeout_s = o.fetch_timeout_s;
+  options.local_dir = o.dir;
+  options.job = o.job;
+  exporters::DigestJob job;
+  std::string error;
+  if (!exporters::AssembleDigestJob(o.from, options, &job, &error)) {
+    std::cerr << "ncclscope analyze: " << error << "\n";
+    return 3;
+  }
+  if (!job.index) {
+    std::cerr << "ncclscope analyze: none of " << job.sources
+              << " digest source(s) could be used\n";
+    for (const std::string& e : job.source_errors) std::cerr << "  " << e << "\n";
+    return 3;
+  }
+  if (!job.job_note.empty()) std::cerr << "ncclscope analyze: " << job.job_note << "\n";
+  const auto probe = hd::MakeLinuxProcessProbe();
+  const auto t1 = std::chrono::steady_clock::now();
+  const hd::Analysis a = hd::Analyze(*job.index, CorrelatorOptions(o, probe.get()));
+  const auto t2 = std::chrono::steady_clock::now();
+  Print(o, a, 2);
+  if (o.timing) {
+    std::fprintf(stderr,
+                 "timing: %zu of %zu digest source(s) and %zu local file(s), %llu records, "
+                 "fetched and decoded in %.3f s (slowest fetch %.3f s: the clock bound); "
+                 "analysis %.3f s\n",
+                 job.sources_ok, job.sources, job.local_files,
+                 static_cast<unsigned long long>(job.index->stats().records),
+                 std::chrono::duration<double>(t1 - t0).count(), job.max_round_trip_s,
+                 std::chrono::duration<double>(t2 - t1).count());
   }
   return hd::ExitCode(a);
 }
@@ -182,7 +234,17 @@ void RegisterAnalyzeCommand(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
       "analyze", "Correlate the ranks of a job: hangs, desyncs, dead or frozen ranks, deadlocks");
   auto o = std::make_shared<AnalyzeCliOptions>();
-  cmd->add_option("dir", o->dir, "Trace directory")->required();
+  cmd->add_option("dir", o->dir, "Trace directory (with --from: ring files of this host to add)");
+  cmd->add_option("--from", o->from,
+                  "Node digests to correlate instead of (or with) a directory: an exporter's URL "
+                  "(http://host:port, /digest added), a digest file, a directory of *.digest "
+                  "files, or a hostfile of host[:port] lines; repeatable (docs/digest.md)")
+      ->allow_extra_args(false);  // one value per --from: a DIR after it stays the directory
+  cmd->add_option("--fetch-timeout", o->fetch_timeout_s,
+                  "Seconds to connect to and fetch each digest; an exporter slower than that is "
+                  "reported and its ranks are unknown")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", o->json, "One JSON object: verdicts, waiting-on view, input report");
   cmd->add_flag("-v,--verbose", o->verbose, "Also print what every communicator waits on");
   cmd->add_flag("--job-ended", o->job_ended,
@@ -212,7 +274,20 @@ void RegisterAnalyzeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--interval", o->interval_s, "Seconds between analyses with --watch")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->callback([=] { *exit_code = o->watch ? Watch(*o) : Analyze(*o); });
+  cmd->callback([=] {
+    if (o->dir.empty() && o->from.empty()) {
+      std::cerr << "ncclscope analyze: give a trace directory, or --from digest sources\n";
+      *exit_code = 3;
+    } else if (!o->from.empty() && o->watch) {
+      std::cerr << "ncclscope analyze: --watch reads a directory; with --from, run analyze "
+                   "again (each run fetches every digest anew)\n";
+      *exit_code = 3;
+    } else if (!o->from.empty()) {
+      *exit_code = AnalyzeFrom(*o);
+    } else {
+      *exit_code = o->watch ? Watch(*o) : Analyze(*o);
+    }
+  });
 }
 
 }  // namespace ncclscope::tools

@@ -18,6 +18,7 @@ void RegisterDumpCommand(CLI::App& app, int* exit_code);
 void RegisterSimCommand(CLI::App& app, int* exit_code);
 void RegisterAnalyzeCommand(CLI::App& app, int* exit_code);
 void RegisterExporterCommand(CLI::App& app, int* exit_code);
+void RegisterDigestCommand(CLI::App& app, int* exit_code);
 
 // Directory of the running ncclscope executable (build/bin), to find ../lib/libncclscope.so.
 std::string ExecutableDir();

@@ -16,7 +16,7 @@ namespace ncclscope::testing {
 namespace {
 
 constexpr int kUnusableInput = 3;
-constexpr const char* kCommands[] = {"run", "dump", "sim", "analyze", "exporter"};
+constexpr const char* kCommands[] = {"run", "dump", "sim", "analyze", "exporter", "digest"};
 
 // The help line of one option ("  --stall-after FLOAT:POSITIVE=2"); empty when absent.
 std::string HelpLine(const std::string& help, const std::string& option) {

@@ -1,0 +1,105 @@
+#include "exporters/digest_job.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "exporters/digest_codec.h"
+#include "trace/job_choice.h"
+#include "trace/ring_reader.h"
+
+namespace ncclscope::exporters {
+namespace {
+
+// A writer process: the same rank reached twice (its node's digest and a local ring file, or two
+// exporters sharing a directory) is counted once.
+using WriterKey = std::tuple<std::string, int, int64_t>;
+WriterKey KeyOf(const hang_detector::RankFile& f) {
+  return {f.snap->host, f.snap->pid, f.snap->start_monotonic_ns};
+}
+
+}  // namespace
+
+bool AssembleDigestJob(const std::vector<std::string>& from, const DigestJobOptions& options,
+                       DigestJob* job, std::string* error) {
+  *job = {};
+  std::vector<DigestSource> sources;
+  if (!ExpandSources(from, &sources, error)) return false;
+  std::vector<hang_detector::RankFile> files;
+  std::vector<std::string> errors;
+  if (!options.local_dir.empty()) {
+    std::string list_error;
+    const std::vector<std::string> paths = trace::ListRingFiles(options.local_dir, &list_error);
+    if (!list_error.empty()) {
+      *error = list_error;
+      return false;
+    }
+    for (const std::string& path : paths) {
+      hang_detector::RankFile f;
+      hang_detector::RankFileBuilder builder(&f);
+      std::string why;
+      if (trace::VisitRingFile(path, &builder, &why)) {
+        files.push_back(std::move(f));
+      } else {
+        errors.push_back(why);
+      }
+    }
+    job->local_files = files.size();
+  }
+  std::set<WriterKey> seen;
+  for (const hang_detector::RankFile& f : files) seen.insert(KeyOf(f));
+
+  job->sources = sources.size();
+  const std::vector<FetchedDigest> fetched = FetchDigests(sources, options.fetch);
+  uint64_t duplicates = 0;
+  DigestBounds bounds;
+  bounds.max_bytes = options.fetch.max_bytes;
+  for (const FetchedDigest& d : fetched) {
+    DecodedDigest decoded;
+    std::string why;
+    if (!d.ok) {
+      job->source_errors.push_back(d.error);
+      continue;
+    }
+    if (!DecodeNodeDigest(d.bytes, d.source, d.received_at_ns, &decoded, &why, bounds)) {
+      job->source_errors.push_back(why);
+      continue;
+    }
+    ++job->sources_ok;
+    job->max_round_trip_s = std::max(job->max_round_trip_s, d.round_trip_s);
+    for (const std::string& line : decoded.header.unreadable) {
+      errors.push_back(decoded.header.host + " (" + d.source + "): " + line);
+    }
+    for (hang_detector::RankFile& f : decoded.files) {
+      if (!seen.insert(KeyOf(f)).second) {
+        ++duplicates;
+        continue;
+      }
+      files.push_back(std::move(f));
+    }
+  }
+  errors.insert(errors.begin(), job->source_errors.begin(), job->source_errors.end());
+  if (duplicates > 0) {
+    errors.push_back(std::to_string(duplicates) +
+                     " rank(s) reached through more than one source were counted once");
+  }
+  if (job->sources_ok == 0 && job->local_files == 0) return true;
+  // One job per index, as for a directory (trace/job_choice.h): another job's ranks would read as
+  // dead members. Digests carry shifted times, so the newest heartbeat is judged on our clock.
+  std::vector<const trace::RingInfo*> infos;
+  infos.reserve(files.size());
+  for (const hang_detector::RankFile& f : files) infos.push_back(f.snap.get());
+  const trace::JobChoice choice = trace::ChooseJob(infos, options.job);
+  if (choice.ignored_files > 0) {
+    job->job_note = choice.Note();
+    std::vector<hang_detector::RankFile> kept;
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (choice.keep[i] != 0) kept.push_back(std::move(files[i]));
+    }
+    files = std::move(kept);
+  }
+  job->index = hang_detector::JobIndex::FromFiles(std::move(files), std::move(errors));
+  return true;
+}
+
+}  // namespace ncclscope::exporters

@@ -1,0 +1,38 @@
+// A job assembled from node digests (`ncclscope analyze --from`): every source fetched in
+// parallel, decoded onto this host's clock, merged with the ring files of a local directory when
+// one is given, and indexed for the correlator. A source that cannot be had is one line of the
+// input report; its ranks are absent (unknown to the correlator, never culprits).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exporters/digest_fetch.h"
+#include "hang_detector/job_index.h"
+
+namespace ncclscope::exporters {
+
+struct DigestJobOptions {
+  FetchOptions fetch;
+  std::string local_dir;  // ring files of this host to add; empty: none
+  std::string job;        // keep this job's ranks; empty: the job of the newest heartbeat
+};
+
+struct DigestJob {
+  std::optional<hang_detector::JobIndex> index;
+  size_t sources = 0;                      // after expanding hostfiles and directories
+  size_t sources_ok = 0;                   // fetched and decoded
+  size_t local_files = 0;                  // ring files read from local_dir
+  double max_round_trip_s = 0;             // the largest clock-shift error among the digests used
+  std::vector<std::string> source_errors;  // one line per source that failed
+  std::string job_note;  // what other jobs' ranks were left out (trace::JobChoice::Note)
+};
+
+// Returns false with *error when the --from values cannot be expanded or local_dir cannot be
+// listed. Otherwise fills *job; job->index is empty only when no source and no local file could
+// be used (job->source_errors say why). Thread-safe.
+bool AssembleDigestJob(const std::vector<std::string>& from, const DigestJobOptions& options,
+                       DigestJob* job, std::string* error);
+
+}  // namespace ncclscope::exporters
