@@ -1,8 +1,9 @@
 #include "exporters/digest_job.h"
 
 #include <algorithm>
-#include <set>
+#include <map>
 #include <tuple>
+#include <utility>
 
 #include "exporters/digest_codec.h"
 #include "trace/job_choice.h"
@@ -46,8 +47,11 @@ bool AssembleDigestJob(const std::vector<std::string>& from, const DigestJobOpti
     }
     job->local_files = files.size();
   }
-  std::set<WriterKey> seen;
-  for (const hang_detector::RankFile& f : files) seen.insert(KeyOf(f));
+  // Where each writer's rank is in `files`, and whether that copy is the best there is: a local
+  // ring file, or the digest of the node that wrote it (which checked its process and read its
+  // ring first hand; another node sharing the directory sees it late through the file system).
+  std::map<WriterKey, std::pair<size_t, bool>> seen;
+  for (size_t i = 0; i < files.size(); ++i) seen[KeyOf(files[i])] = {i, true};
 
   job->sources = sources.size();
   const std::vector<FetchedDigest> fetched = FetchDigests(sources, options.fetch);
@@ -71,17 +75,24 @@ bool AssembleDigestJob(const std::vector<std::string>& from, const DigestJobOpti
       errors.push_back(decoded.header.host + " (" + d.source + "): " + line);
     }
     for (hang_detector::RankFile& f : decoded.files) {
-      if (!seen.insert(KeyOf(f)).second) {
-        ++duplicates;
+      const bool owner = f.snap->host == decoded.header.host;
+      const auto [it, inserted] = seen.try_emplace(KeyOf(f), files.size(), owner);
+      if (inserted) {
+        files.push_back(std::move(f));
         continue;
       }
-      files.push_back(std::move(f));
+      ++duplicates;
+      if (owner && !it->second.second) {
+        files[it->second.first] = std::move(f);
+        it->second.second = true;
+      }
     }
   }
   errors.insert(errors.begin(), job->source_errors.begin(), job->source_errors.end());
   if (duplicates > 0) {
-    errors.push_back(std::to_string(duplicates) +
-                     " rank(s) reached through more than one source were counted once");
+    job->notes.push_back(std::to_string(duplicates) +
+                         " rank(s) reached through more than one source were counted once (the "
+                         "local file, else the digest of the node that wrote it)");
   }
   if (job->sources_ok == 0 && job->local_files == 0) return true;
   // One job per index, as for a directory (trace/job_choice.h): another job's ranks would read as
@@ -91,7 +102,7 @@ bool AssembleDigestJob(const std::vector<std::string>& from, const DigestJobOpti
   for (const hang_detector::RankFile& f : files) infos.push_back(f.snap.get());
   const trace::JobChoice choice = trace::ChooseJob(infos, options.job);
   if (choice.ignored_files > 0) {
-    job->job_note = choice.Note();
+    job->notes.push_back(choice.Note());
     std::vector<hang_detector::RankFile> kept;
     for (size_t i = 0; i < files.size(); ++i) {
       if (choice.keep[i] != 0) kept.push_back(std::move(files[i]));

@@ -26,7 +26,8 @@ struct DigestJob {
   size_t local_files = 0;                  // ring files read from local_dir
   double max_round_trip_s = 0;             // the largest clock-shift error among the digests used
   std::vector<std::string> source_errors;  // one line per source that failed
-  std::string job_note;  // what other jobs' ranks were left out (trace::JobChoice::Note)
+  // For stderr: other jobs' ranks left out (trace::JobChoice::Note), ranks reached twice.
+  std::vector<std::string> notes;
 };
 
 // Returns false with *error when the --from values cannot be expanded or local_dir cannot be

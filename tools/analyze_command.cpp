@@ -133,7 +133,7 @@ int AnalyzeFrom(const AnalyzeCliOptions& o) {
     for (const std::string& e : job.source_errors) std::cerr << "  " << e << "\n";
     return 3;
   }
-  if (!job.job_note.empty()) std::cerr << "ncclscope analyze: " << job.job_note << "\n";
+  for (const std::string& note : job.notes) std::cerr << "ncclscope analyze: " << note << "\n";
   const auto probe = hd::MakeLinuxProcessProbe();
   const auto t1 = std::chrono::steady_clock::now();
   const hd::Analysis a = hd::Analyze(*job.index, CorrelatorOptions(o, probe.get()));

@@ -185,6 +185,12 @@ TEST(DigestSources, AnUnreachableExporterIsReportedAndTheRestAnswers) {
   ASSERT_EQ(unreadable.size(), 1u) << a.j["input"];
   EXPECT_EQ(unreadable[0].get<std::string>().rfind("http://127.0.0.1:1/digest: ", 0), 0u)
       << unreadable[0];
+  // The same ranks through two sources are counted once, and that is said.
+  const Analyzed twice = AnalyzeJson({"--from", e.Url(), "--from", e.Url() + "/digest"});
+  EXPECT_EQ(twice.j["input"]["files"], 4) << twice.j["input"];
+  EXPECT_NE(twice.err.find("4 rank(s) reached through more than one source were counted once"),
+            std::string::npos)
+      << twice.err;
 }
 
 TEST(DigestSources, NothingReachableIsExitCode3WithEveryReason) {
