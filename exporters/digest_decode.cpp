@@ -1,7 +1,8 @@
 // Decoding side of the digest codec (exporters/digest_codec.h): every count and index of the bytes
 // is checked before it is used, so a corrupt or hostile digest is an error naming its source.
 #include <algorithm>
-#include <unordered_map>
+#include <map>
+#include <tuple>
 
 #include "exporters/digest.pb.h"
 #include "exporters/digest_codec.h"
@@ -228,15 +229,15 @@ struct Decoder {
     struct Span {
       uint64_t lo = UINT64_MAX, hi = 0;
     };
-    std::unordered_map<uint64_t, Span> spans;  // by (comm, op, peer) hashed
+    // Exact keys, not hashes: colliding keys would merge two lanes and undercount.
+    std::map<std::tuple<uint64_t, uint32_t, int32_t>, Span> spans;  // (comm, op, peer)
     for (const hang_detector::OpRecord& r : f.ops) {
       const hang_detector::OpShape& s = f.shapes[r.shape];
       const auto op = static_cast<trace::OpType>(s.op);
       if (r.seq == 0 || s.comm_id == 0) continue;
-      uint64_t key = s.comm_id;
+      std::tuple<uint64_t, uint32_t, int32_t> key{s.comm_id, 0, 0};  // a collective lane
       if (trace::IsP2P(op)) {
-        key ^= (uint64_t{s.op} << 48) ^
-               (static_cast<uint64_t>(static_cast<uint32_t>(s.peer)) * 0x9e3779b97f4a7c15ULL);
+        key = {s.comm_id, s.op, s.peer};
       } else if (!trace::IsCollective(op)) {
         continue;
       }
