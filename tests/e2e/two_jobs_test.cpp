@@ -30,7 +30,7 @@ nlohmann::json AnalyzeJson(const std::string& dir, const std::vector<std::string
   argv.insert(argv.end(), extra.begin(), extra.end());
   const ProcessResult p = RunProcess(argv);
   *exit_code = p.exit_code;
-  const auto j = nlohmann::json::parse(p.out, nullptr, false);
+  auto j = nlohmann::json::parse(p.out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << p.out << p.err;
   return j;
 }
