@@ -19,25 +19,11 @@ bool IsOperation(uint32_t op) {
   return trace::IsCollective(t) || trace::IsP2P(t);
 }
 
-// The longest stretch any rank's records show between two of its operations (entry to entry, a
-// pause outside NCCL plus the wait it caused) or inside one (entry to device completion, or a
-// blocking call's entry to exit: slow start-up of a peer). The open stretch after each rank's
-// newest operation is the one being judged and does not count.
+// The longest stretch any rank shows (RankFile::LongestPauseNs). The open stretch after each
+// rank's newest operation is the one being judged and does not count.
 double LongestPauseS(const JobIndex& index) {
   int64_t longest = 0;
-  for (const RankFile& f : index.files()) {
-    int64_t previous_enter = -1;
-    for (uint32_t p = 0; p < f.size(); ++p) {
-      const OpRecord& r = f.ops[p];
-      if (r.t_exit_ns > r.t_enter_ns) longest = std::max(longest, r.t_exit_ns - r.t_enter_ns);
-      if (!IsOperation(f.ShapeAt(p).op)) continue;
-      if (r.t_device_done_ns > r.t_enter_ns) {
-        longest = std::max(longest, r.t_device_done_ns - r.t_enter_ns);
-      }
-      if (previous_enter >= 0) longest = std::max(longest, r.t_enter_ns - previous_enter);
-      previous_enter = r.t_enter_ns;
-    }
-  }
+  for (const RankFile& f : index.files()) longest = std::max(longest, f.LongestPauseNs());
   return static_cast<double>(longest) * 1e-9;
 }
 

@@ -122,6 +122,9 @@ DigestCut CutForDigest(const RankFile& file, const DigestLimits& limits) {
   out.wall_offset = file.wall_offset;
   out.heartbeat_wall = file.heartbeat_wall;
   out.remote = file.remote;
+  // Gaps between records the cut leaves out would be forgotten: the longest pause so far travels
+  // as a number.
+  out.pause_before_ns = file.LongestPauseNs();
   std::vector<uint32_t> shape_map(file.shapes.size(), kNoRecord);
   uint64_t next_index = UINT64_MAX;
   for (uint32_t p = 0; p < file.size(); ++p) {

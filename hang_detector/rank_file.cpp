@@ -35,7 +35,28 @@ uint64_t Mix(uint64_t h, uint64_t v) {
   return h;
 }
 
+bool IsOperation(uint32_t op) {
+  const auto t = static_cast<OpType>(op);
+  return trace::IsCollective(t) || trace::IsP2P(t);
+}
+
 }  // namespace
+
+int64_t RankFile::LongestPauseNs() const {
+  int64_t longest = pause_before_ns;
+  int64_t previous_enter = -1;
+  for (uint32_t p = 0; p < size(); ++p) {
+    const OpRecord& r = ops[p];
+    if (r.t_exit_ns > r.t_enter_ns) longest = std::max(longest, r.t_exit_ns - r.t_enter_ns);
+    if (!IsOperation(ShapeAt(p).op)) continue;
+    if (r.t_device_done_ns > r.t_enter_ns) {
+      longest = std::max(longest, r.t_device_done_ns - r.t_enter_ns);
+    }
+    if (previous_enter >= 0) longest = std::max(longest, r.t_enter_ns - previous_enter);
+    previous_enter = r.t_enter_ns;
+  }
+  return longest;
+}
 
 trace::RecordData RankFile::At(uint32_t pos) const {
   const OpRecord& o = ops[pos];

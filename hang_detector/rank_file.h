@@ -79,6 +79,9 @@ struct RankFile {
   std::vector<std::pair<uint32_t, uint64_t>> index_runs;
   // Set for a rank read from a digest rather than from its ring file.
   std::optional<RemoteObservation> remote;
+  // The longest pause of records not held here (a digest keeps only the newest; the checkpoint
+  // that set the job's normal pause may be older), in ns; 0 for a whole ring file.
+  int64_t pause_before_ns = 0;
 
   int64_t Wall(int64_t monotonic_ns) const { return monotonic_ns + wall_offset; }
   uint32_t size() const { return static_cast<uint32_t>(ops.size()); }
@@ -87,6 +90,10 @@ struct RankFile {
   trace::RecordData At(uint32_t pos) const;
   // The writer's record index (trace::StoredRecord::index), for evidence.
   uint64_t IndexOf(uint32_t pos) const;
+  // The longest stretch this rank's records show between two of its operations (entry to entry)
+  // or inside one (entry to device completion, a blocking call's entry to exit), pause_before_ns
+  // included: what stage two of a hang verdict learns is normal for the job.
+  int64_t LongestPauseNs() const;
 };
 
 // Compacts the records of one file into a RankFile as they stream by. Not thread-safe; one per
