@@ -28,6 +28,7 @@ void FillInput(const JobIndex& index, const Context& ctx, InputReport* in) {
     if (s.torn_records > 0) in->torn_ranks.push_back(rank);
     if (s.dropped_records > 0 || s.dropped_comms > 0) in->dropped_ranks.push_back(rank);
     seen.push_back(rank);
+    if (index.files()[f].remote.has_value()) ++in->digest_ranks;
   }
   std::sort(seen.begin(), seen.end());
   in->ranks_seen = static_cast<int>(seen.size());

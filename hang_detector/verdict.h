@@ -88,6 +88,7 @@ struct InputReport {
   int files = 0;
   int world_size = -1;
   int ranks_seen = 0;                   // distinct ranks with data (files and digests)
+  int digest_ranks = 0;                 // of `files`, those read from another node's digest
   std::vector<std::string> unreadable;  // one line per file that could not be read
   std::vector<int> missing_ranks;       // ranks of the job with no ring file
   std::vector<int> wrapped_ranks;       // ranks whose oldest records were overwritten

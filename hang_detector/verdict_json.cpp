@@ -99,6 +99,7 @@ std::string Render(const Analysis& a, int indent, double resolved_after_s) {
   w.Key("files").Int(in.files);
   w.Key("world_size").Int(in.world_size);
   w.Key("ranks_seen").Int(in.ranks_seen);
+  w.Key("digest_ranks").Int(in.digest_ranks);
   w.Key("unreadable").StringArray(in.unreadable);
   // Ranks without a file run up to the world size: as [first, last] ranges they take a line per
   // gap between files present, not a number per rank.

@@ -105,7 +105,9 @@ std::string RenderText(const Analysis& a, bool verbose) {
     }
   }
   const InputReport& in = a.input;
-  std::string input = "input: " + std::to_string(in.files) + " ring file(s)";
+  std::string input = "input: " + std::to_string(in.files - in.digest_ranks) + " ring file(s)";
+  if (in.digest_ranks > 0)
+    input += ", " + std::to_string(in.digest_ranks) + " rank(s) from digests";
   if (in.world_size > 0) {
     input += "; saw " + std::to_string(in.ranks_seen) + " of " + std::to_string(in.world_size) +
              " ranks";

@@ -133,5 +133,40 @@ TEST(NodeView, AnotherHostsFileIsNotDeadForALateHeartbeat) {
   EXPECT_EQ(dead, (std::vector<int>{2, 3}));
 }
 
+// A rank read from its node's digest is judged by that node's look at its process, not by this
+// host's probe (a pid means nothing here), and the input says how many ranks came from digests.
+TEST(NodeView, ARankFromADigestIsJudgedByItsOwnNodesProcessCheck) {
+  uint64_t world;
+  JobBuilder job = MissingOnNodeB(&world);
+  const trace::TraceSet set = job.Build();
+  std::vector<hang_detector::RankFile> files(set.files.size());
+  for (size_t i = 0; i < set.files.size(); ++i) {
+    hang_detector::RankFileBuilder builder(&files[i]);
+    builder.BeginFile(set.files[i]);
+    builder.Records(set.files[i].records.data(), set.files[i].records.size());
+    builder.EndFile(set.files[i]);
+    if (files[i].rank >= 4) {
+      files[i].remote = hang_detector::RemoteObservation{
+          files[i].rank == 5 ? hang_detector::ProcessState::kGone
+                             : hang_detector::ProcessState::kRunning,
+          JobBuilder::Wall(8), "http://node-b:9478/digest"};
+    }
+  }
+  hang_detector::AnalyzeOptions o;
+  o.now_wall_ns = JobBuilder::Wall(8);
+  const FakeProbe running;  // would call every pid of kHost running
+  o.probe = &running;
+  const Analysis a =
+      hang_detector::Analyze(hang_detector::JobIndex::FromFiles(std::move(files), {}), o);
+  const Verdict& v = First(a);
+  EXPECT_EQ(v.cls, VerdictClass::kDead);
+  EXPECT_EQ(v.culprits, std::vector<int>{5});
+  EXPECT_EQ(a.input.digest_ranks, 4);
+  const std::string text = hang_detector::RenderText(a, false);
+  EXPECT_NE(text.find("input: 4 ring file(s), 4 rank(s) from digests; saw 8 of 8 ranks"),
+            std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace ncclscope::testing
