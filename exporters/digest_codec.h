@@ -28,6 +28,9 @@ struct DigestBounds {
   // Entries the index's lanes would hold for one digest (sequence number spans of every
   // communicator and send/recv pair): what the records make the correlator allocate.
   uint64_t max_lane_entries = uint64_t{1} << 27;
+  // A rank's longest pause (RankFile::pause_before_ns): it sets how long stage two waits before
+  // it confirms a hang (clamped to AnalyzeOptions::confirm_ceiling_s, but a year is no pause).
+  int64_t max_pause_ns = int64_t{366} * 24 * 3600 * 1000000000;
   size_t max_string = 4096;
   size_t max_unreadable = 1024;
 };

@@ -260,6 +260,11 @@ struct Decoder {
   bool Rank(const pb::RankDigest& r, const std::string& source, int64_t received_at, RankFile* f) {
     auto info = std::make_shared<trace::RingInfo>();
     if (!Info(r, info.get()) || !Shapes(r, f) || !Records(r, f) || !LaneBudget(*f)) return false;
+    if (r.pause_before_ns() < 0 || r.pause_before_ns() > bounds.max_pause_ns) {
+      return Fail("longest pause of " + std::to_string(r.pause_before_ns()) +
+                  " ns, not between 0 and " + std::to_string(bounds.max_pause_ns));
+    }
+    f->pause_before_ns = r.pause_before_ns();
     f->rank = info->global_rank;
     if (__builtin_sub_overflow(info->start_realtime_ns, info->start_monotonic_ns,
                                &f->wall_offset) ||

@@ -147,6 +147,7 @@ std::string EncodeNodeDigest(const DigestHeader& header, const std::vector<Diges
       r->add_run_index(index);
     }
     r->set_omitted_records(rank.omitted);
+    r->set_pause_before_ns(f.pause_before_ns);
   }
   return d.SerializeAsString();
 }

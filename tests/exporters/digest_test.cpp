@@ -228,6 +228,67 @@ TEST(DigestCut, KeepsTheFrontierAndWhatIsLeftOutReadsAsLost) {
   EXPECT_EQ(cut.verdicts.size(), whole.verdicts.size());
 }
 
+// Two ranks: 10 allreduces, a 40 s checkpoint, 300 allreduces; then rank 0 waits in #311, which
+// rank 1 (alive) never issues: a suspect that only time confirms. Each ring starts with a profiler
+// mark (not an operation), so the records a cut keeps show no pause of 40 s themselves.
+JobBuilder CheckpointThenMissing(uint64_t* world) {
+  JobBuilder job(2);
+  *world = job.Comm("world", {0, 1});
+  for (int r = 0; r < 2; ++r) {
+    job.ProfilerAttach(r, *world, 0.05);
+    for (int i = 0; i < 10; ++i) {
+      job.Coll(r, *world, OpType::kAllReduce, 0.1 + i * 0.01, Done::kCompleted);
+    }
+    for (int i = 0; i < 300; ++i) {
+      job.Coll(r, *world, OpType::kAllReduce, 40.3 + i * 0.01, Done::kCompleted);
+    }
+  }
+  job.Coll(0, *world, OpType::kAllReduce, 44.0, Done::kPending);
+  job.HeartbeatAll(50);
+  return job;
+}
+
+TEST(DigestCodec, ALongestPauseOlderThanTheKeptRecordsTravelsWithTheDigest) {
+  uint64_t world = 0;
+  const std::vector<hd::RankFile> files = Files(CheckpointThenMissing(&world).Build());
+  std::vector<hd::RankFile> cuts;
+  for (const hd::RankFile& f : files) {
+    ASSERT_GE(f.LongestPauseNs(), 40 * kSecond);
+    hd::DigestCut cut = hd::CutForDigest(f, {});
+    ASSERT_GT(cut.omitted, 200u);  // the checkpoint's neighbours are not kept
+    EXPECT_GE(cut.file.pause_before_ns, 40 * kSecond);
+    cuts.push_back(std::move(cut.file));
+  }
+  const int64_t produced = JobBuilder::Wall(50);
+  const DecodedDigest d = Decode(Encode(cuts, produced), produced + 3 * kSecond);
+  ASSERT_EQ(d.files.size(), cuts.size());
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    EXPECT_EQ(d.files[i].pause_before_ns, cuts[i].pause_before_ns);
+    EXPECT_GE(d.files[i].LongestPauseNs(), 40 * kSecond);
+    // Without it, the kept records alone would not show the checkpoint.
+    hd::RankFile forgetful = d.files[i];
+    forgetful.pause_before_ns = 0;
+    EXPECT_LT(forgetful.LongestPauseNs(), 40 * kSecond);
+  }
+  // What a user sees: the suspect is confirmed after 3 x 40 s, as on the ring files, not after the
+  // 60 s floor a job without checkpoints gets.
+  hd::AnalyzeOptions o;
+  const FakeProbe probe;
+  o.probe = &probe;
+  o.now_wall_ns = JobBuilder::Wall(50);
+  const hd::Analysis whole = hd::Analyze(hd::JobIndex::FromFiles(files, {}), o);
+  o.now_wall_ns += 3 * kSecond;
+  const hd::Analysis remote = hd::Analyze(hd::JobIndex::FromFiles(d.files, {}), o);
+  for (const hd::Analysis* a : {&whole, &remote}) {
+    ASSERT_FALSE(a->verdicts.empty());
+    const hd::Verdict& v = a->verdicts[0];
+    EXPECT_EQ(v.cls, hd::VerdictClass::kMissing);
+    EXPECT_EQ(v.culprits, std::vector<int>{1});
+    EXPECT_FALSE(v.confirmed);
+    EXPECT_NEAR(v.confirm_after_s, 120, 1);
+  }
+}
+
 TEST(DigestCut, AFileWithinTheLimitsIsKeptWhole) {
   const std::vector<hd::RankFile> files = Files(RichJob().Build());
   hd::DigestLimits limits;
@@ -343,6 +404,19 @@ TEST(DigestDecode, SequenceSpansThatWouldNeedHugeLanesAreRefused) {
   f.index_runs.emplace_back(f.size() - 1, uint64_t{1} << 25);
   hd::DeriveFrontier(&f);
   EXPECT_NE(Refusal(Encode(files, JobBuilder::Wall(1))).find("lane entries"), std::string::npos);
+}
+
+TEST(DigestDecode, ANegativeOrYearLongPauseIsRefused) {
+  digest::NodeDigest good;
+  ASSERT_TRUE(good.ParseFromString(ValidBytes()));
+  for (const int64_t pause : {int64_t{-1}, int64_t{400} * 24 * 3600 * kSecond}) {
+    digest::NodeDigest d = good;
+    d.mutable_ranks(1)->set_pause_before_ns(pause);
+    const std::string why = Refusal(d.SerializeAsString());
+    EXPECT_NE(why.find("rank entry 1: longest pause of " + std::to_string(pause)),
+              std::string::npos)
+        << why;
+  }
 }
 
 }  // namespace
