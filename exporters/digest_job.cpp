@@ -45,36 +45,53 @@ bool AssembleDigestJob(const std::vector<std::string>& from, const DigestJobOpti
         errors.push_back(why);
       }
     }
-    job->local_files = files.size();
   }
+  const std::vector<FetchedDigest> fetched = FetchDigests(sources, options.fetch);
+  AssembleFetchedJob(std::move(files), std::move(errors), fetched, options.job,
+                     options.fetch.max_bytes, job);
+  return true;
+}
+
+void AssembleFetchedJob(std::vector<hang_detector::RankFile> files, std::vector<std::string> errors,
+                        const std::vector<FetchedDigest>& fetched, const std::string& job_id,
+                        size_t max_bytes, DigestJob* job) {
+  *job = {};
+  job->local_files = files.size();
   // Where each writer's rank is in `files`, and whether that copy is the best there is: a local
   // ring file, or the digest of the node that wrote it (which checked its process and read its
   // ring first hand; another node sharing the directory sees it late through the file system).
   std::map<WriterKey, std::pair<size_t, bool>> seen;
   for (size_t i = 0; i < files.size(); ++i) seen[KeyOf(files[i])] = {i, true};
 
-  job->sources = sources.size();
-  const std::vector<FetchedDigest> fetched = FetchDigests(sources, options.fetch);
+  job->sources = fetched.size();
   uint64_t duplicates = 0;
   DigestBounds bounds;
-  bounds.max_bytes = options.fetch.max_bytes;
+  bounds.max_bytes = max_bytes;
   for (const FetchedDigest& d : fetched) {
     DecodedDigest decoded;
     std::string why;
+    SourceReport& report = job->per_source.emplace_back();
+    report.source = d.source;
+    report.round_trip_s = d.round_trip_s;
     if (!d.ok) {
+      report.error = d.error;
       job->source_errors.push_back(d.error);
       continue;
     }
     if (!DecodeNodeDigest(d.bytes, d.source, d.received_at_ns, &decoded, &why, bounds)) {
+      report.error = why;
       job->source_errors.push_back(why);
       continue;
     }
+    report.ok = true;
+    report.host = decoded.header.host;
     ++job->sources_ok;
     job->max_round_trip_s = std::max(job->max_round_trip_s, d.round_trip_s);
     for (const std::string& line : decoded.header.unreadable) {
       errors.push_back(decoded.header.host + " (" + d.source + "): " + line);
     }
     for (hang_detector::RankFile& f : decoded.files) {
+      if (f.snap->global_rank >= 0) report.ranks.push_back(f.snap->global_rank);
       const bool owner = f.snap->host == decoded.header.host;
       const auto [it, inserted] = seen.try_emplace(KeyOf(f), files.size(), owner);
       if (inserted) {
@@ -87,6 +104,7 @@ bool AssembleDigestJob(const std::vector<std::string>& from, const DigestJobOpti
         it->second.second = true;
       }
     }
+    std::sort(report.ranks.begin(), report.ranks.end());
   }
   errors.insert(errors.begin(), job->source_errors.begin(), job->source_errors.end());
   if (duplicates > 0) {
@@ -94,13 +112,13 @@ bool AssembleDigestJob(const std::vector<std::string>& from, const DigestJobOpti
                          " rank(s) reached through more than one source were counted once (the "
                          "local file, else the digest of the node that wrote it)");
   }
-  if (job->sources_ok == 0 && job->local_files == 0) return true;
+  if (job->sources_ok == 0 && job->local_files == 0) return;
   // One job per index, as for a directory (trace/job_choice.h): another job's ranks would read as
   // dead members. Digests carry shifted times, so the newest heartbeat is judged on our clock.
   std::vector<const trace::RingInfo*> infos;
   infos.reserve(files.size());
   for (const hang_detector::RankFile& f : files) infos.push_back(f.snap.get());
-  const trace::JobChoice choice = trace::ChooseJob(infos, options.job);
+  const trace::JobChoice choice = trace::ChooseJob(infos, job_id);
   if (choice.ignored_files > 0) {
     job->notes.push_back(choice.Note());
     std::vector<hang_detector::RankFile> kept;
@@ -110,7 +128,6 @@ bool AssembleDigestJob(const std::vector<std::string>& from, const DigestJobOpti
     files = std::move(kept);
   }
   job->index = hang_detector::JobIndex::FromFiles(std::move(files), std::move(errors));
-  return true;
 }
 
 }  // namespace ncclscope::exporters

@@ -19,8 +19,19 @@ struct DigestJobOptions {
   std::string job;        // keep this job's ranks; empty: the job of the newest heartbeat
 };
 
+// What one source gave: for the exporter's per-peer metrics and its election (job_correlator.h).
+struct SourceReport {
+  std::string source;      // the URL or path
+  bool ok = false;         // fetched and decoded
+  std::string error;       // why not, when not ok
+  std::string host;        // the host the digest says it comes from
+  std::vector<int> ranks;  // the global ranks it holds (known ones), sorted
+  double round_trip_s = 0;
+};
+
 struct DigestJob {
   std::optional<hang_detector::JobIndex> index;
+  std::vector<SourceReport> per_source;    // one per source, in order
   size_t sources = 0;                      // after expanding hostfiles and directories
   size_t sources_ok = 0;                   // fetched and decoded
   size_t local_files = 0;                  // ring files read from local_dir
@@ -35,5 +46,14 @@ struct DigestJob {
 // be used (job->source_errors say why). Thread-safe.
 bool AssembleDigestJob(const std::vector<std::string>& from, const DigestJobOptions& options,
                        DigestJob* job, std::string* error);
+
+// The second half of AssembleDigestJob, for callers that fetch themselves (the exporter's job
+// correlator): `fetched` digests plus `local` rank files (read by the caller; `local_errors` its
+// lines about files it could not read), keeping `job_id`'s ranks (empty: the newest heartbeat's).
+// Fills *job as AssembleDigestJob does. Thread-safe.
+void AssembleFetchedJob(std::vector<hang_detector::RankFile> local,
+                        std::vector<std::string> local_errors,
+                        const std::vector<FetchedDigest>& fetched, const std::string& job_id,
+                        size_t max_bytes, DigestJob* job);
 
 }  // namespace ncclscope::exporters

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "exporters/http_endpoint.h"
+#include "exporters/job_correlator.h"
 #include "exporters/metrics_collectable.h"
 #include "exporters/node_aggregator.h"
 #include "exporters/node_digest.h"
@@ -38,6 +39,16 @@ int RunExporter(const ExporterOptions& options) {
   analyze.confirm_ceiling_s = options.confirm_ceiling_s;
   VerdictPoller verdicts(AnalyzeTraceDir(options.dir, analyze, options.job),
                          options.verdict_interval_s);
+  const bool with_peers = !options.peers.empty() || !options.peers_from.empty();
+  std::unique_ptr<JobCorrelator> job;
+  std::unique_ptr<VerdictPoller> job_verdicts;
+  if (with_peers) {
+    // Created before the endpoint (the collectable points at them), started after the peers are
+    // known: the default port is the one bound.
+    job_verdicts =
+        std::make_unique<VerdictPoller>([&job] { return job->Cycle(); }, options.correlate_every_s);
+  }
+  // The job correlator is made once the port is known; the collectable reads it through this.
   auto collectable = std::make_shared<MetricsCollectable>(&aggregator, &verdicts);
   // The ranks /metrics shows, for correlators on other machines (docs/digest.md).
   DigestCache digest(&source, probe.get(), {});
@@ -48,6 +59,20 @@ int RunExporter(const ExporterOptions& options) {
   if (endpoint == nullptr) {
     std::cerr << "ncclscope exporter: " << error << "\n";
     return kExporterCannotListen;
+  }
+  if (with_peers) {
+    JobCorrelatorOptions job_options;
+    if (!ParsePeerOptions(options.peers, options.peers_from, endpoint->port(), std::getenv,
+                          &job_options.peers, &error)) {
+      std::cerr << "ncclscope exporter: " << error << "\n";
+      std::_Exit(kExporterBadPeers);
+    }
+    job_options.fetch_timeout_s = options.peer_timeout_s;
+    job_options.analyze = analyze;
+    job_options.job = options.job;
+    job = std::make_unique<JobCorrelator>(&source, probe.get(), std::move(job_options));
+    collectable->SetJobView(job_verdicts.get(), job.get());
+    job_verdicts->Start();
   }
   verdicts.Start();
   std::cerr << "ncclscope exporter: serving /metrics, /digest and /healthz on port "

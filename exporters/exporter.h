@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "hang_detector/correlator.h"
 
@@ -24,15 +25,23 @@ struct ExporterOptions {
   bool this_host_only = false;  // serve only the ring files this host wrote (shared dirs)
   std::string job;  // serve and correlate this job's ring files; empty: the newest heartbeat's
   std::string version;
+  // The job view (exporters/README.md, "One job across many nodes"): the other exporters of the
+  // job (peer_sources.h); without any, the exporter serves its node's view only.
+  std::vector<std::string> peers;       // --peers
+  std::vector<std::string> peers_from;  // --peers-from
+  double correlate_every_s = 1.0;       // the job correlator's cycle
+  double peer_timeout_s = 1.0;          // each peer's fetch or health check
 };
 
 // Exit codes of RunExporter.
 inline constexpr int kExporterOk = 0;
 inline constexpr int kExporterCannotListen = 3;
+inline constexpr int kExporterBadPeers = 3;
 
 // Blocks SIGINT and SIGTERM and serves until one arrives, then ends the process at once with exit
 // code 0 (no teardown: it only reads); returns kExporterCannotListen (with one line on stderr)
-// when the address cannot be bound. Prints the address it serves on stderr.
+// when the address cannot be bound, or when a peer option is bad (one line naming it). Prints the
+// address it serves on stderr.
 // Call from the main thread, once.
 int RunExporter(const ExporterOptions& options);
 

@@ -194,36 +194,92 @@ void AddRankFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
              info_rows));
 }
 
-void AddVerdictFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
-  Rows verdict, verdict_age, confirm_after;
-  for (const VerdictRow& v : view.verdicts) {
-    verdict.Set({v.cls, v.comm, v.rank, v.stage}, 1);
-    verdict_age.Max({v.cls, v.comm, v.stage}, v.age_s);
+// Verdicts of one view: `scope` "node" (this node's ring files) or "job" (the job correlated from
+// every node's digest, on the exporter that correlates).
+void AddVerdictRows(const std::string& scope, const std::vector<VerdictRow>& rows, Rows* verdict,
+                    Rows* verdict_age, Rows* confirm_after) {
+  for (const VerdictRow& v : rows) {
+    verdict->Set({v.cls, v.comm, v.rank, v.stage, scope}, 1);
+    verdict_age->Max({v.cls, v.comm, v.stage, scope}, v.age_s);
     // Several suspects under one (class, comm): the first of them to be confirmed.
-    if (v.stage == "suspect") confirm_after.Min({v.cls, v.comm, v.stage}, v.confirm_after_s);
+    if (v.stage == "suspect") {
+      confirm_after->Min({v.cls, v.comm, v.stage, scope}, v.confirm_after_s);
+    }
+  }
+}
+
+void AddIncidents(const std::string& scope, const IncidentCounts& counts, Rows* incidents) {
+  // Every series from the start, at 0: increase() then sees the first incident.
+  incidents->Set({"suspect", "resolved", scope}, static_cast<double>(counts.suspect_resolved));
+  incidents->Set({"hang", "confirmed", scope}, static_cast<double>(counts.hang_confirmed));
+  incidents->Set({"hang", "resolved", scope}, static_cast<double>(counts.hang_resolved));
+}
+
+void AddVerdictFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
+  Rows verdict, verdict_age, confirm_after, incidents, seen, world;
+  AddVerdictRows("node", view.verdicts, &verdict, &verdict_age, &confirm_after);
+  if (view.incidents) AddIncidents("node", *view.incidents, &incidents);
+  if (view.ranks_seen >= 0) seen.Set({"node"}, view.ranks_seen);
+  if (view.world_size > 0) world.Set({"node"}, view.world_size);
+  // Job incidents from the start on every exporter with peers (counters at 0 until it
+  // correlates); the rest of the job view only where it correlates.
+  if (view.job && view.job->incidents) AddIncidents("job", *view.job->incidents, &incidents);
+  if (view.job && view.job->correlating) {
+    AddVerdictRows("job", view.job->verdicts, &verdict, &verdict_age, &confirm_after);
+    if (view.job->ranks_seen >= 0) seen.Set({"job"}, view.job->ranks_seen);
+    if (view.job->world_size > 0) world.Set({"job"}, view.job->world_size);
   }
   out->push_back(Family("ncclscope_verdict",
                         "1 for each culprit rank of each current correlator verdict; stage: "
-                        "suspect (not confirmed yet, never pages), hang (confirmed) or straggler",
-                        MetricType::Gauge, {"class", "comm", "rank", "stage"}, verdict));
+                        "suspect (not confirmed yet, never pages), hang (confirmed) or straggler; "
+                        "scope: node (this node's ranks) or job (every node's, correlating "
+                        "exporter only)",
+                        MetricType::Gauge, {"class", "comm", "rank", "stage", "scope"}, verdict));
   out->push_back(Family("ncclscope_verdict_age_seconds",
                         "How long the verdict's victims have waited", MetricType::Gauge,
-                        {"class", "comm", "stage"}, verdict_age));
+                        {"class", "comm", "stage", "scope"}, verdict_age));
   out->push_back(Family("ncclscope_verdict_confirm_after_seconds",
                         "A suspect: the wait (verdict age) at which it becomes a confirmed hang "
                         "unless it resolves first",
-                        MetricType::Gauge, {"class", "comm", "stage"}, confirm_after));
-  if (!view.incidents) return;
-  // Every series from the start, at 0: increase() then sees the first incident.
-  Rows incidents;
-  incidents.Set({"suspect", "resolved"}, static_cast<double>(view.incidents->suspect_resolved));
-  incidents.Set({"hang", "confirmed"}, static_cast<double>(view.incidents->hang_confirmed));
-  incidents.Set({"hang", "resolved"}, static_cast<double>(view.incidents->hang_resolved));
+                        MetricType::Gauge, {"class", "comm", "stage", "scope"}, confirm_after));
+  out->push_back(Family("ncclscope_ranks_seen",
+                        "Distinct ranks of the job the correlator had data of (scope node: this "
+                        "node's files; job: every reachable node's digest)",
+                        MetricType::Gauge, {"scope"}, seen));
+  out->push_back(Family("ncclscope_world_size", "Ranks of the job, as its ring headers say",
+                        MetricType::Gauge, {"scope"}, world));
+  if (!view.incidents && !(view.job && view.job->incidents)) return;
   out->push_back(Family("ncclscope_incidents_total",
-                        "Hang incidents of the trace directory by stage and outcome: suspects "
-                        "that resolved by themselves, hangs confirmed, confirmed hangs that "
-                        "went away",
-                        MetricType::Counter, {"stage", "outcome"}, incidents));
+                        "Hang incidents by stage and outcome: suspects that resolved by "
+                        "themselves, hangs confirmed, confirmed hangs that went away; scope as "
+                        "ncclscope_verdict",
+                        MetricType::Counter, {"stage", "outcome", "scope"}, incidents));
+}
+
+// The exporter's part in the job view: its role, and the peers it looked at.
+void AddPeerFamilies(const JobView& job, std::vector<MetricFamily>* out) {
+  Rows role, up, last, fetch;
+  role.Set({"correlating"}, job.correlating ? 1 : 0);
+  role.Set({"serving"}, job.correlating ? 0 : 1);
+  for (const PeerRow& p : job.peers) {
+    up.Set({p.peer}, p.up ? 1 : 0);
+    if (p.last_success_s > 0) last.Set({p.peer}, p.last_success_s);
+    fetch.Set({p.peer}, p.fetch_s);
+  }
+  out->push_back(Family("ncclscope_exporter_role",
+                        "1 for this exporter's role in its job: correlating (it fetches every "
+                        "peer's digest and serves the job view) or serving (a node before it in "
+                        "the order correlates)",
+                        MetricType::Gauge, {"role"}, role));
+  out->push_back(Family("ncclscope_peer_up",
+                        "1 when the peer exporter answered this exporter's last look, 0 when it "
+                        "did not (its ranks are unseen in the job view)",
+                        MetricType::Gauge, {"peer"}, up));
+  out->push_back(Family("ncclscope_peer_last_success_timestamp_seconds",
+                        "Unix time of the peer's last answer", MetricType::Gauge, {"peer"}, last));
+  out->push_back(Family("ncclscope_peer_fetch_seconds",
+                        "Duration of the last fetch of the peer's digest (or health check)",
+                        MetricType::Gauge, {"peer"}, fetch));
 }
 
 void AddNodeFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
@@ -232,6 +288,7 @@ void AddNodeFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
   out->push_back(Family("ncclscope_communicator_ranks", "Ranks in the communicator",
                         MetricType::Gauge, {"comm"}, comm_ranks));
   AddVerdictFamilies(view, out);
+  if (view.job) AddPeerFamilies(*view.job, out);
   Rows files, errors, missed, build;
   files.Set({}, static_cast<double>(view.ring_files));
   errors.Set({}, static_cast<double>(view.read_errors));

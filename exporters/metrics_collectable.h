@@ -3,11 +3,13 @@
 // prometheus-cpp object is touched between scrapes).
 #pragma once
 
+#include <mutex>
 #include <vector>
 
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
+#include "exporters/job_correlator.h"
 #include "exporters/node_aggregator.h"
 #include "exporters/verdict_poller.h"
 
@@ -18,12 +20,18 @@ class MetricsCollectable final : public prometheus::Collectable {
   // Both must outlive the collectable; verdicts may be null (no verdict or incident metrics).
   MetricsCollectable(NodeAggregator* aggregator, const VerdictPoller* verdicts)
       : aggregator_(aggregator), verdicts_(verdicts) {}
+  // Adds the job view (an exporter with peers): its poller and correlator, which must outlive the
+  // collectable. May be called while scrapes run (the peers are known only once the port is).
+  void SetJobView(const VerdictPoller* job_verdicts, const JobCorrelator* job);
   // Thread-safe (the aggregator serializes).
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
   NodeAggregator* aggregator_;
   const VerdictPoller* verdicts_;
+  mutable std::mutex job_mutex_;
+  const VerdictPoller* job_verdicts_ = nullptr;  // under job_mutex_
+  const JobCorrelator* job_ = nullptr;           // under job_mutex_
 };
 
 }  // namespace ncclscope::exporters

@@ -288,27 +288,38 @@ NodeView NodeAggregator::View(const hang_detector::Analysis* analysis) {
   for (const auto& [comm, nranks] : comm_ranks_)
     view.comm_ranks.emplace_back(CommLabel(comm), nranks);
   if (analysis != nullptr) {
-    for (const hang_detector::Verdict& v : analysis->verdicts) {
-      if (v.cls == hang_detector::VerdictClass::kHealthy) continue;
-      std::string comm;
-      if (comm_names_.count(v.comm_id) != 0) {
-        comm = CommLabel(v.comm_id);
-      } else if (!v.comm_name.empty()) {
-        comm = labels_.Label(v.comm_name);
-      }
-      const std::string cls = hang_detector::VerdictClassName(v.cls);
-      const std::string stage = StageLabel(v);
-      const double confirm_after_s = hang_detector::IsSuspect(v) ? v.confirm_after_s : 0;
-      if (v.culprits.empty()) {
-        view.verdicts.push_back({cls, comm, "", stage, v.since_s, confirm_after_s});
-      }
-      for (int rank : v.culprits) {
-        view.verdicts.push_back(
-            {cls, comm, std::to_string(rank), stage, v.since_s, confirm_after_s});
-      }
-    }
+    AddVerdictRows(*analysis, &view.verdicts);
+    view.ranks_seen = analysis->input.ranks_seen;
+    view.world_size = analysis->input.world_size;
   }
   return view;
+}
+
+std::vector<VerdictRow> NodeAggregator::VerdictRows(const hang_detector::Analysis& analysis) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<VerdictRow> rows;
+  AddVerdictRows(analysis, &rows);
+  return rows;
+}
+
+void NodeAggregator::AddVerdictRows(const hang_detector::Analysis& analysis,
+                                    std::vector<VerdictRow>* out) {
+  for (const hang_detector::Verdict& v : analysis.verdicts) {
+    if (v.cls == hang_detector::VerdictClass::kHealthy) continue;
+    std::string comm;
+    if (comm_names_.count(v.comm_id) != 0) {
+      comm = CommLabel(v.comm_id);
+    } else if (!v.comm_name.empty()) {
+      comm = labels_.Label(v.comm_name);
+    }
+    const std::string cls = hang_detector::VerdictClassName(v.cls);
+    const std::string stage = StageLabel(v);
+    const double confirm_after_s = hang_detector::IsSuspect(v) ? v.confirm_after_s : 0;
+    if (v.culprits.empty()) out->push_back({cls, comm, "", stage, v.since_s, confirm_after_s});
+    for (int rank : v.culprits) {
+      out->push_back({cls, comm, std::to_string(rank), stage, v.since_s, confirm_after_s});
+    }
+  }
 }
 
 }  // namespace ncclscope::exporters

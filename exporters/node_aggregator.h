@@ -48,6 +48,9 @@ class NodeAggregator {
   // The state as a scrape exposes it; `analysis` (the correlator's latest, may be null) adds the
   // verdicts.
   NodeView View(const hang_detector::Analysis* analysis);
+  // The verdicts of `analysis` (another view of the job: the job correlator's) as rows, labelled
+  // like View's.
+  std::vector<VerdictRow> VerdictRows(const hang_detector::Analysis& analysis);
 
  private:
   class FileState;
@@ -55,6 +58,7 @@ class NodeAggregator {
   const std::string& CommLabel(uint64_t comm_id);
   int CommRanks(uint64_t comm_id) const;
   FileView ViewOf(FileState& f);
+  void AddVerdictRows(const hang_detector::Analysis& analysis, std::vector<VerdictRow>* out);
 
   RingSource* source_;
   AggregatorOptions options_;

@@ -59,12 +59,33 @@ struct VerdictRow {
   double confirm_after_s = 0;  // a suspect: the wait at which time alone confirms it
 };
 
+// One peer exporter as the job view saw it at its last look (job_correlator.h).
+struct PeerRow {
+  std::string peer;  // host:port
+  bool up = false;
+  double last_success_s = 0;  // Unix time of its last answer, 0 when none yet
+  double fetch_s = 0;
+};
+
+// The job view of an exporter with peers: its role, and when it correlates, the job's verdicts.
+struct JobView {
+  bool correlating = false;
+  std::vector<VerdictRow> verdicts;
+  std::optional<IncidentCounts> incidents;
+  int ranks_seen = -1;  // -1: no job analysis (serving, or none yet)
+  int world_size = -1;
+  std::vector<PeerRow> peers;  // the peers looked at in the last cycle
+};
+
 struct NodeView {
   std::vector<FileView> files;  // oldest process first
   std::vector<HistogramRow> histograms;
   std::vector<std::pair<std::string, int>> comm_ranks;  // comm label, ranks
   std::vector<VerdictRow> verdicts;
   std::optional<IncidentCounts> incidents;  // absent without a correlator
+  int ranks_seen = -1;                      // of the node's own analysis; -1 without one
+  int world_size = -1;
+  std::optional<JobView> job;  // absent without peers
   size_t ring_files = 0;
   uint64_t read_errors = 0;
   uint64_t missed_overwritten = 0;  // records overwritten before the exporter read them

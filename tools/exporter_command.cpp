@@ -50,6 +50,25 @@ void RegisterExporterCommand(CLI::App& app, int* exit_code) {
                   "Serve and correlate the ring files of this job only (the ring header's job id); "
                   "default: the job of the newest heartbeat, the others' files ignored with a line "
                   "on stderr");
+  cmd->add_option("--peers", o->peers,
+                  "Another exporter of this job: http://host:port, host[:port] (port: this "
+                  "exporter's own), or a hostfile of host[:port] lines; repeatable. With peers, "
+                  "one exporter of the job correlates every node's digest (exporters/README.md)")
+      ->allow_extra_args(false);
+  cmd->add_option("--peers-from", o->peers_from,
+                  "Find the peers: slurm (SLURM_JOB_NODELIST), dns:NAME[:PORT] (every address of a "
+                  "Kubernetes headless service), prometheus:URL[:JOB] (the active targets of that "
+                  "scrape job, default ncclscope); repeatable")
+      ->allow_extra_args(false);
+  cmd->add_option("--correlate-every", o->correlate_every_s,
+                  "Seconds between the job correlator's cycles (fetch every peer's digest and "
+                  "correlate, or check the nodes before this one)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--peer-timeout", o->peer_timeout_s,
+                  "Seconds to connect to and fetch from one peer; a slower peer is unreachable")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->callback([=] {
     if (o->dir.empty()) {
       std::cerr << "ncclscope exporter: no trace directory: give --dir D or set NCCLSCOPE_DIR\n";

@@ -320,11 +320,11 @@ TEST_F(Aggregation, VerdictsNameTheirCulprits) {
   // The stage is the correlator's call (suspect or confirmed; verdict_stages_test.cpp pins both).
   const std::string stage = exporters::StageLabel(analysis.verdicts.front());
   EXPECT_EQ(Value(text, R"(ncclscope_verdict{class="missing",comm="world",rank="1",stage=")" +
-                            stage + "\"}"),
+                            stage + "\",scope=\"node\"}"),
             1)
       << text;
   EXPECT_NEAR(*Value(text, R"(ncclscope_verdict_age_seconds{class="missing",comm="world",stage=")" +
-                               stage + "\"}"),
+                               stage + "\",scope=\"node\"}"),
               29, 0.5);
 }
 

@@ -182,7 +182,7 @@ TEST(ExporterE2E, AHangBecomesAVerdictSeriesWithinSeconds) {
     EXPECT_GE(
         *Value(
             text,
-            R"(ncclscope_verdict_confirm_after_seconds{class="device-stall",comm="tp",stage="suspect"})"),
+            R"(ncclscope_verdict_confirm_after_seconds{class="device-stall",comm="tp",stage="suspect",scope="node"})"),
         300)
         << "--confirm-floor reaches the correlator\n"
         << text;
@@ -191,7 +191,7 @@ TEST(ExporterE2E, AHangBecomesAVerdictSeriesWithinSeconds) {
   // correlator made it, plus at most one analysis period and one poll before we saw it.
   const double age =
       *Value(text, R"(ncclscope_verdict_age_seconds{class="device-stall",comm="tp",stage=")" +
-                       stage + "\"}");
+                       stage + "\",scope=\"node\"}");
   EXPECT_GT(age, 0);
   EXPECT_LT(age + kIntervalS + kPollS, 10) << "onset to a visible series, in seconds";
 }

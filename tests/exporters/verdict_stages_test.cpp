@@ -70,22 +70,29 @@ class VerdictStages : public ::testing::Test {
 };
 
 constexpr char kSuspectResolved[] =
-    R"(ncclscope_incidents_total{stage="suspect",outcome="resolved"})";
-constexpr char kHangConfirmed[] = R"(ncclscope_incidents_total{stage="hang",outcome="confirmed"})";
-constexpr char kHangResolved[] = R"(ncclscope_incidents_total{stage="hang",outcome="resolved"})";
+    R"(ncclscope_incidents_total{stage="suspect",outcome="resolved",scope="node"})";
+constexpr char kHangConfirmed[] =
+    R"(ncclscope_incidents_total{stage="hang",outcome="confirmed",scope="node"})";
+constexpr char kHangResolved[] =
+    R"(ncclscope_incidents_total{stage="hang",outcome="resolved",scope="node"})";
 
 TEST_F(VerdictStages, ASuspectSaysSoAndWhenItWillBeConfirmed) {
   const std::string text = ScrapeAfter({Suspect(20)});
   EXPECT_EQ(
-      Value(text, R"(ncclscope_verdict{class="missing",comm="world",rank="3",stage="suspect"})"), 1)
+      Value(
+          text,
+          R"(ncclscope_verdict{class="missing",comm="world",rank="3",stage="suspect",scope="node"})"),
+      1)
       << text;
   EXPECT_EQ(
-      Value(text, R"(ncclscope_verdict_age_seconds{class="missing",comm="world",stage="suspect"})"),
+      Value(
+          text,
+          R"(ncclscope_verdict_age_seconds{class="missing",comm="world",stage="suspect",scope="node"})"),
       20);
   EXPECT_EQ(
       Value(
           text,
-          R"(ncclscope_verdict_confirm_after_seconds{class="missing",comm="world",stage="suspect"})"),
+          R"(ncclscope_verdict_confirm_after_seconds{class="missing",comm="world",stage="suspect",scope="node"})"),
       60);
   EXPECT_EQ(Sum(text, "ncclscope_verdict", {{"stage", "hang"}}), 0) << "nothing to page on";
   EXPECT_EQ(Value(text, kSuspectResolved), 0) << "still open: not resolved yet";
@@ -94,11 +101,16 @@ TEST_F(VerdictStages, ASuspectSaysSoAndWhenItWillBeConfirmed) {
 
 TEST_F(VerdictStages, AConfirmedHangIsStageHangWithoutAConfirmationTime) {
   const std::string text = ScrapeAfter({Hang(75)});
-  EXPECT_EQ(Value(text, R"(ncclscope_verdict{class="missing",comm="world",rank="3",stage="hang"})"),
-            1)
+  EXPECT_EQ(
+      Value(
+          text,
+          R"(ncclscope_verdict{class="missing",comm="world",rank="3",stage="hang",scope="node"})"),
+      1)
       << text;
   EXPECT_EQ(
-      Value(text, R"(ncclscope_verdict_age_seconds{class="missing",comm="world",stage="hang"})"),
+      Value(
+          text,
+          R"(ncclscope_verdict_age_seconds{class="missing",comm="world",stage="hang",scope="node"})"),
       75);
   EXPECT_EQ(Sum(text, "ncclscope_verdict", {{"stage", "suspect"}}), 0);
   EXPECT_EQ(text.find("ncclscope_verdict_confirm_after_seconds{"), std::string::npos)
@@ -115,7 +127,9 @@ TEST_F(VerdictStages, AStragglerIsItsOwnStage) {
   v.since_s = 300;
   const std::string text = ScrapeAfter({With({v})});
   EXPECT_EQ(
-      Value(text, R"(ncclscope_verdict{class="straggler",comm="dp",rank="5",stage="straggler"})"),
+      Value(
+          text,
+          R"(ncclscope_verdict{class="straggler",comm="dp",rank="5",stage="straggler",scope="node"})"),
       1)
       << text;
   EXPECT_EQ(text.find("ncclscope_verdict_confirm_after_seconds{"), std::string::npos) << text;
