@@ -115,8 +115,8 @@ class LintCatchesDefects(unittest.TestCase):
         # The pre-two-stage hang alert: any verdict of the class pages, suspects included.
         self.lint_broken(lambda d: None, "test_only_confirmed_hangs_page",
                          break_alerts=lambda text: text.replace(
-                             '"missing|device-stall|frozen|init-hang", stage="hang"}',
-                             '"missing|device-stall|frozen|init-hang"}'))
+                             '"missing|device-stall|frozen|init-hang", stage="hang", scope!="node"}',
+                             '"missing|device-stall|frozen|init-hang", scope!="node"}'))
 
     def test_suspect_alert_that_pages(self):
         self.lint_broken(lambda d: None, "test_only_confirmed_hangs_page",
