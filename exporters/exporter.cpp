@@ -70,6 +70,8 @@ int RunExporter(const ExporterOptions& options) {
     job_options.fetch_timeout_s = options.peer_timeout_s;
     job_options.analyze = analyze;
     job_options.job = options.job;
+    job_options.verdict_path =
+        options.job_verdict_file.value_or(options.dir + "/" + kJobVerdictFile);
     job = std::make_unique<JobCorrelator>(&source, probe.get(), std::move(job_options));
     collectable->SetJobView(job_verdicts.get(), job.get());
     job_verdicts->Start();

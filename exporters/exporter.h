@@ -2,6 +2,7 @@
 // directory until SIGINT/SIGTERM.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@ namespace ncclscope::exporters {
 // Not in the Prometheus ecosystem's well-known ports near it: node_exporter 9100, dcgm-exporter
 // 9400, OpenTelemetry's Prometheus exporter 9464.
 inline constexpr char kDefaultListen[] = "0.0.0.0:9478";
+// The job view as `analyze --json` writes it, in the node directory of the correlating exporter.
+inline constexpr char kJobVerdictFile[] = "verdict-job.json";
 
 struct ExporterOptions {
   std::string dir;
@@ -31,6 +34,9 @@ struct ExporterOptions {
   std::vector<std::string> peers_from;  // --peers-from
   double correlate_every_s = 1.0;       // the job correlator's cycle
   double peer_timeout_s = 1.0;          // each peer's fetch or health check
+  // Where the correlating exporter writes the job view when it changes; "" none. Default (unset):
+  // verdict-job.json in --dir.
+  std::optional<std::string> job_verdict_file;
 };
 
 // Exit codes of RunExporter.

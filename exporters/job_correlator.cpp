@@ -8,7 +8,9 @@
 #include <utility>
 
 #include "exporters/digest_fetch.h"
+#include "exporters/digest_file.h"
 #include "exporters/digest_job.h"
+#include "hang_detector/verdict_json.h"
 #include "trace/clock.h"
 
 namespace ncclscope::exporters {
@@ -29,6 +31,20 @@ int64_t SteadyNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// What makes two job views "the same verdict" for the file: class, place, stage, culprits and the
+// ranks seen, not the growing wait times.
+std::string VerdictKey(const hang_detector::Analysis& a) {
+  std::string key = std::to_string(a.input.ranks_seen) + "/" + std::to_string(a.input.world_size);
+  for (const hang_detector::Verdict& v : a.verdicts) {
+    key += std::string(";") + hang_detector::VerdictClassName(v.cls) + " " +
+           std::to_string(v.comm_id) + " " + v.op + " " + std::to_string(v.seq) + " " +
+           (v.confirmed ? "c" : "s") + " [";
+    for (const int r : v.culprits) key += std::to_string(r) + ",";
+    key += "]";
+  }
+  return key;
 }
 
 }  // namespace
@@ -186,7 +202,11 @@ std::shared_ptr<const hang_detector::Analysis> JobCorrelator::Cycle() {
                                           " unreachable: its ranks are unseen");
         }
       }
-      if (!analysis->usable) analysis.reset();
+      if (!analysis->usable) {
+        analysis.reset();
+      } else {
+        WriteVerdict(*analysis);
+      }
     }
   }
   if (!role_said_ || correlate != was_correlating_) {
@@ -211,6 +231,21 @@ std::shared_ptr<const hang_detector::Analysis> JobCorrelator::Cycle() {
   status.discovery_errors = std::move(status_.discovery_errors);
   status_ = std::move(status);
   return analysis;
+}
+
+void JobCorrelator::WriteVerdict(const hang_detector::Analysis& analysis) {
+  if (options_.verdict_path.empty()) return;
+  const std::string key = VerdictKey(analysis);
+  if (key == written_key_) return;
+  std::string error;
+  if (!WriteFileAtomically(options_.verdict_path, hang_detector::RenderJson(analysis) + "\n",
+                           &error)) {
+    if (error != write_error_) std::cerr << "ncclscope exporter: job verdict: " << error << "\n";
+    write_error_ = error;
+    return;
+  }
+  written_key_ = key;
+  write_error_.clear();
 }
 
 JobStatus JobCorrelator::Status() const {

@@ -26,6 +26,9 @@ struct JobCorrelatorOptions {
   double rediscover_s = 30;               // DNS names and Prometheus targets are looked up again
   hang_detector::AnalyzeOptions analyze;  // thresholds; clock and probe are set per cycle
   std::string job;                        // the job id to keep; empty: the newest heartbeat's
+  // Where the correlating exporter writes the job view (analyze --json's document) whenever its
+  // verdicts change: atomically, mode 0600. Empty: nowhere.
+  std::string verdict_path;
 };
 
 // One peer as /metrics shows it.
@@ -66,6 +69,7 @@ class JobCorrelator {
   void Discover();
   NodeKey OwnKey();
   void ReadLocal(std::vector<hang_detector::RankFile>* files, std::vector<std::string>* errors);
+  void WriteVerdict(const hang_detector::Analysis& analysis);
 
   RingSource* local_;
   const hang_detector::ProcessProbe* probe_;
@@ -74,6 +78,8 @@ class JobCorrelator {
   int64_t discovered_at_ns_ = 0;
   bool role_said_ = false;
   bool was_correlating_ = false;
+  std::string written_key_;  // what the verdict file holds, so it is rewritten only on a change
+  std::string write_error_;  // the last failure said on stderr, so it is said once
   mutable std::mutex mutex_;
   JobStatus status_;  // under mutex_
 };

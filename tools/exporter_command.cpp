@@ -69,6 +69,10 @@ void RegisterExporterCommand(CLI::App& app, int* exit_code) {
                   "Seconds to connect to and fetch from one peer; a slower peer is unreachable")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--job-verdict-file", o->job_verdict_file,
+                  "Where the correlating exporter writes the job view (analyze --json's document, "
+                  "atomically, mode 0600) whenever its verdicts change; '' for nowhere (default: "
+                  "verdict-job.json in --dir)");
   cmd->callback([=] {
     if (o->dir.empty()) {
       std::cerr << "ncclscope exporter: no trace directory: give --dir D or set NCCLSCOPE_DIR\n";

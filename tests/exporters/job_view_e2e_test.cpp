@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -170,6 +171,18 @@ TEST(JobView, TheNodeOfRankZeroCorrelatesAndTheOtherTakesOver) {
       << text;
   // Node0 alone does not see rank 5: its node view names no culprit there.
   EXPECT_EQ(Sum(text, "ncclscope_verdict", {{"scope", "node"}, {"rank", "5"}}), 0) << text;
+
+  // The job view is also a file in the correlating node's directory, as `analyze --json` writes
+  // it (written before /metrics shows the view, rewritten when it changes).
+  const std::string verdict_file = node0 + "/verdict-job.json";
+  struct stat st {};
+  ASSERT_EQ(stat(verdict_file.c_str(), &st), 0) << verdict_file;
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::ifstream vf(verdict_file);
+  const nlohmann::json written = nlohmann::json::parse(vf, nullptr, false);
+  ASSERT_FALSE(written.is_discarded()) << verdict_file;
+  EXPECT_EQ(written["verdicts"][0]["culprits"], nlohmann::json::array({5})) << written.dump(2);
+  EXPECT_EQ(written["input"]["ranks_seen"], 8) << written["input"];
 
   // Node1 serves only, once it has learnt where node0 stands.
   text = WaitFor(
