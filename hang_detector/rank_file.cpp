@@ -45,8 +45,15 @@ bool IsOperation(uint32_t op) {
 int64_t RankFile::LongestPauseNs() const {
   int64_t longest = pause_before_ns;
   int64_t previous_enter = -1;
+  size_t next_run = 1;  // index_runs[0] starts at position 0
   for (uint32_t p = 0; p < size(); ++p) {
     const OpRecord& r = ops[p];
+    // Where the writer's indices jump, records in between are not here (a digest's cut, a torn
+    // slot): the time across the jump is not a pause this rank is known to have made.
+    if (next_run < index_runs.size() && index_runs[next_run].first == p) {
+      ++next_run;
+      previous_enter = -1;
+    }
     if (r.t_exit_ns > r.t_enter_ns) longest = std::max(longest, r.t_exit_ns - r.t_enter_ns);
     if (!IsOperation(ShapeAt(p).op)) continue;
     if (r.t_device_done_ns > r.t_enter_ns) {

@@ -90,9 +90,10 @@ struct RankFile {
   trace::RecordData At(uint32_t pos) const;
   // The writer's record index (trace::StoredRecord::index), for evidence.
   uint64_t IndexOf(uint32_t pos) const;
-  // The longest stretch this rank's records show between two of its operations (entry to entry)
-  // or inside one (entry to device completion, a blocking call's entry to exit), pause_before_ns
-  // included: what stage two of a hang verdict learns is normal for the job.
+  // The longest stretch this rank's records show between two of its operations (entry to entry,
+  // only where no record between them is missing) or inside one (entry to device completion, a
+  // blocking call's entry to exit), pause_before_ns included: what stage two of a hang verdict
+  // learns is normal for the job.
   int64_t LongestPauseNs() const;
 };
 

@@ -4,6 +4,7 @@
 // job's own pauses says HANG and exits 2.
 #include <gtest/gtest.h>
 
+#include "hang_detector/rank_digest.h"
 #include "hang_detector/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
 
@@ -189,6 +190,27 @@ TEST(Confirmation, ConfirmedHangsComeBeforeSuspects) {
   EXPECT_EQ(a.verdicts[0].culprits, std::vector<int>{5});
   EXPECT_TRUE(hang_detector::IsSuspect(a.verdicts[1]));
   EXPECT_EQ(hang_detector::ExitCode(a), 2);
+}
+
+// A digest keeps a rank's oldest record and its newest ones: the time between them is records left
+// out, not a pause. Counted as one, a busy job's threshold grew to the ceiling (seen with full
+// default rings: "3 x the longest pause this job has shown, 196 s" for a job that never paused).
+TEST(Confirmation, RecordsLeftOutOfADigestAreNotAPause) {
+  JobBuilder job(1);
+  const uint64_t world = job.Comm("world", {0});
+  for (int i = 0; i < 300; ++i) job.Coll(0, world, OpType::kAllReduce, 0.1 * i, Done::kCompleted);
+  const trace::TraceSet set = job.Build();
+  hang_detector::RankFile whole;
+  hang_detector::RankFileBuilder builder(&whole);
+  builder.BeginFile(set.files[0]);
+  builder.Records(set.files[0].records.data(), set.files[0].records.size());
+  builder.EndFile(set.files[0]);
+  hang_detector::DigestCut cut = hang_detector::CutForDigest(whole, {});
+  ASSERT_GT(cut.omitted, 200u);
+  EXPECT_LT(whole.LongestPauseNs(), 200'000'000);
+  // The cut's own records, without what it carries from the whole file: still no 20 s pause.
+  cut.file.pause_before_ns = 0;
+  EXPECT_LT(cut.file.LongestPauseNs(), 200'000'000);
 }
 
 }  // namespace
