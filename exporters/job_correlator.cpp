@@ -63,12 +63,18 @@ void JobCorrelator::Discover() {
     const auto it = old.find(u.base);
     if (it != old.end()) {
       peers_.push_back(std::move(it->second));
+      old.erase(it);
       continue;
     }
     Peer p;
     p.url = u;
     p.metrics.label = u.label;
     peers_.push_back(std::move(p));
+  }
+  // A lookup that failed (DNS, Prometheus down for a moment) says nothing about the peers it
+  // found before: they stay until a lookup succeeds without them.
+  if (!errors.empty()) {
+    for (auto& [base, p] : old) peers_.push_back(std::move(p));
   }
   std::lock_guard<std::mutex> lock(mutex_);
   if (errors != status_.discovery_errors) {
