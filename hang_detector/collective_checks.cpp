@@ -1,8 +1,11 @@
 // Collectives, per communicator, in one walk over the sequence numbers every lane still holds:
 // the first sequence number at which the ranks' operations differ (desync) and the lowest one not
 // completed everywhere (the waiting-on view, and missing / device-stall when it has stalled).
-// A collective completed on any rank was issued by every rank, so members without a ring file
-// only matter where nobody has completed.
+// An all-to-all-shaped collective (allreduce, allgather, reduce-scatter, all-to-all) completed on
+// any rank was issued by every rank: each result needs every member's data. A rooted one proves
+// less: a broadcast's receiver completes once the root's data passed by (a small message sits in
+// the next rank's buffer whether or not that rank issued it, NCCL's ring/tree chains forward it).
+// So members without a ring file matter where nobody completed, or the collective is rooted.
 #include <algorithm>
 
 #include "hang_detector/detectors.h"
@@ -10,6 +13,18 @@
 
 namespace ncclscope::hang_detector {
 namespace {
+
+bool CompletionNeedsEveryone(uint32_t op) {
+  switch (static_cast<trace::OpType>(op)) {
+    case trace::OpType::kAllReduce:
+    case trace::OpType::kAllGather:
+    case trace::OpType::kReduceScatter:
+    case trace::OpType::kAlltoAll:
+      return true;
+    default:
+      return false;
+  }
+}
 
 struct Issued {
   uint32_t file;
@@ -238,7 +253,8 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
     // completed #seq every member issued it; before that, whether they did is unknown. Named by
     // global rank when the communicator spans the job.
     std::vector<int> fileless;
-    if (st.completed.empty() && unseen > 0) {
+    const bool proves_all = CompletionNeedsEveryone(st.waiting[0].sig.op);
+    if ((st.completed.empty() || !proves_all) && unseen > 0) {
       w.unseen = unseen;
       if (comm.nranks == ctx.index.world_size() &&
           static_cast<int>(ctx.index.missing_ranks().size()) == unseen) {

@@ -93,6 +93,25 @@ TEST(NodeView, CompletedSomewhereMeansIssuedEverywhere) {
   EXPECT_TRUE(v.unseen.empty());
 }
 
+// A broadcast's receivers complete once the root's data passed by, whether or not a rank further
+// down the chain issued it: their completion proves nothing about the unseen ranks, and the
+// waiting root is no device-stall culprit (seen: node0 of a 2-node job blamed rank 0 for
+// broadcast #2 that rank 5 never issued).
+TEST(NodeView, ABroadcastCompletedOnReceiversDoesNotProveTheUnseenIssuedIt) {
+  JobBuilder job(kRanks);
+  const uint64_t world = job.Comm("world", {0, 1, 2, 3, 4, 5, 6, 7});
+  job.Coll(0, world, OpType::kBroadcast, 1.0, Done::kPending);
+  for (int r = 1; r < 4; ++r) job.Coll(r, world, OpType::kBroadcast, 1.0, Done::kCompleted);
+  job.HeartbeatAll(8);
+  KeepOnly(&job, 0, 3);
+  const Analysis a = AnalyzeAt(job, 8);
+  const Verdict& v = First(a);
+  EXPECT_EQ(v.cls, VerdictClass::kMissing) << hang_detector::RenderText(a, true);
+  EXPECT_TRUE(v.culprits.empty());
+  EXPECT_EQ(v.victims, std::vector<int>{0});
+  EXPECT_EQ(v.unseen, (std::vector<int>{4, 5, 6, 7}));
+}
+
 // A send to a peer on another node: nothing here says the peer did not post its receive.
 TEST(NodeView, SendToAnUnseenPeerBlamesNobody) {
   JobBuilder job(4);
