@@ -116,6 +116,11 @@ pid_t StartExporter(const std::string& dir, const std::string& job, const std::s
                                      "--listen",   listen.c_str(), "--this-host-only"};
     // The job's own files only, should the directory hold an earlier job's too.
     if (!job.empty()) argv.insert(argv.end(), {"--job", job.c_str()});
+    // Under Slurm every node's exporter finds the others from the job's node list, and the one of
+    // rank 0's node correlates the whole job (exporters/README.md, "Peers").
+    const char* nodelist = getenv("SLURM_JOB_NODELIST");
+    if (nodelist != nullptr && *nodelist != '\0')
+      argv.insert(argv.end(), {"--peers-from", "slurm"});
     argv.push_back(nullptr);
     execv(self.c_str(), const_cast<char* const*>(argv.data()));
     std::cerr << "ncclscope run: cannot start the exporter: " << strerror(errno) << "\n";
