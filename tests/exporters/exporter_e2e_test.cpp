@@ -254,6 +254,32 @@ TEST(ExporterE2E, RunReadsTheExporterAddressFromTheEnvironment) {
   EXPECT_EQ(run.Wait(60), 0) << run.Output();
 }
 
+// Under Slurm the node exporter `run` starts takes its peers from the job's node list, so the
+// node of rank 0 serves the job view without more flags. The peers here answer nowhere: they are
+// listed, and down.
+TEST(ExporterE2E, RunUnderSlurmGivesTheNodeExporterItsPeers) {
+  ScratchDir scratch;
+  BackgroundProcess run(
+      {"env", "SLURM_JOB_NODELIST=127.0.0.2,127.0.0.3", "SLURM_JOB_ID=77", "SLURM_STEP_ID=0", Cli(),
+       "run", "--dir", scratch / "trace", "--exporter=127.0.0.1:0", "--", "sh", "-c",
+       "while [ ! -e '" + scratch / "done" + "' ]; do sleep 0.1; done"},
+      scratch / "run.log");
+  const int port = run.WaitForPort(20);
+  ASSERT_GT(port, 0) << run.Output();
+  std::string text;
+  // The first correlation cycle runs once the exporter serves; poll until it lists its peers.
+  for (int i = 0; i < 600 && text.find("127.0.0.3") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    text = HttpGet(port, "/metrics").body;
+  }
+  EXPECT_NE(text.find("ncclscope_exporter_role{"), std::string::npos) << text;
+  EXPECT_NE(text.find("127.0.0.2"), std::string::npos) << text;
+  EXPECT_NE(text.find("127.0.0.3"), std::string::npos) << text;
+  // The job runs until the test has looked: its end stops the exporter.
+  std::ofstream(scratch / "done").put('\n');
+  EXPECT_EQ(run.Wait(60), 0) << run.Output();
+}
+
 TEST(ExporterE2E, OnlyLocalRankZeroStartsTheNodeExporter) {
   ScratchDir scratch;
   const ProcessResult p =
