@@ -5,17 +5,15 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "hang_detector/correlator.h"
 #include "hang_detector/verdict_json.h"
-#include "hang_detector/verdict_text.h"
 #include "plugin/detached_thread.h"
 #include "plugin/incident_report.h"
-#include "plugin/nccl_symbols.h"
 #include "plugin/runtime.h"
 #include "plugin/warn.h"
+#include "plugin/watchdog_decision.h"
+#include "plugin/watchdog_stderr.h"
 #include "trace/clock.h"
 #include "trace/ring_layout.h"
-#include "trace/trace_set.h"
 
 namespace ncclscope::plugin {
 namespace {
@@ -30,22 +28,14 @@ std::string DirOf(const std::string& path) {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
-// Our own single write(2), so the block is not interleaved with other threads' lines.
-void WriteStderr(const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t w = write(STDERR_FILENO, text.data() + done, text.size() - done);
-    if (w <= 0) return;
-    done += static_cast<size_t>(w);
-  }
-}
-
 }  // namespace
 
 Watchdog::Watchdog(Runtime* rt, const WatchdogOptions& options)
     : rt_(rt),
       options_(options),
       dir_(DirOf(rt->ring->path())),
+      job_(rt->ring->header().job_id),
+      job_key_(JobKey(job_)),
       rule_(options.stall),
       watch_(rt->ring.get(), &rule_, kMaxWatched),
       probe_(hd::MakeLinuxProcessProbe()) {}
@@ -135,7 +125,14 @@ void Watchdog::OnStall(const StallState& s, int64_t now_ns) {
     onset_wall_ns_ = trace::RealtimeNs() - (now_ns - s.since_ns);
     rt_->ring->SetFlags(trace::kHeaderSuspect);
   }
-  if (settled_ || now_ns < next_analysis_ns_) return;
+  // A settled decider in abort mode keeps looking: a rank that stalls after its last decision
+  // acts only on a decision newer than its own wait.
+  if (settled_ && !(options_.abort_on_hang && lock_.held())) return;
+  if (!Decides()) {
+    FollowDecision();
+    return;
+  }
+  if (now_ns < next_analysis_ns_) return;
   const Outcome o = Correlate(s);
   settled_ = o == Outcome::kSettled;
   // A suspect is looked at again less often as it ages: it is confirmed by time only after tens of
@@ -151,6 +148,11 @@ void Watchdog::OnProgress(int64_t now_ns) {
   // must not linger as if the job were still stuck.
   rt_->ring->ClearFlags(trace::kHeaderSuspect);
   stalled_ = false;
+  // The next incident's decider may be another rank; what this one kept is stale.
+  lock_.Release();
+  cache_.Clear();
+  passes_ = 0;
+  last_decision_.clear();
   if (!reported_) return;
   reported_ = false;
   const double lasted_s = static_cast<double>(now_ns - onset_ns_) * 1e-9;
@@ -169,89 +171,6 @@ void Watchdog::OnProgress(int64_t now_ns) {
                 v.op.c_str(), static_cast<unsigned long long>(v.seq), lasted_s, dir_.c_str(),
                 kVerdictFile);
   WriteStderr(line);
-}
-
-Watchdog::Outcome Watchdog::Correlate(const StallState& s) {
-  trace::TraceSet set;
-  std::string error;
-  if (!trace::ReadTraceDir(dir_, &set, &error)) {
-    WarnOnce(WarnKey::kWatchdog, "watchdog cannot read %s: %s", dir_.c_str(), error.c_str());
-    return Outcome::kSettled;  // nothing to correlate: do not retry this incident
-  }
-  // This rank's job only: another job's files in a shared NCCLSCOPE_DIR would read as dead ranks.
-  set.job = rt_->ring->header().job_id;
-  hd::AnalyzeOptions o;
-  o.now_wall_ns = trace::RealtimeNs();
-  o.probe = probe_.get();
-  // The stall already lasted T: waits shorter than half of it are still progress to the
-  // correlator, and a writer is only stale after many missed heartbeats.
-  o.stall_s = std::min(2.0, static_cast<double>(s.threshold_ns) * 0.5e-9);
-  // A loaded machine can keep a rank's heartbeat thread off the CPU for seconds: only a long
-  // silence says frozen (a gone process is seen at once by its pid).
-  o.stale_s = std::max(10.0, 20 * options_.heartbeat_s);
-  o.confirm_floor_s = options_.confirm_floor_s;
-  o.confirm_factor = options_.confirm_factor;
-  o.confirm_ceiling_s = options_.confirm_ceiling_s;
-  const hd::Analysis a = hd::Analyze(set, o);
-  if (!a.usable || a.verdicts.empty() || !hd::IsHang(a.verdicts.front().cls)) {
-    return Outcome::kNothing;
-  }
-  const hd::Verdict& v = a.verdicts.front();
-  if (hd::IsSuspect(v)) {
-    if (!reported_ && ClaimIncident(dir_, v, onset_wall_ns_, "suspect")) Report(a, "suspect");
-    return Outcome::kSuspect;
-  }
-  if (ClaimIncident(dir_, v, onset_wall_ns_, "hang")) Report(a, "hang");
-  if (options_.abort_on_hang) AbortCommunicators(a);
-  return Outcome::kSettled;
-}
-
-void Watchdog::Report(const hd::Analysis& a, const char* stage) {
-  std::string error;
-  const std::string path = dir_ + "/" + kVerdictFile;
-  if (!WriteFileAtomically(dir_, kVerdictFile, hd::RenderJson(a) + "\n", &error)) {
-    WarnOnce(WarnKey::kWatchdog, "watchdog cannot write its verdict: %s", error.c_str());
-    return;
-  }
-  reported_ = true;
-  last_reported_ = a;
-  const int rank = rt_->ring->GlobalRank();
-  const int pid = static_cast<int>(getpid());
-  if (std::string(stage) == "hang") {
-    WriteStderr(VerdictBlock(a, path, rank, pid));
-    return;
-  }
-  // A suspect is one line: someone may look, nobody should act.
-  const hd::Verdict& v = a.verdicts.front();
-  WriteStderr("ncclscope: watchdog of rank " + std::to_string(rank) + " (pid " +
-              std::to_string(pid) + "): " + hd::VerdictHeadline(v) + "; " + v.confirmed_by + "; " +
-              path + "\n");
-}
-
-void Watchdog::AbortCommunicators(const hd::Analysis& a) {
-  // The communicators the hang verdicts name, and every other one this rank is stuck in behind
-  // the same fault (a rank waiting in two communicators for one missing peer must leave both, or
-  // it never returns to its error handling).
-  const int me = rt_->ring->GlobalRank();
-  std::vector<uint64_t> ids;
-  for (const hd::Verdict& v : a.verdicts) {
-    if (hd::IsConfirmedHang(v) && v.comm_id != 0) ids.push_back(v.comm_id);
-  }
-  for (const hd::WaitingOn& w : a.waiting) {
-    if (std::find(w.issued.begin(), w.issued.end(), me) != w.issued.end()) {
-      ids.push_back(w.comm_id);
-    }
-  }
-  auto real_abort = NCCLSCOPE_REAL(CommAbort);
-  if (real_abort == nullptr) return;
-  rt_->comms.ForEach([&](void* handle, CommState* cs) {
-    if (std::find(ids.begin(), ids.end(), cs->id) == ids.end()) return;
-    if (cs->aborted_by_watchdog.exchange(true)) return;
-    const ncclResult_t r = real_abort(static_cast<ncclComm_t>(handle));
-    Warn("NCCLSCOPE_ON_HANG=abort: aborted communicator %s (%016llx) of rank %d: %s",
-         cs->name.c_str(), static_cast<unsigned long long>(cs->id), me,
-         r == ncclSuccess ? "ok" : "ncclCommAbort failed");
-  });
 }
 
 std::unique_ptr<Watchdog> MakeWatchdog(Runtime* rt) noexcept {

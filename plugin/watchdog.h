@@ -5,12 +5,17 @@
 // slow network filesystem) and must never hold up the heartbeat or the completion stamps of the
 // background thread: a rank whose heartbeat stops reads as frozen to the others. A hang-class
 // verdict is reported in two stages, each once per incident across all ranks
-// (incident_report.h): as a suspect (verdict.json with stage "suspect", one stderr line, nothing
-// acted on), then, if the correlator confirms it, as a hang (stage "hang", the stderr block and,
-// with NCCLSCOPE_ON_HANG=abort, ncclCommAbort of this rank's communicators the verdict names).
-// When progress resumes, the rank that reported rewrites verdict.json with stage "resolved".
-// Tick is called by the background thread only; the rest runs on the watchdog's thread. Never
-// throws, never aborts the process.
+// (incident_report.h). Only one watchdog per node and job correlates: the stalled rank that holds
+// the node lock (node_lock.h). It reads the directory through a cache that re-reads only what moved
+// between its looks (ring_cache.h) and publishes its decision after each look
+// (watchdog_decision.h); the other stalled ranks read that decision instead of correlating, and
+// act on it only for a confirmed hang (abort mode), reporting nothing themselves. The holder
+// reports: as a suspect (verdict.json with stage "suspect", one stderr line, nothing acted on),
+// then, if the correlator confirms it, as a hang (stage "hang", the stderr block and, with
+// NCCLSCOPE_ON_HANG=abort, ncclCommAbort of this rank's communicators the verdict names). When
+// progress resumes, the rank that reported rewrites verdict.json with stage "resolved". Tick is
+// called by the background thread only; the rest runs on the watchdog's thread. Never throws, never
+// aborts the process.
 #pragma once
 
 #include <atomic>
@@ -19,10 +24,13 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "hang_detector/process_probe.h"
 #include "hang_detector/verdict.h"
+#include "plugin/node_lock.h"
 #include "plugin/op_watch.h"
+#include "plugin/ring_cache.h"
 #include "plugin/stall_rule.h"
 
 namespace ncclscope::plugin {
@@ -58,9 +66,14 @@ class Watchdog {
   };
   void OnStall(const StallState& s, int64_t now_ns);
   void OnProgress(int64_t now_ns);
+  // Whether this rank decides for the node now; takes the node lock when it is free.
+  bool Decides();
   Outcome Correlate(const StallState& s);
+  void Publish(const hang_detector::Analysis& a, int64_t written_wall_ns);
+  // A rank that does not decide: acts on the holder's decision (abort mode, confirmed hang).
+  void FollowDecision();
   void Report(const hang_detector::Analysis& a, const char* stage);
-  void AbortCommunicators(const hang_detector::Analysis& a);
+  void AbortCommunicators(const std::vector<uint64_t>& ids);
 
   // What the background thread tells the watchdog's thread, newest first: progress, then the
   // latest stall seen after it (a progress clears an older stall: that incident is over).
@@ -79,6 +92,8 @@ class Watchdog {
   Runtime* rt_;
   WatchdogOptions options_;
   std::string dir_;
+  std::string job_;  // this rank's job id: the only job it correlates
+  uint64_t job_key_ = 0;
   StallRule rule_;
   OpWatch watch_;
   std::unique_ptr<hang_detector::ProcessProbe> probe_;
@@ -98,6 +113,13 @@ class Watchdog {
   // What this rank wrote to verdict.json for the current incident, to mark it resolved.
   bool reported_ = false;
   hang_detector::Analysis last_reported_;
+  // One decider per node: the lock, and what the decider keeps for its looks of one incident.
+  NodeLock lock_;
+  bool no_lock_ = false;  // the lock cannot be had (a read-only directory): every rank decides
+  RingCache cache_;
+  uint64_t passes_ = 0;        // correlations of this incident
+  std::string last_decision_;  // the decision text a follower read last
+  bool warned_decision_ = false;
 };
 
 // Creates the runtime's watchdog when NCCLSCOPE_WATCHDOG is on; null otherwise or on failure (one
