@@ -25,17 +25,6 @@ using trace::OpType;
 
 constexpr int64_t kSecond = 1000000000;
 
-std::vector<hd::RankFile> Files(const trace::TraceSet& set) {
-  std::vector<hd::RankFile> files(set.files.size());
-  for (size_t i = 0; i < set.files.size(); ++i) {
-    hd::RankFileBuilder b(&files[i]);
-    b.BeginFile(set.files[i]);
-    b.Records(set.files[i].records.data(), set.files[i].records.size());
-    b.EndFile(set.files[i]);
-  }
-  return files;
-}
-
 std::string Encode(const std::vector<hd::RankFile>& files, int64_t produced,
                    hd::ProcessState process = hd::ProcessState::kRunning) {
   std::vector<DigestRank> ranks;
@@ -103,7 +92,7 @@ void ExpectSameRecords(const hd::RankFile& a, const hd::RankFile& b) {
 }
 
 TEST(DigestCodec, RoundTripKeepsEveryRecordAndShiftsTimesOntoTheReceiversClock) {
-  const std::vector<hd::RankFile> files = Files(RichJob().Build());
+  const std::vector<hd::RankFile> files = CompactFiles(RichJob().Build());
   const int64_t produced = JobBuilder::Wall(1.5);
   const int64_t received = produced + 7 * kSecond + 123;  // another host's clock: 7 s ahead
   const DecodedDigest d = Decode(Encode(files, produced, hd::ProcessState::kStopped), received);
@@ -143,7 +132,7 @@ TEST(DigestCodec, RoundTripKeepsEveryRecordAndShiftsTimesOntoTheReceiversClock) 
 }
 
 TEST(DigestCodec, AStampAppendedToCachedBytesIsTheProductionTimeReadBack) {
-  const std::vector<hd::RankFile> files = Files(RichJob().Build());
+  const std::vector<hd::RankFile> files = CompactFiles(RichJob().Build());
   std::string bytes = Encode(files, JobBuilder::Wall(1.5));
   const int64_t served = JobBuilder::Wall(2.2);
   exporters::StampProducedAt(&bytes, served);
@@ -173,7 +162,7 @@ JobBuilder LongMissing(uint64_t* world) {
 
 TEST(DigestCut, KeepsTheFrontierAndWhatIsLeftOutReadsAsLost) {
   uint64_t world = 0;
-  const std::vector<hd::RankFile> files = Files(LongMissing(&world).Build());
+  const std::vector<hd::RankFile> files = CompactFiles(LongMissing(&world).Build());
   hd::DigestLimits limits;
   limits.per_comm = 16;
   limits.newest = 8;
@@ -250,7 +239,7 @@ JobBuilder CheckpointThenMissing(uint64_t* world) {
 
 TEST(DigestCodec, ALongestPauseOlderThanTheKeptRecordsTravelsWithTheDigest) {
   uint64_t world = 0;
-  const std::vector<hd::RankFile> files = Files(CheckpointThenMissing(&world).Build());
+  const std::vector<hd::RankFile> files = CompactFiles(CheckpointThenMissing(&world).Build());
   std::vector<hd::RankFile> cuts;
   for (const hd::RankFile& f : files) {
     ASSERT_GE(f.LongestPauseNs(), 40 * kSecond);
@@ -290,7 +279,7 @@ TEST(DigestCodec, ALongestPauseOlderThanTheKeptRecordsTravelsWithTheDigest) {
 }
 
 TEST(DigestCut, AFileWithinTheLimitsIsKeptWhole) {
-  const std::vector<hd::RankFile> files = Files(RichJob().Build());
+  const std::vector<hd::RankFile> files = CompactFiles(RichJob().Build());
   hd::DigestLimits limits;
   limits.per_comm = 1000;
   limits.newest = 1000;
@@ -304,7 +293,7 @@ TEST(DigestCut, AFileWithinTheLimitsIsKeptWhole) {
 // --- hostile bytes ---
 
 std::string ValidBytes() {
-  return Encode(Files(RichJob().Build()), JobBuilder::Wall(1.5));
+  return Encode(CompactFiles(RichJob().Build()), JobBuilder::Wall(1.5));
 }
 
 TEST(DigestDecode, TruncatedBytesAreRefusedNamingTheSource) {
@@ -391,7 +380,7 @@ TEST(DigestDecode, SequenceSpansThatWouldNeedHugeLanesAreRefused) {
   std::vector<uint64_t> comms;
   for (int c = 0; c < 64; ++c) comms.push_back(job.Comm("c" + std::to_string(c), {0}));
   for (uint64_t comm : comms) job.Coll(0, comm, OpType::kAllReduce, 0.1, Done::kCompleted);
-  std::vector<hd::RankFile> files = Files(job.Build());
+  std::vector<hd::RankFile> files = CompactFiles(job.Build());
   hd::RankFile& f = files[0];
   // Each second collective jumps far ahead, and the writer indices claim a ring that large.
   const uint32_t n = f.size();

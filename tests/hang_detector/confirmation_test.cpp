@@ -199,12 +199,7 @@ TEST(Confirmation, RecordsLeftOutOfADigestAreNotAPause) {
   JobBuilder job(1);
   const uint64_t world = job.Comm("world", {0});
   for (int i = 0; i < 300; ++i) job.Coll(0, world, OpType::kAllReduce, 0.1 * i, Done::kCompleted);
-  const trace::TraceSet set = job.Build();
-  hang_detector::RankFile whole;
-  hang_detector::RankFileBuilder builder(&whole);
-  builder.BeginFile(set.files[0]);
-  builder.Records(set.files[0].records.data(), set.files[0].records.size());
-  builder.EndFile(set.files[0]);
+  const hang_detector::RankFile whole = CompactFiles(job.Build()).front();
   hang_detector::DigestCut cut = hang_detector::CutForDigest(whole, {});
   ASSERT_GT(cut.omitted, 200u);
   EXPECT_LT(whole.LongestPauseNs(), 200'000'000);

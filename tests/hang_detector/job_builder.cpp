@@ -204,4 +204,15 @@ trace::TraceSet JobBuilder::Build() const {
   return set;
 }
 
+std::vector<hang_detector::RankFile> CompactFiles(const trace::TraceSet& set) {
+  std::vector<hang_detector::RankFile> files(set.files.size());
+  for (size_t i = 0; i < set.files.size(); ++i) {
+    hang_detector::RankFileBuilder builder(&files[i]);
+    builder.BeginFile(set.files[i]);
+    builder.Records(set.files[i].records.data(), set.files[i].records.size());
+    builder.EndFile(set.files[i]);
+  }
+  return files;
+}
+
 }  // namespace ncclscope::testing

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hang_detector/process_probe.h"
+#include "hang_detector/rank_file.h"
 #include "trace/record.h"
 #include "trace/trace_set.h"
 
@@ -71,6 +72,10 @@ class JobBuilder {
   std::map<std::pair<int, uint64_t>, uint64_t> coll_seq_;
   std::map<std::tuple<int, uint64_t, int, bool>, uint64_t> p2p_seq_;
 };
+
+// Every file of the set compacted as the correlator reads it (RankFileBuilder), for tests that
+// build indexes of mixed origin (JobIndex::FromFiles) or cut files for digests.
+std::vector<hang_detector::RankFile> CompactFiles(const trace::TraceSet& set);
 
 // Process states by pid, for files written on kHost.
 class FakeProbe final : public hang_detector::ProcessProbe {

@@ -157,13 +157,8 @@ TEST(NodeView, AnotherHostsFileIsNotDeadForALateHeartbeat) {
 TEST(NodeView, ARankFromADigestIsJudgedByItsOwnNodesProcessCheck) {
   uint64_t world;
   JobBuilder job = MissingOnNodeB(&world);
-  const trace::TraceSet set = job.Build();
-  std::vector<hang_detector::RankFile> files(set.files.size());
-  for (size_t i = 0; i < set.files.size(); ++i) {
-    hang_detector::RankFileBuilder builder(&files[i]);
-    builder.BeginFile(set.files[i]);
-    builder.Records(set.files[i].records.data(), set.files[i].records.size());
-    builder.EndFile(set.files[i]);
+  std::vector<hang_detector::RankFile> files = CompactFiles(job.Build());
+  for (size_t i = 0; i < files.size(); ++i) {
     if (files[i].rank >= 4) {
       files[i].remote = hang_detector::RemoteObservation{
           files[i].rank == 5 ? hang_detector::ProcessState::kGone
