@@ -37,7 +37,8 @@ void InstallForkHandler() {
 }  // namespace
 
 NodeLock::Result NodeLock::TryAcquire(const std::string& path, int rank, std::string* error) {
-  if (fd_ >= 0) return Result::kHeld;
+  if (fd_ >= 0 && owner_pid_ == static_cast<int>(getpid())) return Result::kHeld;
+  fd_ = -1;  // a forked child's stale number (see Release)
   InstallForkHandler();
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
@@ -62,12 +63,17 @@ NodeLock::Result NodeLock::TryAcquire(const std::string& path, int rank, std::st
     // As above: the lock is the flock, not the line.
   }
   fd_ = fd;
+  owner_pid_ = static_cast<int>(getpid());
   g_held_fd.store(fd);
   return Result::kHeld;
 }
 
 void NodeLock::Release() {
   if (fd_ < 0) return;
+  if (owner_pid_ != static_cast<int>(getpid())) {
+    fd_ = -1;
+    return;
+  }
   int expected = fd_;
   g_held_fd.compare_exchange_strong(expected, -1);
   // Closing the last descriptor of the open file description releases the flock.

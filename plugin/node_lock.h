@@ -37,6 +37,9 @@ class NodeLock {
 
  private:
   int fd_ = -1;
+  // The process that acquired it: in a forked child fd_ was closed by the fork handler and its
+  // number may belong to the application by now, so the child never closes it.
+  int owner_pid_ = -1;
 };
 
 }  // namespace ncclscope::plugin

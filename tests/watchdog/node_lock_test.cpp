@@ -3,6 +3,7 @@
 // a forked child, and each acquisition leaves its holder's line in the lock file.
 #include "plugin/node_lock.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -87,14 +88,22 @@ TEST(NodeLock, AForkedChildDoesNotKeepIt) {
   const pid_t child = fork();
   if (child == 0) {
     close(gate[1]);
-    // The fork handlers ran before fork() returned here: the child's copy is closed by now.
-    if (write(ready[1], "y", 1) != 1) _exit(2);
+    // The fork handlers ran before fork() returned here: the child's copy is closed by now, and
+    // its number may be the application's next descriptor, which the child's lock never closes.
+    const int app_fd = open("/dev/null", O_RDONLY);
+    held.Release();
+    const bool app_fd_open = fcntl(app_fd, F_GETFD) != -1;
+    NodeLock again;
+    std::string child_error;
+    const bool other = again.TryAcquire(path, 2, &child_error) == NodeLock::Result::kOther;
+    if (write(ready[1], app_fd_open && other ? "y" : "n", 1) != 1) _exit(2);
     char c = 0;
     if (read(gate[0], &c, 1) < 0) _exit(2);  // lives on while the parent gives the lock back
     _exit(0);
   }
   char c = 0;
   ASSERT_EQ(read(ready[0], &c, 1), 1);
+  EXPECT_EQ(c, 'y') << "the child closed a descriptor not its own, or took the parent's lock";
   close(ready[0]);
   close(ready[1]);
   held.Release();
