@@ -102,25 +102,24 @@ void Watchdog::FollowDecision() {
   std::string text;
   if (ReadSmallFile(path, &text) != 0 || text == last_decision_) return;
   last_decision_ = text;
-  Decision d;
+  std::vector<uint64_t> comms;
   std::string error;
-  bool ok = ParseDecision(text, &d, &error);
-  if (ok && d.job != job_key_) {
-    ok = false;
-    error = "of another job";
+  switch (
+      FollowDecisionText(text, job_key_, onset_wall_ns_, rt_->ring->GlobalRank(), &comms, &error)) {
+    case Follow::kWait:
+      return;
+    case Follow::kIgnored:
+      // Hostile or damaged: nothing acts on it. The decider's next look replaces it.
+      if (!warned_decision_) {
+        warned_decision_ = true;
+        Warn("watchdog ignores %s: %s", path.c_str(), error.c_str());
+      }
+      return;
+    case Follow::kAct:
+      if (options_.abort_on_hang) AbortCommunicators(comms);
+      settled_ = true;
+      return;
   }
-  if (!ok) {
-    // Hostile or damaged: nothing acts on it. The decider's next look replaces it.
-    if (!warned_decision_) {
-      warned_decision_ = true;
-      Warn("watchdog ignores %s: %s", path.c_str(), error.c_str());
-    }
-    return;
-  }
-  // Only a look taken while this rank already waited saw its wait.
-  if (d.written_wall_ns < onset_wall_ns_ || d.stage != DecisionStage::kHang) return;
-  if (options_.abort_on_hang) AbortCommunicators(CommsToAbort(d, rt_->ring->GlobalRank()));
-  settled_ = true;
 }
 
 void Watchdog::Report(const hd::Analysis& a, const char* stage) {

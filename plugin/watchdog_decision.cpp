@@ -271,6 +271,21 @@ std::vector<uint64_t> CommsToAbort(const Decision& d, int rank) {
   return ids;
 }
 
+Follow FollowDecisionText(std::string_view text, uint64_t job, int64_t onset_wall_ns, int rank,
+                          std::vector<uint64_t>* comms, std::string* error) {
+  Decision d;
+  if (!ParseDecision(text, &d, error)) return Follow::kIgnored;
+  if (d.job != job) {
+    *error = "a decision of another job";
+    return Follow::kIgnored;
+  }
+  // Only a look taken while this rank already waited saw its wait (and is not an earlier
+  // incident's).
+  if (d.stage != DecisionStage::kHang || d.written_wall_ns < onset_wall_ns) return Follow::kWait;
+  *comms = CommsToAbort(d, rank);
+  return Follow::kAct;
+}
+
 int ReadSmallFile(const std::string& path, std::string* text) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return errno;

@@ -78,6 +78,16 @@ bool ParseDecision(std::string_view text, Decision* out, std::string* error);
 // then every hang-comm and each wait that lists the rank. Sorted, unique.
 std::vector<uint64_t> CommsToAbort(const Decision& d, int rank);
 
+// What a rank that does not correlate makes of the decision file's text.
+enum class Follow : uint8_t {
+  kWait,     // nothing to do now: not a confirmed hang, or looked at before this rank's wait began
+  kAct,      // a confirmed hang that saw this rank's wait: abort *comms (abort mode), then settle
+  kIgnored,  // malformed, or of another job (*error says which): nothing acts on it
+};
+// job: this rank's JobKey; onset_wall_ns: when this rank's wait began; rank: its global rank.
+Follow FollowDecisionText(std::string_view text, uint64_t job, int64_t onset_wall_ns, int rank,
+                          std::vector<uint64_t>* comms, std::string* error);
+
 // Reads <path> (at most kMaxDecisionBytes + 1 bytes; no symlink followed). Returns 0 and fills
 // *text, ENOENT when there is none, or another errno.
 int ReadSmallFile(const std::string& path, std::string* text);

@@ -1,7 +1,8 @@
 // Fuzz target: any bytes offered as the watchdog's decision file (a follower reads whatever the
 // trace directory holds there). The parser refuses them with a message, or what it accepts renders
 // back to text that parses to the same decision; the abort list of any rank stays within what the
-// decision names. Never a crash, never an unbounded allocation. Seeds are rendered decisions.
+// decision names, and a follower acts on nothing else. Never a crash, never an unbounded
+// allocation. Seeds are rendered decisions.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -20,7 +21,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   pl::Decision d;
   std::string error;
-  if (!pl::ParseDecision(text, &d, &error)) {
+  const bool parsed = pl::ParseDecision(text, &d, &error);
+  // A follower acts on nothing but a whole decision of its job's confirmed hang.
+  std::vector<uint64_t> comms;
+  std::string follow_error;
+  const pl::Follow f =
+      pl::FollowDecisionText(text, pl::JobKey("1234.0"), 0, 1, &comms, &follow_error);
+  if (f == pl::Follow::kAct && !(parsed && d.stage == pl::DecisionStage::kHang)) __builtin_trap();
+  if (f == pl::Follow::kIgnored && follow_error.empty()) __builtin_trap();
+  if (!parsed) {
     if (error.empty()) __builtin_trap();
     return 0;
   }

@@ -130,6 +130,35 @@ TEST(WatchdogDecision, RefusesDamagedText) {
   EXPECT_TRUE(refused(many + "end\n"));
 }
 
+TEST(WatchdogDecision, AFollowerActsOnlyOnAConfirmedHangThatSawItsWait) {
+  const Decision d = Sample();
+  const int64_t onset = d.written_wall_ns - 1;
+  std::vector<uint64_t> comms;
+  std::string error;
+  EXPECT_EQ(FollowDecisionText(RenderDecision(d), d.job, onset, 5, &comms, &error), Follow::kAct);
+  EXPECT_EQ(comms, (std::vector<uint64_t>{0xaa, 0xcc}));
+  // Looked at before this rank's wait began: an earlier incident, or it did not see this wait.
+  comms.clear();
+  EXPECT_EQ(FollowDecisionText(RenderDecision(d), d.job, d.written_wall_ns + 1, 5, &comms, &error),
+            Follow::kWait);
+  Decision suspect = d;
+  suspect.stage = DecisionStage::kSuspect;
+  suspect.hang_comms.clear();
+  suspect.waits.clear();
+  EXPECT_EQ(FollowDecisionText(RenderDecision(suspect), d.job, onset, 5, &comms, &error),
+            Follow::kWait);
+  EXPECT_TRUE(comms.empty());
+  // Another job's decision, or a damaged one, is ignored whole, with a reason for the warning.
+  EXPECT_EQ(FollowDecisionText(RenderDecision(d), JobKey("other"), onset, 5, &comms, &error),
+            Follow::kIgnored);
+  EXPECT_EQ(error, "a decision of another job");
+  std::string damaged = RenderDecision(d);
+  damaged.resize(damaged.size() / 2);
+  EXPECT_EQ(FollowDecisionText(damaged, d.job, onset, 5, &comms, &error), Follow::kIgnored);
+  EXPECT_FALSE(error.empty());
+  EXPECT_TRUE(comms.empty());
+}
+
 TEST(WatchdogDecision, FileNamesAreTheJobs) {
   EXPECT_NE(JobKey("1234.0"), JobKey("1234.1"));
   EXPECT_EQ(NodeLockPath("/t", 0xabc), "/t/.watchdog-0000000000000abc.lock");

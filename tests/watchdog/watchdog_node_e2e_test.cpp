@@ -57,15 +57,19 @@ struct Job {
   int exit_code = -1;
 };
 
-// Starts `ncclscope sim --ranks 8` in the background, with `env` set in the ranks.
-Job Start(const std::string& scenario, const std::vector<std::string>& env, const std::string& root,
+std::string Shipped(const std::string& scenario) {
+  return NCCLSCOPE_TEST_SOURCE_DIR "/sim/scenarios/" + scenario + ".json";
+}
+
+// Starts `ncclscope sim --ranks 8` on the scenario file `path` in the background, with `env` set
+// in the ranks.
+Job Start(const std::string& path, const std::vector<std::string>& env, const std::string& root,
           double timeout_s, bool fail_fast) {
   Job job;
   job.dir = root + "/trace";
   job.err_path = root + "/stderr.txt";
   job.timeout_s = timeout_s;
   const std::string bin = NCCLSCOPE_TEST_BIN_DIR "/ncclscope";
-  const std::string path = NCCLSCOPE_TEST_SOURCE_DIR "/sim/scenarios/" + scenario + ".json";
   const std::string timeout = std::to_string(timeout_s);
   job.t0 = Clock::now();
   job.pid = fork();
@@ -160,7 +164,7 @@ const char* const kConfirmSoon = "NCCLSCOPE_CONFIRM_FLOOR_MS=3000";
 
 TEST(WatchdogNode, OneProcessCorrelatesAHang) {
   Root root;
-  Job job = Start("stuck-before", {kConfirmSoon}, root.path, 12, false);
+  Job job = Start(Shipped("stuck-before"), {kConfirmSoon}, root.path, 12, false);
   Wait(&job);
   SCOPED_TRACE(job.err);
   // Seven ranks wait and stall; one took the lock, and it alone correlated and reported.
@@ -175,12 +179,41 @@ TEST(WatchdogNode, OneProcessCorrelatesAHang) {
   EXPECT_EQ(Count(job.err, "ncclscope: warning"), 0);
 }
 
+// crash-sigkill without its pipeline: every rank ends up waiting in a collective, so the decision
+// names where each one waits (send/recv waits are not in the correlator's "waiting" view, whose
+// communicators abort mode leaves, as before there was one decider).
+constexpr const char* kCollectivesCrash = R"({
+  "name": "collectives-crash",
+  "description": "Rank 1 is SIGKILLed at the start of step 2; the others wait in collectives.",
+  "seed": 11,
+  "min_ranks": 4,
+  "repeat": 3,
+  "compute": {"ms": 1},
+  "communicators": [
+    {"name": "tp", "split": {"by": "block", "size": 2}},
+    {"name": "dp", "split": {"by": "stride", "stride": 2}}
+  ],
+  "steps": [
+    {"name": "forward", "ops": [{"op": "allreduce", "comm": "tp", "count": 256, "dtype": "float32"}]},
+    {
+      "name": "backward",
+      "ops": [
+        {"op": "allreduce", "comm": "dp", "count": 256, "dtype": "float32", "redop": "sum"},
+        {"op": "broadcast", "count": 64, "dtype": "int32", "root": 0}
+      ]
+    }
+  ],
+  "faults": [{"kind": "crash", "ranks": [1], "step": 2, "mode": "sigkill"}]
+})";
+
 TEST(WatchdogNode, AbortReachesEveryStuckRank) {
   // Rank 1 is killed: a dead rank confirms the hang at once. Every survivor ends up waiting for
   // it; only the decider correlates, the others abort from its decision. Without fail-fast the
   // launcher waits for every rank, so the job ends before its timeout only if all seven aborted.
   Root root;
-  Job job = Start("crash-sigkill", {"NCCLSCOPE_ON_HANG=abort"}, root.path, 60, false);
+  const std::string scenario = root.path + "/collectives-crash.json";
+  std::ofstream(scenario) << kCollectivesCrash;
+  Job job = Start(scenario, {"NCCLSCOPE_ON_HANG=abort"}, root.path, 60, false);
   Wait(&job);
   SCOPED_TRACE(job.err);
   EXPECT_EQ(Count(job.err, "timeout after"), 0);
@@ -193,7 +226,7 @@ TEST(WatchdogNode, AbortReachesEveryStuckRank) {
 TEST(WatchdogNode, AnotherRankTakesOverWhenTheDeciderIsKilled) {
   Root root;
   // A suspect for the whole run (60 s confirmation): the decider keeps looking and publishing.
-  Job job = Start("stuck-before", {}, root.path, 40, false);
+  Job job = Start(Shipped("stuck-before"), {}, root.path, 40, false);
   int first = 0;
   ASSERT_TRUE(WaitUntil(job, [&] { return (first = ReadDecision(job.dir).holder) != 0; }));
   ASSERT_EQ(kill(first, SIGKILL), 0);
