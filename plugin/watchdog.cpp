@@ -136,8 +136,8 @@ void Watchdog::OnStall(const StallState& s, int64_t now_ns) {
   const Outcome o = Correlate(s);
   settled_ = o == Outcome::kSettled;
   // A suspect is looked at again less often as it ages: it is confirmed by time only after tens of
-  // seconds, and every look reads the whole directory. Death or freezing of the culprit is still
-  // seen within a tenth of its age.
+  // seconds, and every look correlates the whole job (the cache spares only the reading). Death or
+  // freezing of the culprit is still seen within a tenth of its age.
   const int64_t age = now_ns - onset_ns_;
   next_analysis_ns_ = now_ns + (o == Outcome::kSuspect ? std::max(options_.reanalyze_ns, age / 10)
                                                        : options_.reanalyze_ns);
