@@ -77,7 +77,7 @@ configure_and_build build-asan \
   "trace_tests plugin_tests plugin_recording_test plugin_profiler_test plugin_profiler_abi_test \
    ring_reader_fuzz sim_emulator_tests sim_profiler_events_test sim_scenario_tests \
    hang_detector_tests watchdog_tests exporters_tests exporter_fuzz correlator_fuzz scenario_fuzz \
-   digest_tests digest_fuzz watchdog_decision_fuzz" \
+   digest_tests digest_fuzz watchdog_decision_fuzz peer_sources_fuzz" \
   -DNCCLSCOPE_SANITIZE=address,undefined "${sanitizer_flags[@]}"
 begin_stage "ASan+UBSan: unit tests"
 ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit
