@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/watchdog/text_file.h"
+
 namespace ncclscope::testing {
 namespace {
 
@@ -31,17 +33,6 @@ constexpr double kAbortTimeoutS = 40;
 
 std::string Bin() {
   return NCCLSCOPE_TEST_BIN_DIR "/ncclscope";
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-int Count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 struct Job {
