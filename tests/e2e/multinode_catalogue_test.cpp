@@ -68,6 +68,7 @@ Headline HeadlineOf(const nlohmann::json& j) {
 
 void CopyRings(const fs::path& from, const fs::path& to) {
   fs::create_directories(to);
+  if (!fs::exists(from)) return;
   for (const auto& e : fs::directory_iterator(from)) {
     if (e.path().extension() == ".ring") fs::copy_file(e.path(), to / e.path().filename());
   }
@@ -96,7 +97,10 @@ TEST_P(MultiNodeCatalogue, EverySplitGivesTheGatheredHeadlineAndNoNodeBlamesAnUn
 
   const fs::path gathered = scratch / "gathered";
   for (int n = 0; n < kRanks; ++n) CopyRings(job_dir / ("node" + std::to_string(n)), gathered);
-  const Headline whole = HeadlineOf(Analyze({gathered}));
+  const nlohmann::json gathered_analysis = Analyze({gathered});
+  const Headline whole = HeadlineOf(gathered_analysis);
+  // A rank that never called NCCL made no ring file (never-join-world): seen by nobody.
+  const int ranks_seen = gathered_analysis["input"].value("ranks_seen", 0);
   ASSERT_FALSE(whole.cls.empty());
   // A 3x slow link among 8 emulated ranks on 2 busy cores is not always told from the noise
   // (scripts/straggler_accuracy.sh measures how often); what is compared below holds either way.
@@ -120,6 +124,7 @@ TEST_P(MultiNodeCatalogue, EverySplitGivesTheGatheredHeadlineAndNoNodeBlamesAnUn
       ASSERT_EQ(d.exit_code, 0) << d.err;
 
       // This node alone: whatever it says, it blames only ranks it holds.
+      if (fs::is_empty(group)) continue;  // its one rank made no ring file
       const nlohmann::json alone = Analyze({group});
       for (const auto& v : alone["verdicts"]) {
         for (int r : v["culprits"].get<std::vector<int>>()) {
@@ -130,7 +135,7 @@ TEST_P(MultiNodeCatalogue, EverySplitGivesTheGatheredHeadlineAndNoNodeBlamesAnUn
     }
     const nlohmann::json from = Analyze({"--from", digests.string()});
     EXPECT_EQ(HeadlineOf(from), whole) << from["verdicts"][0].value("summary", "");
-    EXPECT_EQ(from["input"].value("ranks_seen", 0), kRanks);
+    EXPECT_EQ(from["input"].value("ranks_seen", 0), ranks_seen);
   }
 }
 
@@ -140,7 +145,8 @@ INSTANTIATE_TEST_SUITE_P(Catalogue, MultiNodeCatalogue,
                          ::testing::Values("hang", "skip", "extra-op", "stuck-before",
                                            "wrong-count", "wrong-dtype", "wrong-op", "wrong-redop",
                                            "wrong-root", "wrong-peer", "p2p-cycle", "never-join",
-                                           "crash-sigkill", "early-exit", "desync-and-missing",
+                                           "crash-sigkill", "crash-abort", "crash-segfault",
+                                           "early-exit", "never-join-world", "desync-and-missing",
                                            "pipeline-chain", "compute-straggler-2x",
                                            "slow-link-3x"),
                          [](const auto& info) {
