@@ -25,9 +25,12 @@ for ranks in $ranks_list; do
   for s in "${scenarios[@]}"; do
     dir=$work/$s-$ranks
     # The watcher ends the job as soon as the hang is confirmed: nothing later is measured.
-    python3 - "$build/bin/ncclscope" "$repo/sim/scenarios/$s.json" "$dir" "$ranks" "$timeout" <<'EOF'
-import json, os, signal, subprocess, sys, time
-bin, scenario, trace, ranks, timeout = sys.argv[1:]
+    python3 - "$build/bin/ncclscope" "$repo/sim/scenarios/$s.json" "$dir" "$ranks" "$timeout" \
+      "$repo/scripts" <<'EOF'
+import os, signal, subprocess, sys, time
+bin, scenario, trace, ranks, timeout, scripts = sys.argv[1:]
+sys.path.insert(0, scripts)
+import verdict_watch
 start = time.time()
 job = subprocess.Popen([bin, "sim", "--ranks", ranks, "--scenario", scenario, "--dir", trace,
                         "--timeout", timeout], stdout=subprocess.DEVNULL,
@@ -35,19 +38,14 @@ job = subprocess.Popen([bin, "sim", "--ranks", ranks, "--scenario", scenario, "-
 first = {}
 verdict = "no verdict.json"
 while job.poll() is None:
-    try:
-        with open(os.path.join(trace, "verdict.json")) as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
+    doc = verdict_watch.load(os.path.join(trace, "verdict.json"))
+    if doc is None:
         time.sleep(0.1)
         continue
     stage = doc.get("stage")
     if stage in ("suspect", "hang") and stage not in first:
         first[stage] = time.time() - start
-        v = doc["verdicts"][0]
-        verdict = "%s %s %s #%s culprits %s%s" % (
-            v["class"], v.get("comm_name", ""), v.get("op", ""), v.get("seq", ""),
-            ",".join(map(str, v["culprits"])), " (tie)" if v.get("tie") else "")
+        verdict = verdict_watch.headline(doc)
     if stage == "hang":
         os.killpg(job.pid, signal.SIGTERM)
         break

@@ -24,9 +24,11 @@ echo "| --- | --- | --- | --- | --- | --- |"
 for nodes in $nodes_list; do
   for s in "${scenarios[@]}"; do
     python3 - "$build/bin/ncclscope" "$repo/sim/scenarios/$s.json" "$work/$s-$nodes" "$nodes" \
-      "$timeout" <<'EOF'
-import glob, json, os, re, signal, socket, subprocess, sys, time
-bin, scenario, base, nodes, timeout = sys.argv[1:]
+      "$timeout" "$repo/scripts" <<'EOF'
+import os, re, signal, socket, subprocess, sys, time
+bin, scenario, base, nodes, timeout, scripts = sys.argv[1:]
+sys.path.insert(0, scripts)
+import verdict_watch
 nodes = int(nodes)
 
 def free_port():
@@ -62,19 +64,14 @@ first = {}
 headline, seen = "no job view", "-"
 path = os.path.join(dirs["node0"], "verdict-job.json")
 while job.poll() is None:
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
+    doc = verdict_watch.load(path)
+    if doc is None:
         time.sleep(0.1)
         continue
     stage = doc.get("stage")
     if stage in ("suspect", "hang") and stage not in first:
         first[stage] = time.time() - start
-        v = doc["verdicts"][0]
-        headline = "%s %s %s #%s culprits %s%s" % (
-            v["class"], v.get("comm_name", ""), v.get("op", ""), v.get("seq", ""),
-            ",".join(map(str, v["culprits"])) or "-", " (tie)" if v.get("tie") else "")
+        headline = verdict_watch.headline(doc)
         seen = "%s of %s" % (doc["input"].get("ranks_seen"), doc["input"].get("world_size"))
     if stage == "hang":
         break
