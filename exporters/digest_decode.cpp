@@ -257,7 +257,7 @@ struct Decoder {
     return true;
   }
 
-  bool Rank(const pb::RankDigest& r, const std::string& source, int64_t received_at, RankFile* f) {
+  bool Rank(const pb::RankDigest& r, const std::string& source, RankFile* f) {
     auto info = std::make_shared<trace::RingInfo>();
     if (!Info(r, info.get()) || !Shapes(r, f) || !Records(r, f) || !LaneBudget(*f)) return false;
     if (r.pause_before_ns() < 0 || r.pause_before_ns() > bounds.max_pause_ns) {
@@ -273,7 +273,7 @@ struct Decoder {
     }
     f->snap = std::move(info);
     hang_detector::DeriveFrontier(f);
-    f->remote = hang_detector::RemoteObservation{FromProto(r.process()), received_at, source};
+    f->remote = hang_detector::RemoteObservation{FromProto(r.process()), source};
     return true;
   }
 };
@@ -329,7 +329,7 @@ bool DecodeNodeDigest(std::string_view bytes, const std::string& source, int64_t
   }
   result.files.resize(d.ranks_size());
   for (int i = 0; i < d.ranks_size(); ++i) {
-    if (!dec.Rank(d.ranks(i), source, received_at_ns, &result.files[i])) {
+    if (!dec.Rank(d.ranks(i), source, &result.files[i])) {
       return fail("rank entry " + std::to_string(i) + ": " + dec.why);
     }
     result.omitted += d.ranks(i).omitted_records();

@@ -31,10 +31,9 @@ void FillInput(const JobIndex& index, const Context& ctx, InputReport* in) {
     if (index.files()[f].remote.has_value()) ++in->digest_ranks;
   }
   std::sort(seen.begin(), seen.end());
-  in->ranks_seen = static_cast<int>(seen.size());
-  if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) {
-    in->ranks_seen =
-        static_cast<int>(std::distance(seen.begin(), std::unique(seen.begin(), seen.end())));
+  in->ranks_seen =
+      static_cast<int>(std::distance(seen.begin(), std::unique(seen.begin(), seen.end())));
+  if (in->ranks_seen < static_cast<int>(seen.size())) {
     in->notes.push_back(
         "several files claim the same rank (a restarted job in the same directory?)");
   }

@@ -28,6 +28,13 @@ int64_t LastSignOfLife(const RankFile& f) {
   return t;
 }
 
+// How long a file's heartbeat may be silent before its writer counts as gone. Another host's ring
+// file read through a shared filesystem arrives late while the job runs; post mortem the files
+// are complete (gathered after the end) and only compared to each other: the short bound holds.
+double StaleBound(const AnalyzeOptions& o, const RankLiveness& l, bool post_mortem) {
+  return l.foreign && !post_mortem ? std::max(o.stale_s, o.foreign_stale_s) : o.stale_s;
+}
+
 Liveness Classify(const RankLiveness& l, bool finished, bool post_mortem, double stale_s) {
   if (finished) return Liveness::kFinished;
   const bool silent = l.silent_s > stale_s;
@@ -65,7 +72,7 @@ void AssessLiveness(Context* ctx) {
       if (l.local) l.process = o.probe->State(f.snap->pid);
     }
     l.foreign = !f.remote.has_value() && !this_host.empty() && !l.local;
-    const double stale_s = l.foreign ? std::max(o.stale_s, o.foreign_stale_s) : o.stale_s;
+    const double stale_s = StaleBound(o, l, /*post_mortem=*/false);
     const bool finished = (f.snap->flags & trace::kHeaderFinished) != 0;
     const double age = static_cast<double>(o.now_wall_ns - f.heartbeat_wall) * 1e-9;
     const bool exists = l.process == ProcessState::kRunning || l.process == ProcessState::kStopped;
@@ -80,11 +87,7 @@ void AssessLiveness(Context* ctx) {
     RankLiveness& l = ctx->live[i];
     l.silent_s = std::max(0.0, ctx->SinceS(files[i].heartbeat_wall));
     const bool finished = (files[i].snap->flags & trace::kHeaderFinished) != 0;
-    // Post mortem the files are complete (gathered after the end) and only compared to each
-    // other: the short bound holds for every host.
-    const bool late = l.foreign && !ctx->post_mortem;
-    l.state = Classify(l, finished, ctx->post_mortem,
-                       late ? std::max(o.stale_s, o.foreign_stale_s) : o.stale_s);
+    l.state = Classify(l, finished, ctx->post_mortem, StaleBound(o, l, ctx->post_mortem));
   }
 }
 
@@ -109,6 +112,14 @@ std::string LivenessText(const Context& ctx, uint32_t file) {
           l.silent_s);
       break;
     default:
+      if (const RankFile& f = ctx.index.files()[file]; f.remote.has_value()) {
+        // Who looked: the digest's node, not this host.
+        std::snprintf(buf, sizeof(buf),
+                      "pid %d on %s %s (its node's digest, %s); heartbeat %.1f s %s", s.pid,
+                      s.host.c_str(), l.process == ProcessState::kGone ? "is gone" : "is silent",
+                      f.remote->source.c_str(), l.silent_s, other);
+        break;
+      }
       std::snprintf(buf, sizeof(buf), "pid %d on %s %s; heartbeat stopped %.1f s %s", s.pid,
                     s.host.c_str(),
                     l.process == ProcessState::kGone ? "is gone"

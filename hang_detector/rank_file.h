@@ -56,8 +56,7 @@ static_assert(sizeof(OpRecord) == 48);
 // heartbeat ages and waits compare without trusting the two hosts' clocks to agree.
 struct RemoteObservation {
   ProcessState process = ProcessState::kUnknown;
-  int64_t received_wall = 0;  // when the digest arrived, on this host's wall clock (ns)
-  std::string source;         // where it came from ("http://node7:9400/digest", a file path)
+  std::string source;  // where it came from ("http://node7:9400/digest", a file path), for evidence
 };
 
 // One ring file, in wall-clock ns so files of different hosts compare (to NTP precision, enough

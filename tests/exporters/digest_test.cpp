@@ -124,7 +124,6 @@ TEST(DigestCodec, RoundTripKeepsEveryRecordAndShiftsTimesOntoTheReceiversClock) 
     EXPECT_EQ(b.heartbeat_wall - a.heartbeat_wall, received - produced);
     ASSERT_TRUE(b.remote.has_value());
     EXPECT_EQ(b.remote->process, hd::ProcessState::kStopped);
-    EXPECT_EQ(b.remote->received_wall, received);
     EXPECT_EQ(b.remote->source, "http://node-a:9478/digest");
   }
   EXPECT_EQ(d.files[2].snap->overwritten, files[2].snap->overwritten);

@@ -163,7 +163,7 @@ TEST(NodeView, ARankFromADigestIsJudgedByItsOwnNodesProcessCheck) {
       files[i].remote = hang_detector::RemoteObservation{
           files[i].rank == 5 ? hang_detector::ProcessState::kGone
                              : hang_detector::ProcessState::kRunning,
-          JobBuilder::Wall(8), "http://node-b:9478/digest"};
+          "http://node-b:9478/digest"};
     }
   }
   hang_detector::AnalyzeOptions o;
@@ -179,6 +179,9 @@ TEST(NodeView, ARankFromADigestIsJudgedByItsOwnNodesProcessCheck) {
   const std::string text = hang_detector::RenderText(a, false);
   EXPECT_NE(text.find("input: 4 ring file(s), 4 rank(s) from digests; saw 8 of 8 ranks"),
             std::string::npos)
+      << text;
+  // The evidence says who checked the process: the rank's own node, through its digest.
+  EXPECT_NE(text.find("is gone (its node's digest, http://node-b:9478/digest)"), std::string::npos)
       << text;
 }
 
