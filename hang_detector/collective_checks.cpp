@@ -236,12 +236,13 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
       first = std::min(first, files[i.file].Wall(files[i.file].At(i.pos).t_enter_ns));
       stalled = stalled || ctx.Stalled(i.file, i.pos);
     }
+    // Every member issued #seq once a member completed it, where its result needs every
+    // member's data (see the top of the file).
+    const bool all_issued = !st.completed.empty() && CompletionNeedsEveryone(st.waiting[0].sig.op);
     // A wrapped member without a record here whose ring reaches back to before anyone issued
-    // #seq: had it issued #seq, the record would be in its ring. (Once a member completed #seq,
-    // every member issued it.)
+    // #seq: had it issued #seq, the record would be in its ring.
     for (uint32_t f : wrapped_members) {
-      if (!st.completed.empty() || files[f].size() == 0 ||
-          files[f].Wall(files[f].At(0).t_enter_ns) > first) {
+      if (all_issued || files[f].size() == 0 || files[f].Wall(files[f].At(0).t_enter_ns) > first) {
         continue;
       }
       st.not_issued.push_back(ctx.RankOf(f));
@@ -249,12 +250,10 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
     }
     w.completed = st.completed;
     w.not_issued = st.not_issued;
-    // Members without data here (another node's ranks, an unreachable node): once a member
-    // completed #seq every member issued it; before that, whether they did is unknown. Named by
-    // global rank when the communicator spans the job.
+    // Members without data here (another node's ranks, an unreachable node): unless all issued
+    // it, whether they did is unknown. Named by global rank when the communicator spans the job.
     std::vector<int> fileless;
-    const bool proves_all = CompletionNeedsEveryone(st.waiting[0].sig.op);
-    if ((st.completed.empty() || !proves_all) && unseen > 0) {
+    if (!all_issued && unseen > 0) {
       w.unseen = unseen;
       if (comm.nranks == ctx.index.world_size() &&
           static_cast<int>(ctx.index.missing_ranks().size()) == unseen) {

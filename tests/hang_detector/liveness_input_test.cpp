@@ -188,6 +188,25 @@ TEST(Input, WrappedRingStillShowsAHang) {
   EXPECT_EQ(v.culprits, std::vector<int>{1});
 }
 
+// A broadcast's receivers complete without every member (the root's data passes them by): their
+// completion does not excuse a member whose wrapped ring covers the wait and holds no #2.
+TEST(Input, WrappedMemberIsJudgedWhenOnlyABroadcastsReceiversCompleted) {
+  JobBuilder job(4);
+  const uint64_t world = job.Comm("world", {0, 1, 2, 3});
+  const uint64_t solo = job.Comm("solo", {3});
+  for (int r = 0; r < 4; ++r) job.Coll(r, world, OpType::kAllReduce, 0.0, Done::kCompleted);
+  for (int i = 1; i <= 5; ++i) job.Coll(3, solo, OpType::kAllReduce, 0.1 * i, Done::kCompleted);
+  job.Wrap(3, 5);  // its ring reaches back to 0.1 s, before the broadcast, and holds no world op
+  job.Coll(0, world, OpType::kBroadcast, 1.0, Done::kPending);
+  for (int r = 1; r < 3; ++r) job.Coll(r, world, OpType::kBroadcast, 1.0, Done::kCompleted);
+  job.HeartbeatAll(6);
+  const Analysis a = AnalyzeAt(job, 6);
+  const Verdict& v = First(a);
+  EXPECT_EQ(v.cls, VerdictClass::kMissing) << v.summary;
+  EXPECT_EQ(v.seq, 2u);
+  EXPECT_EQ(v.culprits, std::vector<int>{3});
+}
+
 TEST(Input, TornRecordsAreReported) {
   uint64_t world;
   JobBuilder job = Stuck(&world);
