@@ -76,6 +76,18 @@ const char* OpTypeName(OpType op) {
       return "profiler_attach";
     case OpType::kDeviceStart:
       return "device_start";
+    case OpType::kP2pDeviceStart:
+      return "p2p_device_start";
+    case OpType::kProxyProgress:
+      return "proxy_progress";
+    case OpType::kKernelChannels:
+      return "kernel_channels";
+    case OpType::kProfilerMask:
+      return "profiler_mask";
+    case OpType::kDeviceCompute:
+      return "device_compute";
+    case OpType::kDeviceActivityLoss:
+      return "device_activity_loss";
   }
   return "unknown";
 }

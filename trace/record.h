@@ -51,6 +51,13 @@ enum class OpType : uint16_t {
   // Written by the profiler-plugin side of the probe (NCCL_PROFILER_PLUGIN), not by a call.
   kProfilerAttach = 90,  // the profiler observes this communicator's device work from now on
   kDeviceStart = 91,     // the device work of a collective started (first kernel channel)
+  kP2pDeviceStart = 92,  // the device work of a send or receive started (first kernel channel)
+  kProxyProgress = 93,   // where one (operation, channel, peer, side) of NCCL's proxy stands
+  kKernelChannels = 94,  // which kernel channels of an unfinished operation started and stopped
+  kProfilerMask = 95,    // the profiler's activation mask changed (proxy detail on or off)
+  // Written by the CUPTI probe (NCCLSCOPE_CUPTI=1) from kernel activity records, not by a call.
+  kDeviceCompute = 98,  // GPU time in compute kernels before one NCCL kernel (device timeline)
+  kDeviceActivityLoss = 99,  // kernel activity lost: compute sums across it are unknown
 };
 
 // Stable lower-case name ("allreduce", "send", ...); "unknown" for values this build does not know.
@@ -62,6 +69,14 @@ bool IsP2P(OpType op);
 inline constexpr uint32_t kFlagInGroup = 1u << 0;  // issued between GroupStart and GroupEnd
 inline constexpr uint32_t kFlagInPlace = 1u << 1;  // sendbuff == recvbuff
 inline constexpr uint32_t kFlagCompletionTracked = 1u << 2;  // a device event was recorded
+
+// proxy_progress `stream` bits.
+inline constexpr uint64_t kProxySend = 1u << 0;   // the send side (else the receive side)
+inline constexpr uint64_t kProxyEnded = 1u << 1;  // the proxy operation's work ended
+// profiler_mask `count`.
+inline constexpr uint64_t kMaskWhyStart = 0;    // the mask asked for at attach (configuration)
+inline constexpr uint64_t kMaskWhySuspect = 1;  // proxy detail on: the watchdog suspects a hang
+inline constexpr uint64_t kMaskWhyResolved = 2;  // proxy detail off again: the suspect resolved
 
 // RecordData::result of a record opened at entry to a call that has not returned yet (t_exit_ns 0).
 // Calls that may block (communicator creation, split, finalize, destroy, group end) are recorded
@@ -97,6 +112,45 @@ inline constexpr bool IsPending(int64_t t_device_done_ns) {
 //                tell which collective it was, so absences on this communicator prove nothing),
 //                count = NCCL's per-(comm, function) seqNumber, aux = GPU start time (globaltimer
 //                ns, 0 unknown), peer = channel; t_enter_ns = t_exit_ns = when the host saw it
+//   device_compute one NCCL kernel as CUPTI saw it on the GPU. comm_id, seq = the collective that
+//                launched it (both 0 for a kernel launched by ncclGroupEnd: then group_id names
+//                the group, whose collectives carry the same group_id), group_id as the launching
+//                record's; count = compute ns: the union of non-NCCL kernel time on this device
+//                after the previous NCCL kernel ended and before this one started; peer = how
+//                many compute kernels ran there; aux = this kernel's GPU start, send_buffer its
+//                GPU end, recv_buffer the previous NCCL kernel's GPU end (CUPTI timestamps, ns; 0:
+//                none seen since the probe started or since activity was lost, so count is
+//                unknown, not zero); dtype = CUPTI device id; stream = CUPTI stream id;
+//                t_enter_ns = t_exit_ns = when the probe wrote it. A kernel that never ends (a
+//                hung collective, a hung compute kernel) produces no activity record, hence no
+//                device_compute: a missing record means "unknown", never "no compute".
+//   device_activity_loss count = activity records CUPTI dropped (buffers full) or kernels the
+//                probe could not attribute, aux = 1 dropped by CUPTI, 2 correlation unknown;
+//                the next device_compute of each device has recv_buffer 0
+//   p2p_device_start  comm_id, seq = the send's or receive's per-(comm, peer, direction)
+//                sequence number (0: unknown, as for device_start), peer = the peer's comm rank,
+//                redop = the operation (OpType kSend or kRecv), dtype = kernel channel, aux = GPU
+//                start time (globaltimer ns), count = 0
+//   proxy_progress  one NCCL proxy operation (network transfers of one channel to or from one
+//                peer) of the operation comm_id/seq, written by the background thread while it is
+//                in flight and once more when it ended (only for one it had written before).
+//                peer = the proxy's peer (comm rank), dtype = channel, redop = the NCCL profiler
+//                state of the oldest step not done (0 none yet; 8 SendGPUWait, 20 SendPeerWait,
+//                9 SendWait, 10 RecvWait, 11 RecvFlushWait, 12 RecvGPUWait), aux = host time that
+//                state was entered (this ring's clock), group_id = host time of the newest event of
+//                this proxy operation, count = its steps (network transfers),
+//                send_buffer = steps posted << 32 | steps done,
+//                recv_buffer = steps sent (send: handed to the network; receive: receive posted)
+//                << 32 | steps received (receive: data arrived; send: 0),
+//                stream = kProxy* bits below | the operation's OpType << 32 (kSend, kRecv or a
+//                collective; seq is that operation's number), result 0
+//   kernel_channels  an operation (comm_id, seq, stream = its OpType << 32, peer = the send's or
+//                receive's peer or -1) whose kernel started on some channel and has not stopped on
+//                all of them, written by the background thread when that changes:
+//                aux = mask of channels started, count = mask of channels stopped (bit c =
+//                channel c; NCCL has at most 64), t_device_done_ns untracked
+//   profiler_mask  aux = the activation mask the probe now asks NCCL for, count = why
+//                (kMaskWhy* below); comm_id 0
 //
 // The payload of one record. Times are CLOCK_MONOTONIC nanoseconds of the writing host; the file
 // header holds a (realtime, monotonic) pair taken together to convert them.
