@@ -136,14 +136,13 @@ inline constexpr bool IsPending(int64_t t_device_done_ns) {
 //                in flight and once more when it ended (only for one it had written before).
 //                peer = the proxy's peer (comm rank), dtype = channel, redop = the NCCL profiler
 //                state of the oldest step not done (0 none yet; 8 SendGPUWait, 20 SendPeerWait,
-//                9 SendWait, 10 RecvWait, 11 RecvFlushWait, 12 RecvGPUWait), aux = host time that
-//                state was entered (this ring's clock), group_id = host time of the newest event of
-//                this proxy operation, count = its steps (network transfers),
-//                send_buffer = steps posted << 32 | steps done,
-//                recv_buffer = steps sent (send: handed to the network; receive: receive posted)
-//                << 32 | steps received (receive: data arrived; send: 0),
-//                stream = kProxy* bits below | the operation's OpType << 32 (kSend, kRecv or a
-//                collective; seq is that operation's number), result 0
+//                9 SendWait, 10 RecvWait, 11 RecvFlushWait, 12 RecvGPUWait), group_id = host time
+//                that state was entered (this ring's clock), count = steps posted << 32 | steps
+//                done, aux = steps sent (send: handed to the network; receive: receive posted to
+//                the network) << 32 | steps received (receive: data arrived; send: 0),
+//                stream = kProxy* bits | steps in all (24 bits, saturated) << 8 | the operation's
+//                OpType << 32 (kSend, kRecv or a collective, whose number seq is); t_exit_ns =
+//                t_enter_ns = when written; fields the detectors read are all kept by RankFile
 //   kernel_channels  an operation (comm_id, seq, stream = its OpType << 32, peer = the send's or
 //                receive's peer or -1) whose kernel started on some channel and has not stopped on
 //                all of them, written by the background thread when that changes:
