@@ -5,6 +5,7 @@
 
 #include "plugin/call_frame.h"
 #include "plugin/comm_state.h"
+#include "plugin/nvtx_contexts.h"
 #include "plugin/probe_clock.h"
 #include "trace/record.h"
 #include "trace/ring_writer.h"
@@ -29,6 +30,7 @@ inline trace::RecordData MakeRecord(const CallFrame& f, trace::OpType op,
   d.tid = CachedTid(ts);
   d.group_id = ts.group_id;
   d.flags = ts.group_depth != 0 ? trace::kFlagInGroup : 0;
+  d.reserved = NvtxContextWord(*f.rt->ring);  // the step and phase the thread is in (NVTX)
   return d;
 }
 

@@ -88,6 +88,10 @@ const char* OpTypeName(OpType op) {
       return "device_compute";
     case OpType::kDeviceActivityLoss:
       return "device_activity_loss";
+    case OpType::kNvtxPhaseName:
+      return "nvtx_phase_name";
+    case OpType::kNvtxRangeName:
+      return "nvtx_range_name";
   }
   return "unknown";
 }

@@ -56,8 +56,11 @@ enum class OpType : uint16_t {
   kKernelChannels = 94,  // which kernel channels of an unfinished operation started and stopped
   kProfilerMask = 95,    // the profiler's activation mask changed (proxy detail on or off)
   // Written by the CUPTI probe (NCCLSCOPE_CUPTI=1) from kernel activity records, not by a call.
-  kDeviceCompute = 98,  // GPU time in compute kernels before one NCCL kernel (device timeline)
+  kDeviceCompute = 98,       // GPU time in compute kernels before one NCCL kernel (device timeline)
   kDeviceActivityLoss = 99,  // kernel activity lost: compute sums across it are unknown
+  // Written by the NVTX injection side of the probe: the names of an NVTX context id (below).
+  kNvtxPhaseName = 96,  // the phase of context `seq`: the range right above the step
+  kNvtxRangeName = 97,  // the innermost range of context `seq`
 };
 
 // Stable lower-case name ("allreduce", "send", ...); "unknown" for values this build does not know.
@@ -74,8 +77,8 @@ inline constexpr uint32_t kFlagCompletionTracked = 1u << 2;  // a device event w
 inline constexpr uint64_t kProxySend = 1u << 0;   // the send side (else the receive side)
 inline constexpr uint64_t kProxyEnded = 1u << 1;  // the proxy operation's work ended
 // profiler_mask `count`.
-inline constexpr uint64_t kMaskWhyStart = 0;    // the mask asked for at attach (configuration)
-inline constexpr uint64_t kMaskWhySuspect = 1;  // proxy detail on: the watchdog suspects a hang
+inline constexpr uint64_t kMaskWhyStart = 0;     // the mask asked for at attach (configuration)
+inline constexpr uint64_t kMaskWhySuspect = 1;   // proxy detail on: the watchdog suspects a hang
 inline constexpr uint64_t kMaskWhyResolved = 2;  // proxy detail off again: the suspect resolved
 
 // RecordData::result of a record opened at entry to a call that has not returned yet (t_exit_ns 0).
@@ -172,8 +175,41 @@ struct RecordData {
   int32_t result;            // ncclResult_t returned to the caller
   uint32_t flags;            // kFlag*
   uint32_t tid;              // Linux thread id of the caller
-  uint32_t reserved;
+  uint32_t reserved;         // NVTX context of the calling thread (below); 0 when none
 };
 static_assert(sizeof(RecordData) == size_t{15} * 8, "RecordData is 15 words");
+
+// NVTX context (RecordData::reserved), set on every record the interposer writes while NVTX is
+// injected (NVTX_INJECTION64_PATH=libncclscope.so) and the calling thread is inside a range:
+//   bits 8..31  step + 1 of the innermost step range the thread is inside (a range named like
+//               "step 123", NCCLSCOPE_NVTX_STEP_PATTERN), or of an nvtxRangeStart step range
+//               when the thread is inside none; 0 no step; steps past 16777213 read as 16777213
+//   bits 0..7   context id: 0 none, 1..254 an interned (phase, innermost range) pair, 255 the
+//               process had more than 254 pairs (names unknown)
+// The phase is the range right above the step range (forward, backward, optimizer, ...), the
+// innermost range the thread's innermost one; either is "" when there is none (no step: no phase;
+// the innermost range is the step range: none). NCCL's own "NCCL" domain ranges are never
+// counted. The names of context N are in the nvtx_phase_name and nvtx_range_name records with
+// seq N, written before its first use, and again once the ring moved on by half its capacity:
+//   nvtx_phase_name / nvtx_range_name  seq = context id, the name NUL-padded in the 48 bytes from
+//                group_id to recv_buffer (names are cut at 47 bytes), tid = the writer's thread
+inline constexpr uint32_t kNvtxContextFull = 255;
+inline constexpr size_t kNvtxNameBytes = 48;
+inline constexpr uint64_t kNvtxStepMax = 0xFFFFFEu - 1;  // largest step stored exactly
+inline constexpr uint32_t NvtxStepField(uint64_t step) {
+  return static_cast<uint32_t>((step < kNvtxStepMax ? step : kNvtxStepMax) + 1);
+}
+inline constexpr uint32_t NvtxReservedWord(uint64_t step_field, uint32_t context) {
+  return static_cast<uint32_t>(step_field << 8) | (context & 0xFFu);
+}
+inline constexpr bool NvtxHasStep(uint32_t reserved) {
+  return (reserved >> 8) != 0;
+}
+inline constexpr uint64_t NvtxStep(uint32_t reserved) {
+  return (reserved >> 8) - 1;
+}
+inline constexpr uint32_t NvtxContextId(uint32_t reserved) {
+  return reserved & 0xFFu;
+}
 
 }  // namespace ncclscope::trace
