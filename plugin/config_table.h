@@ -41,6 +41,15 @@
     "In a forked child: reinit opens a new ring file at its first NCCL call, off stops "          \
     "recording.")                                                                                 \
   X(warn, Bool, "1", "", "Print warning lines (prefix 'ncclscope: warning: ') on stderr.")        \
+  X(nvtx, Bool, "1", "",                                                                          \
+    "When loaded as the NVTX injection (NVTX_INJECTION64_PATH, set by `ncclscope run`): record "  \
+    "each thread's NVTX ranges so records carry their training step and phase. 0: forward only.") \
+  X(nvtx_step_pattern, String, "step %d;Step %d;STEP %d;iteration %d;Iteration %d;iter %d", "",   \
+    "NVTX range names that mark a training step: ';'-separated alternatives, each with one %d "   \
+    "where the step number stands. A bad pattern warns once and the default is used.")            \
+  X(nvtx_forward, String, "", "",                                                                 \
+    "Another NVTX injection library (Nsight Systems') to pass every NVTX call on to; `ncclscope " \
+    "run` sets it to the NVTX_INJECTION64_PATH the job had. Empty: none.")                        \
   X(watchdog, Bool, "1", "",                                                                      \
     "Watch for local stalls on the background thread and, on one, correlate the trace directory " \
     "and write verdict.json there (once per incident across ranks).")                             \

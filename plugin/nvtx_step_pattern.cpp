@@ -4,7 +4,7 @@
 
 namespace ncclscope::plugin {
 
-const char* const kDefaultStepPattern = "step %d|Step %d|STEP %d|iteration %d|Iteration %d|iter %d";
+const char* const kDefaultStepPattern = "step %d;Step %d;STEP %d;iteration %d;Iteration %d;iter %d";
 
 namespace {
 
@@ -53,7 +53,7 @@ bool ParseStepPattern(const std::string& text, StepPattern* out, std::string* er
   StepPattern parsed{};
   size_t start = 0;
   for (;;) {
-    const size_t bar = text.find('|', start);
+    const size_t bar = text.find(';', start);
     const std::string alt = text.substr(start, bar == std::string::npos ? bar : bar - start);
     if (parsed.count == kStepAlternatives) {
       *error = "the pattern has more than 8 alternatives";

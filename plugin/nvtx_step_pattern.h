@@ -1,7 +1,7 @@
 // Which NVTX range names mark a training step, and the step number they carry.
 //
-// A pattern is one or more alternatives separated by '|'; each alternative has exactly one "%d",
-// where the step number (decimal digits) stands: "step %d|Step %d|iteration %d". A range name
+// A pattern is one or more alternatives separated by ';'; each alternative has exactly one "%d",
+// where the step number (decimal digits) stands: "step %d;Step %d;iteration %d". A range name
 // matches an alternative when it starts with the text before %d, continues with at least one digit
 // and, right after the digits, with the text after %d (anything may follow that). The first
 // alternative that matches gives the step.
@@ -28,7 +28,7 @@ struct StepPattern {
   uint32_t count;
 };
 
-// The default: "step %d|Step %d|STEP %d|iteration %d|Iteration %d|iter %d".
+// The default: "step %d;Step %d;STEP %d;iteration %d;Iteration %d;iter %d".
 extern const char* const kDefaultStepPattern;
 
 // Parses text into *out. On a bad pattern (empty, an alternative without %d or with two, text
