@@ -68,6 +68,11 @@
   X(confirm_ceiling_ms, Int, "600000", "100..604800000",                                          \
     "Confirmation ceiling: a suspect is a hang after this long whatever the job has shown, "      \
     "milliseconds (PyTorch's default NCCL timeout is 10 minutes).")                               \
+  X(profiler_proxy, Enum, "suspect", "off|suspect|always",                                        \
+    "Proxy detail of the profiler plugin (NCCL's ProxyOp/ProxyStep events: where each network "   \
+    "transfer stands, per channel and peer): always, only while the watchdog suspects a hang "    \
+    "(operations issued from then on), or off. The default events (API, Coll, P2p, KernelCh) "   \
+    "are always asked for.")                                                                      \
   X(on_hang, Enum, "report", "report|abort",                                                      \
     "On a confirmed hang: report (verdict.json, stderr), or also ncclCommAbort this rank's "      \
     "communicators the verdict names, so the job fails fast and its launcher can restart it. "    \

@@ -1,8 +1,11 @@
 // libncclscope.so as an NCCL profiler plugin (NCCL_PROFILER_PLUGIN=<path>/libncclscope.so, which
 // also works while it is LD_PRELOADed: NCCL dlopens the object already loaded). It asks NCCL for
-// CollApi, Coll and KernelCh events and writes into the process's ring the one fact the records
-// of calls cannot show: that the device work of collective (communicator, #seq) STARTED. A rank
-// whose kernel for #N never started while its peers' did is the one whose device is stuck.
+// the API, Coll, P2p and KernelCh events and writes into the process's ring the one fact the
+// records of calls cannot show: that the device work of an operation STARTED (device_start for
+// collectives, AlltoAll, Gather and Scatter included, whose NCCL 2.28 events are P2pApi/P2p;
+// p2p_device_start for send/recv). A rank whose kernel for #N never started while its peers' did
+// is the one whose device is stuck. With proxy detail on (proxy_mask.h) it also keeps where each
+// network transfer of NCCL's proxy stands (proxy_progress.h).
 //
 // Every callback is noexcept, allocation-free, lock-free and system-call-free after the first use
 // on a thread; callbacks come from the application's threads and NCCL's proxy thread. Contexts and
@@ -23,10 +26,12 @@ inline constexpr uint32_t kMaxContexts = 1024;
 inline constexpr uint32_t kHandlePoolSize = 8192;  // power of two: a ring of recent events
 inline constexpr uint32_t kNameBytes = 64;
 
-// The activation mask bits the probe ORs into NCCL's mask (never clearing another plugin's).
+// The default activation mask (always on, cheap: a few events per operation and two per kernel
+// channel). Proxy detail (ProxyOp, ProxyStep) is added by proxy_mask.h. The probe ORs its bits
+// into NCCL's mask and never clears another plugin's.
 inline constexpr uint64_t kWantedMaskV5 =
-    prof_abi::kCollApi | prof_abi::kColl | prof_abi::kKernelCh;
-inline constexpr uint64_t kWantedMaskV4 = prof_abi::kColl | prof_abi::kKernelCh;
+    prof_abi::kCollApi | prof_abi::kP2pApi | prof_abi::kColl | prof_abi::kP2p | prof_abi::kKernelCh;
+inline constexpr uint64_t kWantedMaskV4 = prof_abi::kColl | prof_abi::kP2p | prof_abi::kKernelCh;
 
 // One NCCL communicator as the profiler sees it (NCCL's per-comm plugin context).
 struct Context {
@@ -38,16 +43,29 @@ struct Context {
   char name[kNameBytes] = {};
   std::atomic<CommState*> state{nullptr};  // found at the first collective, cached
   std::atomic<uint32_t> state_lookups{0};  // bounded: a handle we never registered stays unknown
+  // The highest collective number a device_start was written for: the P2p parts of one AlltoAll,
+  // Gather or Scatter share their collective's number and get one marker.
+  std::atomic<uint64_t> last_coll_marker{0};
 };
 
-// An event handle we return to NCCL: a CollApi (v5+) or Coll event. The tag at offset 0 tells our
-// handles from anything else a parentObj could be.
+// An event handle we return to NCCL: a CollApi/P2pApi (v5+), Coll or P2p event. The tag at offset
+// 0 tells our handles from anything else a parentObj could be.
 struct EventHandle {
   std::atomic<uint64_t> tag{0};
   std::atomic<Context*> ctx{nullptr};
-  std::atomic<uint64_t> seq{0};       // our per-comm sequence number; 0 unknown
+  std::atomic<uint64_t> seq{0};       // our sequence number (per comm, or per comm/peer); 0 unknown
   std::atomic<uint64_t> nccl_seq{0};  // Coll: NCCL's per-function seqNumber
-  std::atomic<uint32_t> started{0};   // Coll: a kernel channel started (marker written)
+  std::atomic<uint32_t> op{0};        // trace::OpType of the operation; 0 unknown
+  std::atomic<int32_t> peer{-1};      // send/recv: the peer's comm rank
+  std::atomic<uint32_t> started{0};   // Coll/P2p: a kernel channel started (marker written)
+  // Coll/P2p: bit c set once kernel channel c started (stopped). Written on NCCL's proxy thread,
+  // read by the background thread (kernel_channels records).
+  std::atomic<uint64_t> channels_started{0};
+  std::atomic<uint64_t> channels_stopped{0};
+  // Background thread only: what it last wrote of this handle (atomics: NewHandle resets them).
+  std::atomic<uint64_t> published_started{0};
+  std::atomic<uint64_t> published_stopped{0};
+  std::atomic<uint32_t> ticks_seen{0};
 };
 
 // The callbacks behind every exported table. `abi` is 4, 5 or 6. Thread-safe as NCCL calls them.
@@ -64,8 +82,16 @@ struct Stats {
   uint64_t contexts = 0;
   uint64_t unresolved_contexts = 0;  // creation not matched to one of ours
   uint64_t markers = 0;              // device_start records written
-  uint64_t unmapped_markers = 0;     // of which the collective's sequence number was unknown
+  uint64_t unmapped_markers = 0;     // of which the operation's sequence number was unknown
+  uint64_t p2p_markers = 0;          // p2p_device_start records written (included in markers)
 };
 Stats GetStats() noexcept;
+
+// The handle pool, for the background thread's kernel_channels scan (proxy_progress.h).
+EventHandle* HandlePool() noexcept;
+// The handle behind a parentObj if it is one of ours of a Coll or P2p event, else null.
+EventHandle* OperationHandle(const void* parent) noexcept;
+// Whether any communicator is attached (the background thread's work is skipped otherwise).
+bool AnyContext() noexcept;
 
 }  // namespace ncclscope::plugin::profiler

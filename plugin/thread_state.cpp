@@ -18,6 +18,8 @@ void ResetThreadStateAfterFork() noexcept {
   t_thread_state.group_depth = 0;
   t_thread_state.pending_count = 0;
   t_thread_state.group_id = 0;
+  t_thread_state.call_op = 0;
+  t_thread_state.call_peer = -1;
 }
 
 }  // namespace ncclscope::plugin

@@ -24,6 +24,11 @@ struct ThreadState {
   uint32_t group_depth;  // NCCL group nesting as seen by ncclGroupStart/End
   uint32_t pending_count;
   uint64_t group_id;  // id of the open outermost group, 0 outside groups
+  // The interposed operation whose real NCCL call runs now (trace::OpType, 0 none) and its peer
+  // (send/recv) or -1: the profiler plugin's P2pApi/P2p events, which NCCL emits inside that call
+  // on this thread, learn from them which operation (and which per-peer counter) they belong to.
+  uint32_t call_op;
+  int32_t call_peer;
   PendingCompletion pending[kMaxPendingInGroup];
 };
 

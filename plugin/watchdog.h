@@ -57,6 +57,8 @@ class Watchdog {
 
   const StallRule& rule() const { return rule_; }
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  // Whether the last Tick found this rank stalled (a suspect). Background thread only.
+  bool stall_posted() const noexcept { return posted_stall_; }
 
  private:
   enum class Outcome : uint8_t {

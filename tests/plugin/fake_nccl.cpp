@@ -25,6 +25,10 @@ using FakeHook = void (*)(void* arg, int rank, int nranks);
 FakeHook g_on_init = nullptr;
 FakeHook g_on_allreduce = nullptr;
 FakeHook g_on_group_end = nullptr;
+// Runs inside ncclSend (kind 0), ncclRecv (1) and ncclAlltoAll (2, peer -1), where NCCL 2.28
+// emits the profiler's P2pApi events (src/enqueue.cc, p2pTaskAppend).
+using P2pHook = void (*)(int kind, int peer);
+P2pHook g_on_p2p = nullptr;
 void* g_hook_arg = nullptr;
 // Runs inside every creation call (init, split, shrink) before it returns: where real NCCL blocks
 // until every member has joined.
@@ -78,6 +82,12 @@ __attribute__((visibility("default"))) void fakenccl_set_hooks(FakeHook on_init,
   g_on_init = on_init;
   g_on_allreduce = on_allreduce;
   g_hook_arg = arg;
+}
+
+// Test hook: runs on_p2p(kind, peer) inside ncclSend (0), ncclRecv (1), ncclAlltoAll (2, peer
+// -1); nullptr: nothing.
+__attribute__((visibility("default"))) void fakenccl_set_p2p_hook(P2pHook on_p2p) {
+  g_on_p2p = on_p2p;
 }
 
 // Test hook: runs on_group_end(arg, 0, 0) inside the outermost ncclGroupEnd (where NCCL creates
@@ -245,6 +255,7 @@ ncclResult_t pncclAllGather(const void*, void*, size_t, ncclDataType_t, ncclComm
 }
 ncclResult_t pncclAlltoAll(const void*, void*, size_t, ncclDataType_t, ncclComm_t comm,
                            cudaStream_t) {
+  if (comm != nullptr && g_on_p2p != nullptr) g_on_p2p(2, -1);
   return OnComm(comm);
 }
 ncclResult_t pncclGather(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t comm,
@@ -255,10 +266,13 @@ ncclResult_t pncclScatter(const void*, void*, size_t, ncclDataType_t, int, ncclC
                           cudaStream_t) {
   return OnComm(comm);
 }
-ncclResult_t pncclSend(const void*, size_t, ncclDataType_t, int, ncclComm_t comm, cudaStream_t) {
+ncclResult_t pncclSend(const void*, size_t, ncclDataType_t, int peer, ncclComm_t comm,
+                       cudaStream_t) {
+  if (comm != nullptr && g_on_p2p != nullptr) g_on_p2p(0, peer);
   return OnComm(comm);
 }
-ncclResult_t pncclRecv(void*, size_t, ncclDataType_t, int, ncclComm_t comm, cudaStream_t) {
+ncclResult_t pncclRecv(void*, size_t, ncclDataType_t, int peer, ncclComm_t comm, cudaStream_t) {
+  if (comm != nullptr && g_on_p2p != nullptr) g_on_p2p(1, peer);
   return OnComm(comm);
 }
 ncclResult_t pncclGroupStart() {
