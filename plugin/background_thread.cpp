@@ -1,9 +1,8 @@
-// The background thread: polls completion events, writes the heartbeat and
-// ticks the watchdog's stall rule (at the heartbeat's period: its thresholds
-// are seconds). The watchdog's slow work, correlating the trace directory, runs
-// on its own thread (watchdog.h), so nothing here waits on a file system. It is
-// detached and holds no lock, so it neither keeps the process alive nor blocks
-// exit or fork.
+// The background thread: polls completion events, writes the heartbeat and ticks the watchdog's
+// stall rule (at the heartbeat's period: its thresholds are seconds). The watchdog's slow work,
+// correlating the trace directory, runs on its own thread (watchdog.h), so nothing here waits on
+// a file system. It is detached and holds no lock, so it neither keeps the process alive nor
+// blocks exit or fork.
 #include <time.h>
 
 #include <algorithm>
@@ -18,32 +17,27 @@
 namespace ncclscope::plugin {
 namespace {
 
-// After this long without outstanding events the poll interval backs off to
-// kIdleSleepNs, so an idle process does not wake thousands of times a second.
-// The first completion after an idle period is then stamped up to kIdleSleepNs
-// late.
+// After this long without outstanding events the poll interval backs off to kIdleSleepNs, so an
+// idle process does not wake thousands of times a second. The first completion after an idle
+// period is then stamped up to kIdleSleepNs late.
 constexpr int64_t kIdleAfterNs = 100'000'000;
 constexpr int64_t kIdleSleepNs = 2'000'000;
 
 void SleepNs(int64_t ns) {
-  timespec ts{static_cast<time_t>(ns / 1'000'000'000),
-              static_cast<long>(ns % 1'000'000'000)};
+  timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
   nanosleep(&ts, nullptr);
 }
 
-// The profiler's proxy detail follows the watchdog's suspicion (proxy_mask.h),
-// and its in-flight progress is published at the heartbeat's period
-// (proxy_progress.h).
-void PublishProfilerProgress(Runtime *rt, int64_t now) {
-  if (!profiler::AnyContext())
-    return;
-  profiler::SetProxyDetail(
-      rt->watchdog != nullptr && rt->watchdog->stall_posted(), *rt->ring);
+// The profiler's proxy detail follows the watchdog's suspicion (proxy_mask.h), and its in-flight
+// progress is published at the heartbeat's period (proxy_progress.h).
+void PublishProfilerProgress(Runtime* rt, int64_t now) {
+  if (!profiler::AnyContext()) return;
+  profiler::SetProxyDetail(rt->watchdog != nullptr && rt->watchdog->stall_posted(), *rt->ring);
   profiler::PublishProgress(*rt->ring, now);
 }
 
-void *Loop(void *arg) {
-  auto *rt = static_cast<Runtime *>(arg);
+void* Loop(void* arg) {
+  auto* rt = static_cast<Runtime*>(arg);
   const int64_t poll_ns = rt->config.completion_poll_us * 1000;
   const int64_t heartbeat_ns = rt->config.heartbeat_ms * 1'000'000;
   int64_t last_heartbeat = 0;
@@ -51,17 +45,14 @@ void *Loop(void *arg) {
   while (!rt->stop.load(std::memory_order_acquire)) {
     RefreshProbeClock();
     const int64_t now = ProbeNowNs();
-    const size_t outstanding =
-        rt->tracker != nullptr ? rt->tracker->PollOnce(now) : 0;
+    const size_t outstanding = rt->tracker != nullptr ? rt->tracker->PollOnce(now) : 0;
     if (now - last_heartbeat >= heartbeat_ns) {
       rt->ring->Heartbeat(now);
       last_heartbeat = now;
-      if (rt->watchdog != nullptr)
-        rt->watchdog->Tick(now);
+      if (rt->watchdog != nullptr) rt->watchdog->Tick(now);
       PublishProfilerProgress(rt, now);
     }
-    if (outstanding != 0)
-      last_busy = now;
+    if (outstanding != 0) last_busy = now;
     int64_t sleep_ns = poll_ns;
     if (rt->tracker == nullptr) {
       sleep_ns = heartbeat_ns;
@@ -74,9 +65,9 @@ void *Loop(void *arg) {
   return nullptr;
 }
 
-} // namespace
+}  // namespace
 
-bool StartBackgroundThread(Runtime *rt) noexcept {
+bool StartBackgroundThread(Runtime* rt) noexcept {
   const int rc = StartDetachedThread(Loop, rt, "ncclscope");
   if (rc != 0) {
     WarnOnce(WarnKey::kPoller,
@@ -89,4 +80,4 @@ bool StartBackgroundThread(Runtime *rt) noexcept {
   return true;
 }
 
-} // namespace ncclscope::plugin
+}  // namespace ncclscope::plugin

@@ -13,8 +13,8 @@ using trace::OpType;
 
 struct CollArgs {
   OpType op;
-  const void *send;
-  const void *recv;
+  const void* send;
+  const void* recv;
   size_t count;
   ncclDataType_t dtype;
   int redop;
@@ -23,31 +23,23 @@ struct CollArgs {
   cudaStream_t stream;
 };
 
-// AllGather and ReduceScatter are in place when one buffer is this rank's block
-// of the other.
-bool InPlace(const CollArgs &a, const CommState *cs) noexcept {
-  if (a.send == a.recv)
-    return true;
-  if (cs == nullptr ||
-      (a.op != OpType::kAllGather && a.op != OpType::kReduceScatter))
-    return false;
+// AllGather and ReduceScatter are in place when one buffer is this rank's block of the other.
+bool InPlace(const CollArgs& a, const CommState* cs) noexcept {
+  if (a.send == a.recv) return true;
+  if (cs == nullptr || (a.op != OpType::kAllGather && a.op != OpType::kReduceScatter)) return false;
   const int rank = cs->rank.load(std::memory_order_relaxed);
-  const size_t block =
-      a.count * static_cast<size_t>(trace::DataTypeSize(a.dtype));
-  if (rank < 0 || block == 0)
-    return false;
-  const auto *send = static_cast<const char *>(a.send);
-  const auto *recv = static_cast<const char *>(a.recv);
-  return a.op == OpType::kAllGather ? send == recv + rank * block
-                                    : recv == send + rank * block;
+  const size_t block = a.count * static_cast<size_t>(trace::DataTypeSize(a.dtype));
+  if (rank < 0 || block == 0) return false;
+  const auto* send = static_cast<const char*>(a.send);
+  const auto* recv = static_cast<const char*>(a.recv);
+  return a.op == OpType::kAllGather ? send == recv + rank * block : recv == send + rank * block;
 }
 
 template <typename Forward>
-ncclResult_t Collective(const CollArgs &a, Forward &&forward) noexcept {
+ncclResult_t Collective(const CollArgs& a, Forward&& forward) noexcept {
   CallFrame f;
-  if (!BeginCall(&f))
-    return forward();
-  CommState *cs = LookupComm(f, a.comm);
+  if (!BeginCall(&f)) return forward();
+  CommState* cs = LookupComm(f, a.comm);
   if (cs != nullptr && cs->AbortedByWatchdog()) {
     EndCall(&f, errno);
     return kAbortedCommResult;
@@ -60,8 +52,7 @@ ncclResult_t Collective(const CollArgs &a, Forward &&forward) noexcept {
   trace::RecordData d = MakeRecord(f, a.op, r);
   if (cs != nullptr) {
     d.comm_id = cs->id;
-    // A rejected call enqueued nothing, so like NCCL's own counter it takes no
-    // number.
+    // A rejected call enqueued nothing, so like NCCL's own counter it takes no number.
     if (r == ncclSuccess || r == ncclInProgress) {
       d.seq = cs->NextCollSeq();
     }
@@ -70,103 +61,83 @@ ncclResult_t Collective(const CollArgs &a, Forward &&forward) noexcept {
   d.dtype = a.dtype;
   d.redop = a.redop;
   d.peer = a.root;
-  if (InPlace(a, cs))
-    d.flags |= trace::kFlagInPlace;
+  if (InPlace(a, cs)) d.flags |= trace::kFlagInPlace;
   EmitDeviceRecord(f, d, a.stream);
   EndCall(&f, err);
   return r;
 }
 
-} // namespace
-} // namespace ncclscope::plugin
+}  // namespace
+}  // namespace ncclscope::plugin
 
 using ncclscope::plugin::Collective;
 using ncclscope::trace::OpType;
 
-NCCLSCOPE_API ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff,
-                                         size_t count, ncclDataType_t datatype,
-                                         ncclRedOp_t op, ncclComm_t comm,
+NCCLSCOPE_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                          cudaStream_t stream) {
-  return Collective({OpType::kAllReduce, sendbuff, recvbuff, count, datatype,
-                     op, -1, comm, stream},
-                    NCCLSCOPE_FORWARD(AllReduce, sendbuff, recvbuff, count,
-                                      datatype, op, comm, stream));
-}
-
-NCCLSCOPE_API ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff,
-                                         size_t count, ncclDataType_t datatype,
-                                         int root, ncclComm_t comm,
-                                         cudaStream_t stream) {
-  return Collective({OpType::kBroadcast, sendbuff, recvbuff, count, datatype,
-                     -1, root, comm, stream},
-                    NCCLSCOPE_FORWARD(Broadcast, sendbuff, recvbuff, count,
-                                      datatype, root, comm, stream));
-}
-
-NCCLSCOPE_API ncclResult_t ncclBcast(void *buff, size_t count,
-                                     ncclDataType_t datatype, int root,
-                                     ncclComm_t comm, cudaStream_t stream) {
   return Collective(
-      {OpType::kBroadcast, buff, buff, count, datatype, -1, root, comm, stream},
-      NCCLSCOPE_FORWARD(Bcast, buff, count, datatype, root, comm, stream));
+      {OpType::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1, comm, stream},
+      NCCLSCOPE_FORWARD(AllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream));
 }
 
-NCCLSCOPE_API ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff,
-                                      size_t count, ncclDataType_t datatype,
-                                      ncclRedOp_t op, int root, ncclComm_t comm,
+NCCLSCOPE_API ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                         ncclDataType_t datatype, int root, ncclComm_t comm,
+                                         cudaStream_t stream) {
+  return Collective(
+      {OpType::kBroadcast, sendbuff, recvbuff, count, datatype, -1, root, comm, stream},
+      NCCLSCOPE_FORWARD(Broadcast, sendbuff, recvbuff, count, datatype, root, comm, stream));
+}
+
+NCCLSCOPE_API ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
+                                     ncclComm_t comm, cudaStream_t stream) {
+  return Collective({OpType::kBroadcast, buff, buff, count, datatype, -1, root, comm, stream},
+                    NCCLSCOPE_FORWARD(Bcast, buff, count, datatype, root, comm, stream));
+}
+
+NCCLSCOPE_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                      ncclDataType_t datatype, ncclRedOp_t op, int root,
+                                      ncclComm_t comm, cudaStream_t stream) {
+  return Collective(
+      {OpType::kReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream},
+      NCCLSCOPE_FORWARD(Reduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream));
+}
+
+NCCLSCOPE_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                         ncclDataType_t datatype, ncclComm_t comm,
+                                         cudaStream_t stream) {
+  return Collective(
+      {OpType::kAllGather, sendbuff, recvbuff, sendcount, datatype, -1, -1, comm, stream},
+      NCCLSCOPE_FORWARD(AllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream));
+}
+
+NCCLSCOPE_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                             ncclDataType_t datatype, ncclRedOp_t op,
+                                             ncclComm_t comm, cudaStream_t stream) {
+  return Collective(
+      {OpType::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1, comm, stream},
+      NCCLSCOPE_FORWARD(ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream));
+}
+
+NCCLSCOPE_API ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                                        ncclDataType_t datatype, ncclComm_t comm,
+                                        cudaStream_t stream) {
+  return Collective({OpType::kAlltoAll, sendbuff, recvbuff, count, datatype, -1, -1, comm, stream},
+                    NCCLSCOPE_FORWARD(AlltoAll, sendbuff, recvbuff, count, datatype, comm, stream));
+}
+
+NCCLSCOPE_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
+                                      ncclDataType_t datatype, int root, ncclComm_t comm,
                                       cudaStream_t stream) {
-  return Collective({OpType::kReduce, sendbuff, recvbuff, count, datatype, op,
-                     root, comm, stream},
-                    NCCLSCOPE_FORWARD(Reduce, sendbuff, recvbuff, count,
-                                      datatype, op, root, comm, stream));
+  return Collective(
+      {OpType::kGather, sendbuff, recvbuff, count, datatype, -1, root, comm, stream},
+      NCCLSCOPE_FORWARD(Gather, sendbuff, recvbuff, count, datatype, root, comm, stream));
 }
 
-NCCLSCOPE_API ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff,
-                                         size_t sendcount,
-                                         ncclDataType_t datatype,
-                                         ncclComm_t comm, cudaStream_t stream) {
-  return Collective({OpType::kAllGather, sendbuff, recvbuff, sendcount,
-                     datatype, -1, -1, comm, stream},
-                    NCCLSCOPE_FORWARD(AllGather, sendbuff, recvbuff, sendcount,
-                                      datatype, comm, stream));
-}
-
-NCCLSCOPE_API ncclResult_t ncclReduceScatter(const void *sendbuff,
-                                             void *recvbuff, size_t recvcount,
-                                             ncclDataType_t datatype,
-                                             ncclRedOp_t op, ncclComm_t comm,
-                                             cudaStream_t stream) {
-  return Collective({OpType::kReduceScatter, sendbuff, recvbuff, recvcount,
-                     datatype, op, -1, comm, stream},
-                    NCCLSCOPE_FORWARD(ReduceScatter, sendbuff, recvbuff,
-                                      recvcount, datatype, op, comm, stream));
-}
-
-NCCLSCOPE_API ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff,
-                                        size_t count, ncclDataType_t datatype,
-                                        ncclComm_t comm, cudaStream_t stream) {
-  return Collective({OpType::kAlltoAll, sendbuff, recvbuff, count, datatype, -1,
-                     -1, comm, stream},
-                    NCCLSCOPE_FORWARD(AlltoAll, sendbuff, recvbuff, count,
-                                      datatype, comm, stream));
-}
-
-NCCLSCOPE_API ncclResult_t ncclGather(const void *sendbuff, void *recvbuff,
-                                      size_t count, ncclDataType_t datatype,
-                                      int root, ncclComm_t comm,
-                                      cudaStream_t stream) {
-  return Collective({OpType::kGather, sendbuff, recvbuff, count, datatype, -1,
-                     root, comm, stream},
-                    NCCLSCOPE_FORWARD(Gather, sendbuff, recvbuff, count,
-                                      datatype, root, comm, stream));
-}
-
-NCCLSCOPE_API ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff,
-                                       size_t count, ncclDataType_t datatype,
-                                       int root, ncclComm_t comm,
+NCCLSCOPE_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                                       ncclDataType_t datatype, int root, ncclComm_t comm,
                                        cudaStream_t stream) {
-  return Collective({OpType::kScatter, sendbuff, recvbuff, count, datatype, -1,
-                     root, comm, stream},
-                    NCCLSCOPE_FORWARD(Scatter, sendbuff, recvbuff, count,
-                                      datatype, root, comm, stream));
+  return Collective(
+      {OpType::kScatter, sendbuff, recvbuff, count, datatype, -1, root, comm, stream},
+      NCCLSCOPE_FORWARD(Scatter, sendbuff, recvbuff, count, datatype, root, comm, stream));
 }

@@ -1,6 +1,5 @@
-// Interposed send/recv: rank A's k-th send to B and B's k-th recv from A get
-// the same number k, from per-(communicator, peer) counters kept separately for
-// each direction.
+// Interposed send/recv: rank A's k-th send to B and B's k-th recv from A get the same number k,
+// from per-(communicator, peer) counters kept separately for each direction.
 #include <nccl.h>
 
 #include "plugin/export.h"
@@ -11,29 +10,24 @@ namespace ncclscope::plugin {
 namespace {
 
 template <typename Forward>
-ncclResult_t PointToPoint(bool send, size_t count, ncclDataType_t dtype,
-                          int peer, ncclComm_t comm, cudaStream_t stream,
-                          Forward &&forward) noexcept {
+ncclResult_t PointToPoint(bool send, size_t count, ncclDataType_t dtype, int peer, ncclComm_t comm,
+                          cudaStream_t stream, Forward&& forward) noexcept {
   CallFrame f;
-  if (!BeginCall(&f))
-    return forward();
-  CommState *cs = LookupComm(f, comm);
+  if (!BeginCall(&f)) return forward();
+  CommState* cs = LookupComm(f, comm);
   if (cs != nullptr && cs->AbortedByWatchdog()) {
     EndCall(&f, errno);
     return kAbortedCommResult;
   }
-  f.ts->call_op =
-      static_cast<uint32_t>(send ? trace::OpType::kSend : trace::OpType::kRecv);
+  f.ts->call_op = static_cast<uint32_t>(send ? trace::OpType::kSend : trace::OpType::kRecv);
   f.ts->call_peer = peer;
   const ncclResult_t r = forward();
   const int err = errno;
   f.ts->call_op = 0;
-  trace::RecordData d =
-      MakeRecord(f, send ? trace::OpType::kSend : trace::OpType::kRecv, r);
+  trace::RecordData d = MakeRecord(f, send ? trace::OpType::kSend : trace::OpType::kRecv, r);
   if (cs != nullptr) {
     d.comm_id = cs->id;
-    if (r == ncclSuccess || r == ncclInProgress)
-      d.seq = cs->NextP2PSeq(send, peer);
+    if (r == ncclSuccess || r == ncclInProgress) d.seq = cs->NextP2PSeq(send, peer);
   }
   d.count = count;
   d.dtype = dtype;
@@ -43,23 +37,19 @@ ncclResult_t PointToPoint(bool send, size_t count, ncclDataType_t dtype,
   return r;
 }
 
-} // namespace
-} // namespace ncclscope::plugin
+}  // namespace
+}  // namespace ncclscope::plugin
 
 using ncclscope::plugin::PointToPoint;
 
-NCCLSCOPE_API ncclResult_t ncclSend(const void *sendbuff, size_t count,
-                                    ncclDataType_t datatype, int peer,
-                                    ncclComm_t comm, cudaStream_t stream) {
-  return PointToPoint(
-      true, count, datatype, peer, comm, stream,
-      NCCLSCOPE_FORWARD(Send, sendbuff, count, datatype, peer, comm, stream));
+NCCLSCOPE_API ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype,
+                                    int peer, ncclComm_t comm, cudaStream_t stream) {
+  return PointToPoint(true, count, datatype, peer, comm, stream,
+                      NCCLSCOPE_FORWARD(Send, sendbuff, count, datatype, peer, comm, stream));
 }
 
-NCCLSCOPE_API ncclResult_t ncclRecv(void *recvbuff, size_t count,
-                                    ncclDataType_t datatype, int peer,
+NCCLSCOPE_API ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                     ncclComm_t comm, cudaStream_t stream) {
-  return PointToPoint(
-      false, count, datatype, peer, comm, stream,
-      NCCLSCOPE_FORWARD(Recv, recvbuff, count, datatype, peer, comm, stream));
+  return PointToPoint(false, count, datatype, peer, comm, stream,
+                      NCCLSCOPE_FORWARD(Recv, recvbuff, count, datatype, peer, comm, stream));
 }

@@ -19,14 +19,12 @@ using prof_abi::EventDescrV4;
 using prof_abi::EventDescrV5;
 using trace::OpType;
 
-// Tags of our handles ("ncscAPI1", "ncscCOL1", "ncscPAP1", "ncscP2P1" read as
-// little-endian words).
+// Tags of our handles ("ncscAPI1", "ncscCOL1", "ncscPAP1", "ncscP2P1" read as little-endian words).
 constexpr uint64_t kTagCollApi = 0x31495041'6373636eULL;
 constexpr uint64_t kTagColl = 0x314c4f43'6373636eULL;
 constexpr uint64_t kTagP2pApi = 0x31504150'6373636eULL;
 constexpr uint64_t kTagP2p = 0x31503250'6373636eULL;
-// A communicator's CommState is looked up in the comm map at most this often
-// per context.
+// A communicator's CommState is looked up in the comm map at most this often per context.
 constexpr uint32_t kMaxStateLookups = 4;
 
 Context g_contexts[kMaxContexts];
@@ -40,28 +38,24 @@ std::atomic<uint64_t> g_p2p_markers{0};
 std::atomic<bool> g_warned_pool{false};
 std::atomic<bool> g_warned_unrecorded{false};
 
-Runtime *LiveRuntime() noexcept {
-  Runtime *rt = g_runtime.load(std::memory_order_acquire);
+Runtime* LiveRuntime() noexcept {
+  Runtime* rt = g_runtime.load(std::memory_order_acquire);
   return rt == kRuntimeOff ? nullptr : rt;
 }
 
-// A pointer NCCL hands back is ours only if it points at an element of our
-// pools: a parentObj may come from another plugin instance or, for PXN proxy
-// events, another process.
+// A pointer NCCL hands back is ours only if it points at an element of our pools: a parentObj may
+// come from another plugin instance or, for PXN proxy events, another process.
 template <typename T, size_t N>
-T *InPool(T (&pool)[N], const void *p) noexcept {
+T* InPool(T (&pool)[N], const void* p) noexcept {
   const auto addr = reinterpret_cast<uintptr_t>(p);
   const auto lo = reinterpret_cast<uintptr_t>(&pool[0]);
-  if (addr < lo || addr >= lo + sizeof(pool) || (addr - lo) % sizeof(T) != 0)
-    return nullptr;
+  if (addr < lo || addr >= lo + sizeof(pool) || (addr - lo) % sizeof(T) != 0) return nullptr;
   return &pool[(addr - lo) / sizeof(T)];
 }
 
-EventHandle *OurHandle(const void *p, uint64_t tag) noexcept {
-  EventHandle *h = InPool(g_handles, p);
-  return h != nullptr && h->tag.load(std::memory_order_acquire) == tag
-             ? h
-             : nullptr;
+EventHandle* OurHandle(const void* p, uint64_t tag) noexcept {
+  EventHandle* h = InPool(g_handles, p);
+  return h != nullptr && h->tag.load(std::memory_order_acquire) == tag ? h : nullptr;
 }
 
 // What an event handle describes.
@@ -71,14 +65,13 @@ struct OpKey {
   int32_t peer = -1;
 };
 
-// Handles are recycled round-robin: by the time a slot comes round again (8192
-// events later) the kernel of the operation it described has long started (NCCL
-// reports kernel starts through a 64-entry ring per channel).
-EventHandle *NewHandle(uint64_t tag, Context *ctx, OpKey key,
-                       uint64_t nccl_seq) noexcept {
+// Handles are recycled round-robin: by the time a slot comes round again (8192 events later) the
+// kernel of the operation it described has long started (NCCL reports kernel starts through a
+// 64-entry ring per channel).
+EventHandle* NewHandle(uint64_t tag, Context* ctx, OpKey key, uint64_t nccl_seq) noexcept {
   constexpr auto kRelaxed = std::memory_order_relaxed;
   const uint64_t i = g_next_handle.fetch_add(1, kRelaxed);
-  EventHandle &h = g_handles[i & (kHandlePoolSize - 1)];
+  EventHandle& h = g_handles[i & (kHandlePoolSize - 1)];
   h.tag.store(0, kRelaxed);
   h.ctx.store(ctx, kRelaxed);
   h.seq.store(key.seq, kRelaxed);
@@ -95,86 +88,70 @@ EventHandle *NewHandle(uint64_t tag, Context *ctx, OpKey key,
   return &h;
 }
 
-CommState *StateOf(Context &c) noexcept {
-  CommState *cs = c.state.load(std::memory_order_acquire);
-  if (cs != nullptr)
-    return cs;
-  Runtime *rt = LiveRuntime();
-  if (rt == nullptr || c.state_lookups.fetch_add(
-                           1, std::memory_order_relaxed) >= kMaxStateLookups)
+CommState* StateOf(Context& c) noexcept {
+  CommState* cs = c.state.load(std::memory_order_acquire);
+  if (cs != nullptr) return cs;
+  Runtime* rt = LiveRuntime();
+  if (rt == nullptr || c.state_lookups.fetch_add(1, std::memory_order_relaxed) >= kMaxStateLookups)
     return nullptr;
   cs = FindCommState(*rt, c.comm_id, c.rank, c.name);
-  if (cs != nullptr)
-    c.state.store(cs, std::memory_order_release);
+  if (cs != nullptr) c.state.store(cs, std::memory_order_release);
   return cs;
 }
 
-// Our sequence number of the collective the calling thread is issuing on c's
-// communicator: the interposer numbers it right after NCCL returns, so it is
-// the counter plus one. Only valid inside an interposed call (otherwise the
-// call is not recorded at all, and numbering it would claim a later call's
-// number); 0 when unknown.
-uint64_t SeqOfCallInProgress(Context &c, bool require_ungrouped) noexcept {
-  const ThreadState &ts = Tls();
-  if (ts.in_probe == 0 || (require_ungrouped && ts.group_depth != 0))
-    return 0;
-  CommState *cs = StateOf(c);
+// Our sequence number of the collective the calling thread is issuing on c's communicator: the
+// interposer numbers it right after NCCL returns, so it is the counter plus one. Only valid inside
+// an interposed call (otherwise the call is not recorded at all, and numbering it would claim a
+// later call's number); 0 when unknown.
+uint64_t SeqOfCallInProgress(Context& c, bool require_ungrouped) noexcept {
+  const ThreadState& ts = Tls();
+  if (ts.in_probe == 0 || (require_ungrouped && ts.group_depth != 0)) return 0;
+  CommState* cs = StateOf(c);
   return cs == nullptr ? 0 : cs->coll_seq.load(std::memory_order_relaxed) + 1;
 }
 
-// The interposed operation in progress on this thread (trace::OpType), 0
-// outside one.
+// The interposed operation in progress on this thread (trace::OpType), 0 outside one.
 uint32_t CallOp(bool require_ungrouped) noexcept {
-  const ThreadState &ts = Tls();
-  if (ts.in_probe == 0 || (require_ungrouped && ts.group_depth != 0))
-    return 0;
+  const ThreadState& ts = Tls();
+  if (ts.in_probe == 0 || (require_ungrouped && ts.group_depth != 0)) return 0;
   return ts.call_op;
 }
 
 bool IsP2pOp(uint32_t op) {
-  return op == static_cast<uint32_t>(OpType::kSend) ||
-         op == static_cast<uint32_t>(OpType::kRecv);
+  return op == static_cast<uint32_t>(OpType::kSend) || op == static_cast<uint32_t>(OpType::kRecv);
 }
 
-// The interposed operation whose NCCL call emits this P2pApi (v5) or P2p (v4)
-// event on the calling thread. NCCL 2.28.9 runs send, recv, AlltoAll, Gather
-// and Scatter through p2pTaskAppend (src/enqueue.cc), one P2pApi per (peer,
-// direction) part, named "Send" or "Recv" even for an AlltoAll: only the
-// interposer knows which call it is. A part of a collective takes the
-// collective's number; a send or receive the next number of its (comm, peer,
-// direction) counter, which the interposer bumps once NCCL returns. `peer` is
-// the event's own peer (v4) or -1 (v5, whose P2pApi carries none).
-OpKey KeyOfCallInProgress(Context &c, bool require_ungrouped,
-                          int peer) noexcept {
-  const ThreadState &ts = Tls();
+// The interposed operation whose NCCL call emits this P2pApi (v5) or P2p (v4) event on the calling
+// thread. NCCL 2.28.9 runs send, recv, AlltoAll, Gather and Scatter through p2pTaskAppend
+// (src/enqueue.cc), one P2pApi per (peer, direction) part, named "Send" or "Recv" even for an
+// AlltoAll: only the interposer knows which call it is. A part of a collective takes the
+// collective's number; a send or receive the next number of its (comm, peer, direction) counter,
+// which the interposer bumps once NCCL returns. `peer` is the event's own peer (v4) or -1 (v5,
+// whose P2pApi carries none).
+OpKey KeyOfCallInProgress(Context& c, bool require_ungrouped, int peer) noexcept {
+  const ThreadState& ts = Tls();
   OpKey k;
-  if (ts.in_probe == 0 || ts.call_op == 0 ||
-      (require_ungrouped && ts.group_depth != 0))
-    return k;
+  if (ts.in_probe == 0 || ts.call_op == 0 || (require_ungrouped && ts.group_depth != 0)) return k;
   k.op = ts.call_op;
   if (!IsP2pOp(k.op)) {
     k.seq = SeqOfCallInProgress(c, require_ungrouped);
     return k;
   }
   k.peer = ts.call_peer;
-  if (peer >= 0 && peer != k.peer)
-    return k;
-  CommState *cs = StateOf(c);
-  if (cs == nullptr)
-    return k;
+  if (peer >= 0 && peer != k.peer) return k;
+  CommState* cs = StateOf(c);
+  if (cs == nullptr) return k;
   const int n = cs->nranks.load(std::memory_order_acquire);
   const bool send = k.op == static_cast<uint32_t>(OpType::kSend);
-  std::atomic<uint64_t> *counters =
+  std::atomic<uint64_t>* counters =
       (send ? cs->send_seq : cs->recv_seq).load(std::memory_order_acquire);
-  if (counters == nullptr || k.peer < 0 || k.peer >= n)
-    return k;
+  if (counters == nullptr || k.peer < 0 || k.peer >= n) return k;
   k.seq = counters[k.peer].load(std::memory_order_relaxed) + 1;
   return k;
 }
 
-// The operation a P2p event without a numbered parent belongs to, from NCCL's
-// func name.
-uint32_t OpOfP2pFunc(const char *func) {
+// The operation a P2p event without a numbered parent belongs to, from NCCL's func name.
+uint32_t OpOfP2pFunc(const char* func) {
   if (func != nullptr && std::strcmp(func, "Send") == 0)
     return static_cast<uint32_t>(OpType::kSend);
   if (func != nullptr && std::strcmp(func, "Recv") == 0)
@@ -196,11 +173,10 @@ trace::RecordData ProfilerRecord(OpType op, uint64_t comm_id) noexcept {
   return d;
 }
 
-void WriteStartMarker(const EventHandle &h, Context &c, uint8_t channel,
+void WriteStartMarker(const EventHandle& h, Context& c, uint8_t channel,
                       uint64_t gpu_start_ns) noexcept {
-  Runtime *rt = LiveRuntime();
-  if (rt == nullptr)
-    return;
+  Runtime* rt = LiveRuntime();
+  if (rt == nullptr) return;
   const uint64_t seq = h.seq.load(std::memory_order_relaxed);
   const uint32_t op = h.op.load(std::memory_order_relaxed);
   trace::RecordData d;
@@ -211,15 +187,12 @@ void WriteStartMarker(const EventHandle &h, Context &c, uint8_t channel,
     d.dtype = channel;
     g_p2p_markers.fetch_add(1, std::memory_order_relaxed);
   } else {
-    // The parts of one AlltoAll/Gather/Scatter share its number: one marker for
-    // all of them.
+    // The parts of one AlltoAll/Gather/Scatter share its number: one marker for all of them.
     if (seq != 0) {
       uint64_t last = c.last_coll_marker.load(std::memory_order_relaxed);
       do {
-        if (last >= seq)
-          return;
-      } while (!c.last_coll_marker.compare_exchange_weak(
-          last, seq, std::memory_order_relaxed));
+        if (last >= seq) return;
+      } while (!c.last_coll_marker.compare_exchange_weak(last, seq, std::memory_order_relaxed));
     }
     d = ProfilerRecord(OpType::kDeviceStart, c.comm_id);
     d.count = h.nccl_seq.load(std::memory_order_relaxed);
@@ -229,32 +202,30 @@ void WriteStartMarker(const EventHandle &h, Context &c, uint8_t channel,
   d.aux = gpu_start_ns;
   rt->ring->Append(d, false);
   g_markers.fetch_add(1, std::memory_order_relaxed);
-  if (seq == 0)
-    g_unmapped.fetch_add(1, std::memory_order_relaxed);
+  if (seq == 0) g_unmapped.fetch_add(1, std::memory_order_relaxed);
 }
 
-// KernelCh start: one marker per operation (its first channel), the channel
-// marked started, and a handle so NCCL reports the channel's stop
-// (KernelChStop) to us.
-void *OnKernelChannelStart(Context *c, const void *parent, uint8_t channel,
+// KernelCh start: one marker per operation (its first channel), the channel marked started, and a
+// handle so NCCL reports the channel's stop (KernelChStop) to us.
+void* OnKernelChannelStart(Context* c, const void* parent, uint8_t channel,
                            uint64_t gpu_start_ns) noexcept {
-  EventHandle *op = OperationHandle(parent);
-  if (op == nullptr || op->ctx.load(std::memory_order_relaxed) != c)
-    return nullptr;
+  EventHandle* op = OperationHandle(parent);
+  if (op == nullptr || op->ctx.load(std::memory_order_relaxed) != c) return nullptr;
   if (op->started.exchange(1, std::memory_order_relaxed) == 0) {
     WriteStartMarker(*op, *c, channel, gpu_start_ns);
   }
   return StartKernelCh(op, channel);
 }
 
-} // namespace
+}  // namespace
 
-EventHandle *HandlePool() noexcept { return g_handles; }
+EventHandle* HandlePool() noexcept {
+  return g_handles;
+}
 
-EventHandle *OperationHandle(const void *parent) noexcept {
-  EventHandle *h = InPool(g_handles, parent);
-  if (h == nullptr)
-    return nullptr;
+EventHandle* OperationHandle(const void* parent) noexcept {
+  EventHandle* h = InPool(g_handles, parent);
+  if (h == nullptr) return nullptr;
   const uint64_t tag = h->tag.load(std::memory_order_acquire);
   return tag == kTagColl || tag == kTagP2p ? h : nullptr;
 }
@@ -263,28 +234,23 @@ bool AnyContext() noexcept {
   return g_next_context.load(std::memory_order_relaxed) != 0;
 }
 
-ncclResult_t Init(int abi, void **context, uint64_t comm_hash, int *mask,
-                  const char *comm_name, int nranks, int rank) noexcept {
-  if (context == nullptr)
-    return ncclSuccess;
-  // A null context opts this communicator out: NCCL keeps calling, and we
-  // ignore it.
+ncclResult_t Init(int abi, void** context, uint64_t comm_hash, int* mask, const char* comm_name,
+                  int nranks, int rank) noexcept {
+  if (context == nullptr) return ncclSuccess;
+  // A null context opts this communicator out: NCCL keeps calling, and we ignore it.
   *context = nullptr;
-  Runtime *rt = g_runtime.load(std::memory_order_acquire);
-  if (rt == kRuntimeOff)
-    return ncclSuccess; // recording is off: that was warned about already
+  Runtime* rt = g_runtime.load(std::memory_order_acquire);
+  if (rt == kRuntimeOff) return ncclSuccess;  // recording is off: that was warned about already
   if (rt == nullptr) {
-    // No interposed call has run: the library was loaded as a plugin only, not
-    // preloaded.
+    // No interposed call has run: the library was loaded as a plugin only, not preloaded.
     if (!g_warned_unrecorded.exchange(true)) {
-      Warn("profiler plugin loaded, but the probe is not recording (LD_PRELOAD "
-           "libncclscope.so "
-           "too); device start events are not recorded");
+      Warn(
+          "profiler plugin loaded, but the probe is not recording (LD_PRELOAD libncclscope.so "
+          "too); device start events are not recorded");
     }
     return ncclSuccess;
   }
-  const uint64_t comm_id =
-      FindCreatingComm(*rt->ring, CachedTid(Tls()), rank, nranks);
+  const uint64_t comm_id = FindCreatingComm(*rt->ring, CachedTid(Tls()), rank, nranks);
   if (comm_id == 0) {
     g_unresolved.fetch_add(1, std::memory_order_relaxed);
     return ncclSuccess;
@@ -292,14 +258,14 @@ ncclResult_t Init(int abi, void **context, uint64_t comm_hash, int *mask,
   const uint32_t i = g_next_context.fetch_add(1, std::memory_order_relaxed);
   if (i >= kMaxContexts) {
     if (!g_warned_pool.exchange(true)) {
-      Warn("profiler: more than %u communicators; device start events of the "
-           "others are not "
-           "recorded",
-           kMaxContexts);
+      Warn(
+          "profiler: more than %u communicators; device start events of the others are not "
+          "recorded",
+          kMaxContexts);
     }
     return ncclSuccess;
   }
-  Context &c = g_contexts[i];
+  Context& c = g_contexts[i];
   c.abi = abi;
   c.rank = rank;
   c.nranks = nranks;
@@ -314,143 +280,125 @@ ncclResult_t Init(int abi, void **context, uint64_t comm_hash, int *mask,
   d.count = static_cast<uint64_t>(abi);
   d.peer = rank;
   rt->ring->Append(d, false);
-  // The mask is one int for the whole process (another plugin's bits are kept);
-  // only asked for once some communicator is ours, so a probe that records
-  // nothing costs NCCL nothing.
+  // The mask is one int for the whole process (another plugin's bits are kept); only asked for
+  // once some communicator is ours, so a probe that records nothing costs NCCL nothing.
   AttachMask(mask, abi >= 5 ? kWantedMaskV5 : kWantedMaskV4,
-             ParseProxyDetailMode(rt->config.profiler_proxy.c_str()),
-             *rt->ring);
+             ParseProxyDetailMode(rt->config.profiler_proxy.c_str()), *rt->ring);
   *context = &c;
   return ncclSuccess;
 }
 
-// Event order (NCCL 2.28.9, src/plugin/profiler.cc and src/enqueue.cc): on the
-// calling thread GroupApi, then CollApi or one P2pApi per (peer, direction)
-// part, each started and stopped inside the call; at launch Coll (parent
-// CollApi) and P2p (parent P2pApi); later, on the proxy thread, one KernelCh
-// per channel (parent Coll or P2p) and, for network peers, ProxyOp (parent Coll
-// or P2p) and its ProxySteps.
-ncclResult_t StartEventV5(void *context, void **handle, void *descr) noexcept {
-  if (handle == nullptr)
-    return ncclSuccess;
+// Event order (NCCL 2.28.9, src/plugin/profiler.cc and src/enqueue.cc): on the calling thread
+// GroupApi, then CollApi or one P2pApi per (peer, direction) part, each started and stopped inside
+// the call; at launch Coll (parent CollApi) and P2p (parent P2pApi); later, on the proxy thread,
+// one KernelCh per channel (parent Coll or P2p) and, for network peers, ProxyOp (parent Coll or
+// P2p) and its ProxySteps.
+ncclResult_t StartEventV5(void* context, void** handle, void* descr) noexcept {
+  if (handle == nullptr) return ncclSuccess;
   *handle = nullptr;
-  Context *c = InPool(g_contexts, context);
-  if (c == nullptr || descr == nullptr)
-    return ncclSuccess;
-  const auto *d = static_cast<const EventDescrV5 *>(descr);
+  Context* c = InPool(g_contexts, context);
+  if (c == nullptr || descr == nullptr) return ncclSuccess;
+  const auto* d = static_cast<const EventDescrV5*>(descr);
   switch (d->type) {
-  case prof_abi::kCollApi:
-    *handle = NewHandle(kTagCollApi, c,
-                        {SeqOfCallInProgress(*c, false), CallOp(false), -1}, 0);
-    break;
-  case prof_abi::kP2pApi:
-    *handle = NewHandle(kTagP2pApi, c, KeyOfCallInProgress(*c, false, -1), 0);
-    break;
-  case prof_abi::kColl: {
-    const EventHandle *api = OurHandle(d->parentObj, kTagCollApi);
-    const bool mine =
-        api != nullptr && api->ctx.load(std::memory_order_relaxed) == c;
-    OpKey k;
-    if (mine) {
-      k.seq = api->seq.load(std::memory_order_relaxed);
-      k.op = api->op.load(std::memory_order_relaxed);
-    }
-    *handle = NewHandle(kTagColl, c, k, d->coll.seqNumber);
-    break;
-  }
-  case prof_abi::kP2p: {
-    const EventHandle *api = OurHandle(d->parentObj, kTagP2pApi);
-    OpKey k{0, OpOfP2pFunc(d->p2p.func), d->p2p.peer};
-    if (api != nullptr && api->ctx.load(std::memory_order_relaxed) == c) {
-      const uint32_t op = api->op.load(std::memory_order_relaxed);
-      const int32_t peer = api->peer.load(std::memory_order_relaxed);
-      // A send/recv part must be the one its P2pApi numbered (same peer).
-      if (op != 0 && (!IsP2pOp(op) || peer == d->p2p.peer)) {
-        k.op = op;
+    case prof_abi::kCollApi:
+      *handle = NewHandle(kTagCollApi, c, {SeqOfCallInProgress(*c, false), CallOp(false), -1}, 0);
+      break;
+    case prof_abi::kP2pApi:
+      *handle = NewHandle(kTagP2pApi, c, KeyOfCallInProgress(*c, false, -1), 0);
+      break;
+    case prof_abi::kColl: {
+      const EventHandle* api = OurHandle(d->parentObj, kTagCollApi);
+      const bool mine = api != nullptr && api->ctx.load(std::memory_order_relaxed) == c;
+      OpKey k;
+      if (mine) {
         k.seq = api->seq.load(std::memory_order_relaxed);
+        k.op = api->op.load(std::memory_order_relaxed);
       }
+      *handle = NewHandle(kTagColl, c, k, d->coll.seqNumber);
+      break;
     }
-    *handle = NewHandle(kTagP2p, c, k, 0);
-    break;
-  }
-  case prof_abi::kKernelCh:
-    *handle = OnKernelChannelStart(c, d->parentObj, d->kernelCh.channelId,
-                                   d->kernelCh.pTimer);
-    break;
-  case prof_abi::kProxyOp:
-    *handle = StartProxyOp(c, d->parentObj, d->proxyOp);
-    break;
-  case prof_abi::kProxyStep:
-    *handle = StartProxyStep(d->parentObj, d->proxyStep.step);
-    break;
-  default:
-    break;
+    case prof_abi::kP2p: {
+      const EventHandle* api = OurHandle(d->parentObj, kTagP2pApi);
+      OpKey k{0, OpOfP2pFunc(d->p2p.func), d->p2p.peer};
+      if (api != nullptr && api->ctx.load(std::memory_order_relaxed) == c) {
+        const uint32_t op = api->op.load(std::memory_order_relaxed);
+        const int32_t peer = api->peer.load(std::memory_order_relaxed);
+        // A send/recv part must be the one its P2pApi numbered (same peer).
+        if (op != 0 && (!IsP2pOp(op) || peer == d->p2p.peer)) {
+          k.op = op;
+          k.seq = api->seq.load(std::memory_order_relaxed);
+        }
+      }
+      *handle = NewHandle(kTagP2p, c, k, 0);
+      break;
+    }
+    case prof_abi::kKernelCh:
+      *handle = OnKernelChannelStart(c, d->parentObj, d->kernelCh.channelId, d->kernelCh.pTimer);
+      break;
+    case prof_abi::kProxyOp:
+      *handle = StartProxyOp(c, d->parentObj, d->proxyOp);
+      break;
+    case prof_abi::kProxyStep:
+      *handle = StartProxyStep(d->parentObj, d->proxyStep.step);
+      break;
+    default:
+      break;
   }
   return ncclSuccess;
 }
 
-// v4 has no API events: a Coll or P2p event is numbered only when NCCL emits it
-// inside a single interposed call (a blocking communicator outside any group);
-// otherwise its marker says "unknown", which keeps the correlator from reading
-// absences on that communicator.
-ncclResult_t StartEventV4(void *context, void **handle, void *descr) noexcept {
-  if (handle == nullptr)
-    return ncclSuccess;
+// v4 has no API events: a Coll or P2p event is numbered only when NCCL emits it inside a single
+// interposed call (a blocking communicator outside any group); otherwise its marker says
+// "unknown", which keeps the correlator from reading absences on that communicator.
+ncclResult_t StartEventV4(void* context, void** handle, void* descr) noexcept {
+  if (handle == nullptr) return ncclSuccess;
   *handle = nullptr;
-  Context *c = InPool(g_contexts, context);
-  if (c == nullptr || descr == nullptr)
-    return ncclSuccess;
-  const auto *d = static_cast<const EventDescrV4 *>(descr);
+  Context* c = InPool(g_contexts, context);
+  if (c == nullptr || descr == nullptr) return ncclSuccess;
+  const auto* d = static_cast<const EventDescrV4*>(descr);
   switch (d->type) {
-  case prof_abi::kColl:
-    *handle = NewHandle(kTagColl, c,
-                        {SeqOfCallInProgress(*c, true), CallOp(true), -1},
-                        d->coll.seqNumber);
-    break;
-  case prof_abi::kP2p: {
-    OpKey k = KeyOfCallInProgress(*c, true, d->p2p.peer);
-    if (k.op == 0)
-      k = {0, OpOfP2pFunc(d->p2p.func), d->p2p.peer};
-    if (IsP2pOp(k.op))
-      k.peer = d->p2p.peer;
-    *handle = NewHandle(kTagP2p, c, k, 0);
-    break;
-  }
-  case prof_abi::kKernelCh:
-    *handle = OnKernelChannelStart(c, d->parentObj, d->kernelCh.channelId,
-                                   d->kernelCh.pTimer);
-    break;
-  case prof_abi::kProxyOp:
-    *handle = StartProxyOp(c, d->parentObj, d->proxyOp);
-    break;
-  case prof_abi::kProxyStep:
-    *handle = StartProxyStep(d->parentObj, d->proxyStep.step);
-    break;
-  default:
-    break;
+    case prof_abi::kColl:
+      *handle = NewHandle(kTagColl, c, {SeqOfCallInProgress(*c, true), CallOp(true), -1},
+                          d->coll.seqNumber);
+      break;
+    case prof_abi::kP2p: {
+      OpKey k = KeyOfCallInProgress(*c, true, d->p2p.peer);
+      if (k.op == 0) k = {0, OpOfP2pFunc(d->p2p.func), d->p2p.peer};
+      if (IsP2pOp(k.op)) k.peer = d->p2p.peer;
+      *handle = NewHandle(kTagP2p, c, k, 0);
+      break;
+    }
+    case prof_abi::kKernelCh:
+      *handle = OnKernelChannelStart(c, d->parentObj, d->kernelCh.channelId, d->kernelCh.pTimer);
+      break;
+    case prof_abi::kProxyOp:
+      *handle = StartProxyOp(c, d->parentObj, d->proxyOp);
+      break;
+    case prof_abi::kProxyStep:
+      *handle = StartProxyStep(d->parentObj, d->proxyStep.step);
+      break;
+    default:
+      break;
   }
   return ncclSuccess;
 }
 
-// Stops of API, Coll and P2p events carry nothing the hang question needs
-// (Coll/P2p stop means "enqueued"; completion comes from the completion
-// tracker). Proxy and KernelCh stops do.
-ncclResult_t StopEvent(void *handle) noexcept {
-  if (handle != nullptr)
-    StopProxyHandle(handle);
+// Stops of API, Coll and P2p events carry nothing the hang question needs (Coll/P2p stop means
+// "enqueued"; completion comes from the completion tracker). Proxy and KernelCh stops do.
+ncclResult_t StopEvent(void* handle) noexcept {
+  if (handle != nullptr) StopProxyHandle(handle);
   return ncclSuccess;
 }
 
-ncclResult_t RecordEventState(void *handle, int state,
-                              prof_abi::StateArgsV4 *args) noexcept {
-  if (handle != nullptr)
-    RecordProxyState(handle, state);
+ncclResult_t RecordEventState(void* handle, int state, prof_abi::StateArgsV4* args) noexcept {
+  if (handle != nullptr) RecordProxyState(handle, state);
   return ncclSuccess;
 }
 
-// The context stays in the pool: handles of this communicator may still be in
-// NCCL's hands.
-ncclResult_t Finalize(void * /*context*/) noexcept { return ncclSuccess; }
+// The context stays in the pool: handles of this communicator may still be in NCCL's hands.
+ncclResult_t Finalize(void* /*context*/) noexcept {
+  return ncclSuccess;
+}
 
 Stats GetStats() noexcept {
   Stats s;
@@ -463,44 +411,44 @@ Stats GetStats() noexcept {
   return s;
 }
 
-} // namespace ncclscope::plugin::profiler
+}  // namespace ncclscope::plugin::profiler
 
-// The tables NCCL looks up (2.28.9: ncclProfiler_v5, then v4 ...; later
-// releases v6 first).
+// The tables NCCL looks up (2.28.9: ncclProfiler_v5, then v4 ...; later releases v6 first).
 namespace {
 
 namespace prof = ncclscope::plugin::profiler;
 using ncclscope::plugin::prof_abi::DebugLogger;
 using ncclscope::plugin::prof_abi::StateArgsV4;
 
-ncclResult_t InitV4(void **context, int *mask, const char *name,
-                    uint64_t comm_hash, int /*nNodes*/, int nranks, int rank,
-                    DebugLogger /*log*/) {
+ncclResult_t InitV4(void** context, int* mask, const char* name, uint64_t comm_hash, int /*nNodes*/,
+                    int nranks, int rank, DebugLogger /*log*/) {
   return prof::Init(4, context, comm_hash, mask, name, nranks, rank);
 }
-ncclResult_t InitV5(void **context, uint64_t comm_id, int *mask,
-                    const char *name, int /*nNodes*/, int nranks, int rank,
-                    DebugLogger /*log*/) {
+ncclResult_t InitV5(void** context, uint64_t comm_id, int* mask, const char* name, int /*nNodes*/,
+                    int nranks, int rank, DebugLogger /*log*/) {
   return prof::Init(5, context, comm_id, mask, name, nranks, rank);
 }
-ncclResult_t InitV6(void **context, uint64_t comm_id, int *mask,
-                    const char *name, int /*nNodes*/, int nranks, int rank,
-                    DebugLogger /*log*/) {
+ncclResult_t InitV6(void** context, uint64_t comm_id, int* mask, const char* name, int /*nNodes*/,
+                    int nranks, int rank, DebugLogger /*log*/) {
   return prof::Init(6, context, comm_id, mask, name, nranks, rank);
 }
-ncclResult_t StartV4(void *context, void **handle, void *descr) {
+ncclResult_t StartV4(void* context, void** handle, void* descr) {
   return prof::StartEventV4(context, handle, descr);
 }
-ncclResult_t StartV5(void *context, void **handle, void *descr) {
+ncclResult_t StartV5(void* context, void** handle, void* descr) {
   return prof::StartEventV5(context, handle, descr);
 }
-ncclResult_t Stop(void *handle) { return prof::StopEvent(handle); }
-ncclResult_t Record(void *handle, int state, StateArgsV4 *args) {
+ncclResult_t Stop(void* handle) {
+  return prof::StopEvent(handle);
+}
+ncclResult_t Record(void* handle, int state, StateArgsV4* args) {
   return prof::RecordEventState(handle, state, args);
 }
-ncclResult_t Fini(void *context) { return prof::Finalize(context); }
+ncclResult_t Fini(void* context) {
+  return prof::Finalize(context);
+}
 
-} // namespace
+}  // namespace
 
 NCCLSCOPE_API const ncclscope::plugin::prof_abi::TableV6 ncclProfiler_v6 = {
     "ncclscope", InitV6, StartV5, Stop, Record, Fini};
