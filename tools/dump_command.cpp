@@ -19,6 +19,7 @@ struct DumpOptions {
 
 void PrintFile(const trace::RingSnapshot& file, const DumpOptions& o) {
   const CommNames names = CommNamesOf(file);
+  const trace::NvtxNames nvtx = NvtxNamesOf(file);
   const bool json = o.json;
   const size_t first =
       o.tail > 0 && file.records.size() > o.tail ? file.records.size() - o.tail : 0;
@@ -26,12 +27,20 @@ void PrintFile(const trace::RingSnapshot& file, const DumpOptions& o) {
   if (json) {
     std::cout << HeaderJson(file).dump() << "\n";
     for (const auto& c : file.comms) std::cout << CommJson(file, c).dump() << "\n";
-    for (const auto& r : records) std::cout << RecordJson(file, names, r).dump() << "\n";
+    for (const auto& r : records) {
+      nlohmann::json j = RecordJson(file, names, r);
+      AppendNvtxJson(nvtx, r, &j);
+      std::cout << j.dump() << "\n";
+    }
     return;
   }
   std::cout << HeaderText(file) << "\n";
   for (const auto& c : file.comms) std::cout << CommText(c) << "\n";
-  for (const auto& r : records) std::cout << RecordText(file, names, r) << "\n";
+  for (const auto& r : records) {
+    std::string line = RecordText(file, names, r);
+    AppendNvtxText(nvtx, r, &line);
+    std::cout << line << "\n";
+  }
 }
 
 int Dump(const DumpOptions& o) {

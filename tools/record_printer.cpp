@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "trace/nccl_names.h"
 #include "trace/record.h"
 #include "trace/ring_layout.h"
@@ -89,7 +91,7 @@ std::string RecordText(const trace::RingSnapshot& f, const CommNames& names,
     if (r.peer >= 0) line += fmt::format(" {}={}", trace::IsP2P(op) ? "peer" : "root", r.peer);
     if (r.group_id != 0) line += fmt::format(" group={}", r.group_id);
     line += fmt::format(" stream={:#x} device={}", r.stream, DeviceText(r));
-  } else if (r.group_id != 0) {
+  } else if (r.group_id != 0 && !trace::NvtxNames::IsNameRecord(r)) {  // names fill group_id
     line += fmt::format(" group={}", r.group_id);
   }
   if (r.result == trace::kResultInCall) {
@@ -171,6 +173,49 @@ nlohmann::json RecordJson(const trace::RingSnapshot& f, const CommNames& names,
     j["t_device_done_ns"] = r.t_device_done_ns;
   }
   return j;
+}
+
+trace::NvtxNames NvtxNamesOf(const trace::RingSnapshot& file) {
+  trace::NvtxNames nvtx;
+  for (const auto& r : file.records) nvtx.Add(r.data);
+  return nvtx;
+}
+
+namespace {
+
+std::string NameRecordText(const trace::RecordData& r) {
+  char name[trace::kNvtxNameBytes + 1] = {};
+  std::memcpy(name, reinterpret_cast<const char*>(&r.group_id), trace::kNvtxNameBytes);
+  return name;
+}
+
+}  // namespace
+
+void AppendNvtxText(const trace::NvtxNames& nvtx, const trace::StoredRecord& rec,
+                    std::string* line) {
+  const trace::RecordData& r = rec.data;
+  if (trace::NvtxNames::IsNameRecord(r)) {
+    *line += fmt::format(" context={} name=\"{}\"", r.seq, NameRecordText(r));
+    return;
+  }
+  const trace::NvtxWhere w = nvtx.Of(r.reserved);
+  if (w.has_step) *line += fmt::format(" step={}", w.step);
+  if (!w.phase.empty()) *line += fmt::format(" phase=\"{}\"", w.phase);
+  if (!w.range.empty()) *line += fmt::format(" range=\"{}\"", w.range);
+}
+
+void AppendNvtxJson(const trace::NvtxNames& nvtx, const trace::StoredRecord& rec,
+                    nlohmann::json* out) {
+  const trace::RecordData& r = rec.data;
+  if (trace::NvtxNames::IsNameRecord(r)) {
+    (*out)["context"] = r.seq;
+    (*out)["name"] = NameRecordText(r);
+    return;
+  }
+  const trace::NvtxWhere w = nvtx.Of(r.reserved);
+  if (w.has_step) (*out)["step"] = w.step;
+  if (!w.phase.empty()) (*out)["phase"] = w.phase;
+  if (!w.range.empty()) (*out)["range"] = w.range;
 }
 
 }  // namespace ncclscope::tools

@@ -180,6 +180,13 @@ int Run(const std::string& dir_option, const std::string& exporter_option,
   setenv("LD_PRELOAD", PreloadValue(probe).c_str(), 1);
   // The probe is NCCL's profiler plugin too (device start events); a user's choice is kept.
   setenv("NCCL_PROFILER_PLUGIN", probe.c_str(), 0);
+  // The probe is the NVTX injection too (which step and phase each call belongs to). A tool the
+  // job already injects (Nsight Systems) keeps working: the probe forwards every NVTX call to it.
+  const char* nvtx_tool = getenv("NVTX_INJECTION64_PATH");
+  if (nvtx_tool != nullptr && nvtx_tool[0] != '\0' && probe != nvtx_tool) {
+    setenv("NCCLSCOPE_NVTX_FORWARD", nvtx_tool, 0);
+  }
+  setenv("NVTX_INJECTION64_PATH", probe.c_str(), 1);
 
   pid_t child = fork();
   if (child < 0) {

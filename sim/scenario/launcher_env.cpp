@@ -44,6 +44,8 @@ std::vector<std::string> rankEnvironment(const JobEnv& job, int rank, char** bas
         old == env.end() || old->second.empty() ? job.probe : job.probe + ":" + old->second;
     // The probe is also NCCL's profiler plugin (device start events); a user's choice stays.
     env.try_emplace("NCCL_PROFILER_PLUGIN", job.probe);
+    // And the NVTX injection: each record names the step and phase the rank was in.
+    env.try_emplace("NVTX_INJECTION64_PATH", job.probe);
   }
   for (const auto& [k, v] : job.extra) env[k] = v;
   std::vector<std::string> out;

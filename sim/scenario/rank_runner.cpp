@@ -9,6 +9,7 @@
 #include "sim/scenario/issue_op.h"
 #include "sim/scenario/live_backend.h"
 #include "sim/scenario/names.h"
+#include "sim/scenario/nvtx_range.h"
 #include "sim/scenario/plan_backend.h"
 #include "sim/scenario/rank_comms.h"
 #include "sim/scenario/rank_exit_codes.h"
@@ -71,11 +72,17 @@ class Runner {
 
   int runStep(int g) {
     const StepSpec& step = s_.stepAt(g);
+    const NvtxRange step_range(fmt::format("step {}", g));
     b_.position(g, -1);
     setLink(g);
     processFaults(g, std::nullopt);
     const double ms = faults_.computeMs(step.compute ? *step.compute : s_.compute, g);
-    if (ms > 0) b_.sleepMs(ms);
+    {
+      const NvtxRange phase("compute");
+      if (ms > 0) b_.sleepMs(ms);
+    }
+    // The rest of the step (issue, synchronize, check) is its communication phase.
+    const NvtxRange phase("collectives");
     // Buffers live on the heap inside Pending, so growing the vector never moves enqueued data.
     std::vector<Pending> pending;
     for (size_t k = 0; k < step.ops.size(); ++k) {
