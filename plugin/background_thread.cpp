@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "plugin/cupti_probe.h"
 #include "plugin/detached_thread.h"
 #include "plugin/probe_clock.h"
 #include "plugin/proxy_mask.h"
@@ -51,6 +52,7 @@ void* Loop(void* arg) {
       last_heartbeat = now;
       if (rt->watchdog != nullptr) rt->watchdog->Tick(now);
       PublishProfilerProgress(rt, now);
+      if (!rt->config.cupti.empty()) PollCupti(rt);
     }
     if (outstanding != 0) last_busy = now;
     int64_t sleep_ns = poll_ns;

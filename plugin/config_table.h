@@ -37,6 +37,10 @@
     "Interval of the heartbeat written into the ring header, milliseconds.")                      \
   X(cuda_library, String, "libcuda.so.1", "",                                                     \
     "CUDA driver library opened (dlopen) for completion tracking.")                               \
+  X(cupti, String, "", "",                                                                        \
+    "1: CUPTI kernel activity (libcupti.so.13, opened by the background thread) records each "    \
+    "NCCL kernel's GPU compute time since the previous one; a path opens that library instead. "  \
+    "Empty or 0: off. Without a GPU or driver: one warning, nothing else.")                       \
   X(fork, Enum, "reinit", "reinit|off",                                                           \
     "In a forked child: reinit opens a new ring file at its first NCCL call, off stops "          \
     "recording.")                                                                                 \

@@ -1,6 +1,7 @@
 // Interposed collectives: each gets the next per-communicator sequence number.
 #include <nccl.h>
 
+#include "plugin/cupti_correlate.h"
 #include "plugin/export.h"
 #include "plugin/nccl_symbols.h"
 #include "plugin/recorder.h"
@@ -46,7 +47,7 @@ ncclResult_t Collective(const CollArgs& a, Forward&& forward) noexcept {
   }
   f.ts->call_op = static_cast<uint32_t>(a.op);
   f.ts->call_peer = -1;
-  const ncclResult_t r = forward();
+  const ncclResult_t r = CorrelatedCall(f, forward);
   const int err = errno;
   f.ts->call_op = 0;
   trace::RecordData d = MakeRecord(f, a.op, r);

@@ -1,6 +1,7 @@
 // Interposed group calls: group nesting and ids, and the completion events of grouped calls.
 #include <nccl.h>
 
+#include "plugin/cupti_correlate.h"
 #include "plugin/export.h"
 #include "plugin/group_tracker.h"
 #include "plugin/nccl_symbols.h"
@@ -33,7 +34,7 @@ ncclResult_t GroupEnd(trace::OpType op, Forward&& forward) noexcept {
   d.flags &= ~trace::kFlagInGroup;
   // Connection setup for the group's peers happens here and blocks until they take part.
   const uint64_t slot = OpenHostRecord(f, d);
-  const ncclResult_t r = forward();
+  const ncclResult_t r = CorrelatedCall(f, forward);
   const int err = errno;
   const bool launched = op == trace::OpType::kGroupEnd && r == ncclSuccess;
   d.result = r;

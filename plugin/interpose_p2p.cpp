@@ -2,6 +2,7 @@
 // from per-(communicator, peer) counters kept separately for each direction.
 #include <nccl.h>
 
+#include "plugin/cupti_correlate.h"
 #include "plugin/export.h"
 #include "plugin/nccl_symbols.h"
 #include "plugin/recorder.h"
@@ -21,7 +22,7 @@ ncclResult_t PointToPoint(bool send, size_t count, ncclDataType_t dtype, int pee
   }
   f.ts->call_op = static_cast<uint32_t>(send ? trace::OpType::kSend : trace::OpType::kRecv);
   f.ts->call_peer = peer;
-  const ncclResult_t r = forward();
+  const ncclResult_t r = CorrelatedCall(f, forward);
   const int err = errno;
   f.ts->call_op = 0;
   trace::RecordData d = MakeRecord(f, send ? trace::OpType::kSend : trace::OpType::kRecv, r);

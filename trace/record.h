@@ -124,6 +124,7 @@ inline constexpr bool IsPending(int64_t t_device_done_ns) {
 //                GPU end, recv_buffer the previous NCCL kernel's GPU end (CUPTI timestamps, ns; 0:
 //                none seen since the probe started or since activity was lost, so count is
 //                unknown, not zero); dtype = CUPTI device id; stream = CUPTI stream id;
+//                redop = the OpType of the launching record (a collective, send/recv, group_end);
 //                t_enter_ns = t_exit_ns = when the probe wrote it. A kernel that never ends (a
 //                hung collective, a hung compute kernel) produces no activity record, hence no
 //                device_compute: a missing record means "unknown", never "no compute".
