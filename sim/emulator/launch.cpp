@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "sim/emulator/backoff_wait.h"
+#include "sim/emulator/kernel_activity.h"
 #include "sim/emulator/sim_stream.h"
 
 namespace ncclsim {
@@ -14,6 +15,10 @@ struct LaunchState {
   std::vector<std::unique_ptr<OpRun>> ops;
   std::atomic<bool> done{false};
   std::atomic<int> refs{0};  // stream tasks still holding this
+  // One emulated NCCL kernel per launch, reported to the emulated CUPTI (kernel_activity.h).
+  uint32_t correlation = 0;
+  int device = 0;
+  CUstream stream = nullptr;
 };
 
 void release(LaunchState* s) {
@@ -22,6 +27,7 @@ void release(LaunchState* s) {
 
 void runLaunch(void* arg) {
   auto* s = static_cast<LaunchState*>(arg);
+  const uint64_t start = ncclsimGpuClockNs();
   Backoff backoff;
   for (;;) {
     uint64_t now = nowNs();
@@ -39,6 +45,8 @@ void runLaunch(void* arg) {
       backoff.pause(wake == UINT64_MAX ? 0 : wake);
     }
   }
+  ncclsimKernelRan("ncclDevKernel_Generic", s->correlation, s->device, s->stream, start,
+                   ncclsimGpuClockNs());
   s->done.store(true, std::memory_order_release);
   release(s);
 }
@@ -61,6 +69,10 @@ void launchOps(std::vector<std::unique_ptr<OpRun>> ops, const std::vector<CUstre
   auto* s = new LaunchState;
   s->ops = std::move(ops);
   s->refs.store(int(distinct.size()));
+  CUdevice device = 0;
+  if (cuCtxGetDevice(&device) == CUDA_SUCCESS) s->device = device;
+  s->stream = distinct[0];
+  s->correlation = ncclsimKernelLaunch();
   ncclsimStreamEnqueue(distinct[0], runLaunch, s);
   for (size_t i = 1; i < distinct.size(); ++i) ncclsimStreamEnqueue(distinct[i], waitLaunch, s);
 }

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "sim/emulator/kernel_activity.h"
 #include "sim/emulator/ncclsim_control.h"
 #include "sim/scenario/fault_actions.h"
 #include "sim/scenario/rank_bootstrap.h"
@@ -130,6 +131,9 @@ ncclResult_t LiveBackend::redOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
 
 void LiveBackend::sleepMs(double ms) {
   std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
+}
+void LiveBackend::computeMs(double ms) {
+  ncclsimRunComputeKernel("sim_compute_step", ms);
 }
 void LiveBackend::setLinkSlowdown(double factor) {
   ncclsimSetLinkSlowdown(factor);

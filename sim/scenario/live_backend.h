@@ -57,6 +57,7 @@ class LiveBackend final : public RankBackend {
   ncclResult_t redOpDestroy(ncclRedOp_t op, ncclComm_t comm) override;
 
   void sleepMs(double ms) override;
+  void computeMs(double ms) override;
   void setLinkSlowdown(double factor) override;
   [[noreturn]] void blockForever(const std::string& why) override;
   [[noreturn]] void crash(CrashMode mode, const std::string& why) override;

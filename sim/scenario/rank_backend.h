@@ -72,8 +72,11 @@ class RankBackend {
                                             ncclScalarResidence_t residence, ncclComm_t comm) = 0;
   virtual ncclResult_t redOpDestroy(ncclRedOp_t op, ncclComm_t comm) = 0;
 
-  // Compute time of a step.
+  // Waits ms (a delayed join, say).
   virtual void sleepMs(double ms) = 0;
+  // Compute time of a step: a live rank runs it as an emulated GPU kernel the host waits for, so
+  // the emulated CUPTI reports it; the plan lists it as a sleep.
+  virtual void computeMs(double ms) { sleepMs(ms); }
   // The slow_link fault: the emulator's transfers of this rank take `factor` times longer.
   virtual void setLinkSlowdown(double factor) = 0;
   // Faults on the process (fault_actions.h). Each logs what it injects; the plan backend ends the

@@ -79,7 +79,7 @@ class Runner {
     const double ms = faults_.computeMs(step.compute ? *step.compute : s_.compute, g);
     {
       const NvtxRange phase("compute");
-      if (ms > 0) b_.sleepMs(ms);
+      if (ms > 0) b_.computeMs(ms);
     }
     // The rest of the step (issue, synchronize, check) is its communication phase.
     const NvtxRange phase("collectives");
