@@ -15,11 +15,14 @@ thread_local int t_depth = 0;
 thread_local std::vector<OpDesc> t_ops;
 thread_local std::vector<Comm*> t_joins;
 
-void launchNow(const std::vector<OpDesc>& descs) {
+// The profiler's launch events come first, so a stream worker never reports device or proxy
+// progress of a task whose Coll or P2p event is not out yet (NCCL's proxy learns of a task only
+// in hostStreamPlanTask, between those starts and stops).
+void launchNow(std::vector<OpDesc>& descs) {
+  profilerLaunch(descs);
   std::vector<std::unique_ptr<OpRun>> ops;
   std::vector<CUstream> streams;
-  for (OpDesc d : descs) {
-    profilerCollEnqueued(&d);
+  for (const OpDesc& d : descs) {
     ops.push_back(std::make_unique<OpRun>(d));  // takes ring tickets in issue order
     streams.push_back(d.stream);
   }
@@ -38,19 +41,25 @@ bool groupActive() {
 
 ncclResult_t groupEnd() {
   if (t_depth == 0) return ncclInvalidUsage;
-  if (--t_depth > 0) return ncclSuccess;
-  std::vector<Comm*> joins;
-  joins.swap(t_joins);
-  for (Comm* c : joins) commFinishJoin(c);
-  std::vector<OpDesc> descs;
-  descs.swap(t_ops);
-  launchNow(descs);
+  profilerGroupEndEnter();
+  if (--t_depth == 0) {
+    std::vector<Comm*> joins;
+    joins.swap(t_joins);
+    for (Comm* c : joins) commFinishJoin(c);
+    std::vector<OpDesc> descs;
+    descs.swap(t_ops);
+    launchNow(descs);
+  }
+  profilerGroupEndExit();
   return ncclSuccess;
 }
 
 ncclResult_t groupSimulateEnd(float* estimated_us) {
   if (t_depth == 0) return ncclInvalidUsage;
-  if (--t_depth > 0) return ncclSuccess;
+  profilerGroupEndEnter();
+  const bool outermost = --t_depth == 0;
+  profilerGroupEndExit();
+  if (!outermost) return ncclSuccess;
   LinkTiming t = currentLinkTiming();
   double ns = 0;
   for (const OpDesc& d : t_ops) {
@@ -63,12 +72,12 @@ ncclResult_t groupSimulateEnd(float* estimated_us) {
   return ncclSuccess;
 }
 
-void submitOp(const OpDesc& desc) {
-  if (t_depth > 0) {
-    t_ops.push_back(desc);
-  } else {
-    launchNow({desc});
-  }
+void submitOp(OpDesc desc) {
+  profilerEnqueueEnter();
+  groupStart();
+  profilerTaskAppend(&desc, t_depth);
+  t_ops.push_back(std::move(desc));
+  groupEnd();
 }
 
 void groupDeferJoin(Comm* comm) {

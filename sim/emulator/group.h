@@ -20,8 +20,9 @@ ncclResult_t groupSimulateEnd(float* estimated_us);
 
 bool groupActive();
 
-// Launches desc now, or records it when a group is active.
-void submitOp(const OpDesc& desc);
+// Records desc in the group, inside an implicit group of its own as NCCL's ncclEnqueueCheck
+// does: launched now when no group is active.
+void submitOp(OpDesc desc);
 
 // Records a communicator whose join (all ranks arrived) the outermost ncclGroupEnd waits for.
 void groupDeferJoin(Comm* comm);

@@ -15,6 +15,7 @@ std::once_flag g_once;
 std::atomic<double> g_latency_ns{20000.0};
 std::atomic<double> g_ns_per_byte{0.1};
 std::atomic<double> g_slowdown{1.0};
+std::atomic<bool> g_hung{false};
 
 }  // namespace
 
@@ -31,7 +32,15 @@ LinkTiming currentLinkTiming() {
   return LinkTiming{g_latency_ns.load(), g_ns_per_byte.load(), g_slowdown.load()};
 }
 
+bool linkHung() {
+  return g_hung.load(std::memory_order_relaxed);
+}
+
 }  // namespace ncclsim
+
+extern "C" void ncclsimSetLinkHung(int hung) {
+  ncclsim::g_hung.store(hung != 0, std::memory_order_relaxed);
+}
 
 extern "C" void ncclsimSetLinkSlowdown(double factor) {
   ncclsim::initLinkModel();

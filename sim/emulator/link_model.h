@@ -26,4 +26,8 @@ struct LinkTiming {
 // Current model, including the latest ncclsimSetLinkSlowdown factor. Thread-safe.
 LinkTiming currentLinkTiming();
 
+// True while this process's links are hung (ncclsimSetLinkHung): what it publishes never arrives.
+// Read per chunk, so a link can die in the middle of an operation. Thread-safe.
+bool linkHung();
+
 }  // namespace ncclsim

@@ -5,7 +5,6 @@
 #include "sim/emulator/api_support.h"
 #include "sim/emulator/group.h"
 #include "sim/emulator/op_desc.h"
-#include "sim/emulator/profiler.h"
 
 using ncclsim::failWith;
 using ncclsim::OpDesc;
@@ -64,9 +63,7 @@ ncclResult_t submit(OpKind kind, const void* send, void* recv, size_t count, ncc
   }
   // NCCL returns at once for empty operations, without synchronizing with peers.
   if (count == 0) return ncclSuccess;
-  ncclsim::profilerCollApiStart(&d);
   ncclsim::submitOp(d);
-  ncclsim::profilerCollApiStop(&d);
   return ncclSuccess;
 }
 

@@ -12,6 +12,11 @@ extern "C" {
 // is not a finite number > 0 is ignored with one warning.
 void ncclsimSetLinkSlowdown(double factor);
 
+// Nonzero: from now on, nothing this process sends arrives anywhere (its links are hung, as a
+// dead network port): its peers wait for data, its own sends wait for completion and then for
+// credit; 0 lets later chunks through again (those sent while hung stay lost). Thread-safe.
+void ncclsimSetLinkHung(int hung);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include <cuda.h>
 #include <nccl.h>
@@ -39,7 +40,7 @@ struct OpDesc {
   const void* scalar_ptr = nullptr;  // PreMulSum factor read when the op runs (device residence)
   Comm* comm = nullptr;
   CUstream stream = nullptr;
-  ProfilerOp prof;  // profiler plugin handles of this operation
+  std::shared_ptr<ProfOp> prof;  // its profiled tasks; null when no plugin is loaded
 };
 
 }  // namespace ncclsim

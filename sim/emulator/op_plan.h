@@ -32,6 +32,7 @@ struct OutFlow {
   uint64_t end_head =
       0;  // ring head after our last chunk; done when the receiver's tail reaches it
   bool consumed = false;
+  bool ring_full = false;  // the last push stopped on a full ring: the receiver gives no credit
 };
 
 struct InFlow {

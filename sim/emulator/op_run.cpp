@@ -9,6 +9,7 @@ namespace ncclsim {
 OpRun::OpRun(const OpDesc& desc) : d_(desc) {
   std::lock_guard<std::mutex> lock(d_.comm->issue_mu);
   buildPlan(d_, &p_);
+  prof_ = ProxyTracker::make(d_, p_);
   d_.comm->inflight.fetch_add(1, std::memory_order_acq_rel);
 }
 
@@ -19,14 +20,14 @@ OpRun::~OpRun() {
 void OpRun::finish() {
   if (finished_) return;
   finished_ = true;
-  profilerKernelStop(&d_);
+  if (prof_ != nullptr) prof_->end();
   d_.comm->inflight.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 void OpRun::start(uint64_t now) {
   started_ = true;
   start_ns_ = now;
-  profilerKernelStart(&d_);
+  if (prof_ != nullptr) prof_->begin();
   timing_ = currentLinkTiming();
   min_end_ns_ = timing_.arrival(now, p_.model_bytes, 1.0);
   const size_t S = p_.elem_size;
@@ -99,6 +100,7 @@ bool OpRun::pushOut(OutFlow& f, uint64_t now) {
   if (c->out_serving[f.peer].load(std::memory_order_acquire) != f.ticket) return false;
   RingControl* ring = c->seg.ring(me, f.peer);
   bool moved = false;
+  f.ring_full = false;
   uint64_t head = ring->head.load(std::memory_order_relaxed);
   while (f.piece < f.pieces.size()) {
     const OutPiece& pc = f.pieces[f.piece];
@@ -109,7 +111,10 @@ bool OpRun::pushOut(OutFlow& f, uint64_t now) {
     }
     size_t n = std::min(p_.chunk_elems, pc.elems - f.piece_off);
     if (pc.gated && p_.fold.done_elems < f.piece_off + n) break;
-    if (head - ring->tail.load(std::memory_order_acquire) >= kRingSlots) break;
+    if (head - ring->tail.load(std::memory_order_acquire) >= kRingSlots) {
+      f.ring_full = true;
+      break;
+    }
     ChunkHeader* h = c->seg.slotHeader(me, f.peer, head);
     char* data = c->seg.slotData(me, f.peer, head);
     const char* src = pc.src + f.piece_off * p_.elem_size;
@@ -121,11 +126,14 @@ bool OpRun::pushOut(OutFlow& f, uint64_t now) {
     f.sent += n;
     double frac = double(f.sent) / double(f.total);
     h->sig = f.sig;
-    h->visible_ns = std::max(now, timing_.arrival(start_ns_, p_.model_bytes, frac));
+    // A hung link (ncclsimSetLinkHung) publishes chunks that never arrive.
+    h->visible_ns =
+        linkHung() ? UINT64_MAX : std::max(now, timing_.arrival(start_ns_, p_.model_bytes, frac));
     h->offset = f.piece_off;
     h->nelems = uint32_t(n);
     h->phase = pc.phase;
     ring->head.store(++head, std::memory_order_release);
+    if (prof_ != nullptr) prof_->pushed(size_t(&f - p_.outs.data()), f.sent, head);
     f.piece_off += n;
     moved = true;
   }
@@ -201,6 +209,7 @@ bool OpRun::progress(uint64_t now, uint64_t* wake_ns) {
     moved |= pushOut(f, now);
     all &= f.consumed;
   }
+  if (prof_ != nullptr) prof_->update(p_);
   all &= !p_.fold.active || p_.fold.done_elems == p_.fold.elems;
   if (all) {
     if (now >= min_end_ns_) {

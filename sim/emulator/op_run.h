@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "sim/emulator/link_model.h"
 #include "sim/emulator/op_desc.h"
 #include "sim/emulator/op_plan.h"
+#include "sim/emulator/profiler_proxy.h"
 
 namespace ncclsim {
 
@@ -42,6 +44,7 @@ class OpRun {
   uint64_t start_ns_ = 0;
   uint64_t min_end_ns_ = 0;
   uint8_t scalar_[8] = {};
+  std::unique_ptr<ProxyTracker> prof_;  // device and proxy profiler events; null when not asked
 };
 
 }  // namespace ncclsim

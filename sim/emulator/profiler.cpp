@@ -1,269 +1,319 @@
 #include "sim/emulator/profiler.h"
 
-#include <dlfcn.h>
-#include <strings.h>
-
-#include <cstdarg>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <mutex>
+#include <algorithm>
 #include <string>
 
-#include "sim/emulator/backoff_wait.h"
 #include "sim/emulator/env_config.h"
 #include "sim/emulator/op_desc.h"
-#include "sim/emulator/profiler_abi.h"
+#include "sim/emulator/profiler_dispatch.h"
+#include "sim/emulator/profiler_names.h"
+#include "sim/emulator/profiler_task_order.h"
 
 namespace ncclsim {
 namespace {
 
-using profabi::Descr4;
-using profabi::Descr5;
+namespace ab = profabi;
 
-struct Plugin {
-  int version = 0;  // 0: none
-  const profabi::Table5* v5 = nullptr;
-  const profabi::Table4* v4 = nullptr;
+// NCCL's ncclProfilerApiState (src/include/profiler.h): per thread.
+enum class ApiPhase { kReset, kStarted, kStopped };
+struct ApiState {
+  int profiler_group_depth = 0;
+  int mask = 0;
+  ApiPhase phase = ApiPhase::kReset;
+  void* group_api = nullptr;
+  void* p2p_api = nullptr;
+  void* coll_api = nullptr;  // never cleared by NCCL's stop (see appendTask)
 };
+thread_local ApiState t_api;
 
-Plugin g_plugin;
-std::once_flag g_load_once;
-int g_mask = 0;  // NCCL's process-wide activation mask, written by the plugin's init
+// The masks NCCL tests before each event: asking for a child event emits its ancestors.
+constexpr int kGroupApiMask = ab::kEvGroupApi | ab::kEvP2pApi | ab::kEvCollApi |
+                              ab::kEvKernelLaunch | ab::kEvGroup | ab::kEvColl | ab::kEvP2p |
+                              ab::kEvProxyOp | ab::kEvProxyStep | ab::kEvKernelCh |
+                              ab::kEvNetPlugin;
+constexpr int kBelowTask = ab::kEvProxyOp | ab::kEvProxyStep | ab::kEvKernelCh | ab::kEvNetPlugin;
+constexpr int kCollApiMask = ab::kEvCollApi | ab::kEvColl | kBelowTask;
+constexpr int kP2pApiMask = ab::kEvP2pApi | ab::kEvP2p | kBelowTask;
+constexpr int kGroupMask = ab::kEvGroup | ab::kEvColl | ab::kEvP2p | kBelowTask;
+constexpr int kCollMask = ab::kEvColl | kBelowTask;
+constexpr int kP2pMask = ab::kEvP2p | kBelowTask;
 
-void logToStderr(int level, unsigned long /*flags*/, const char* file, int line, const char* fmt,
-                 ...) {
-  const char* debug = std::getenv("NCCL_DEBUG");
-  if (debug == nullptr || (strcasecmp(debug, "INFO") != 0 && strcasecmp(debug, "TRACE") != 0)) {
-    return;
-  }
-  char text[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(text, sizeof text, fmt, ap);
-  va_end(ap);
-  std::fprintf(stderr, "ncclsim: profiler plugin [%d] %s:%d %s\n", level, file, line, text);
+void* contextOf(const Comm* c) {
+  return c->profiler != nullptr ? c->profiler->ctx : nullptr;
 }
 
-bool isLibName(const std::string& v) {
-  return v.rfind("lib", 0) == 0 && v.size() > 3 && v.compare(v.size() - 3, 3, ".so") == 0;
+bool live(const Comm* c) {
+  return c->profiler != nullptr && c->profiler->live.load(std::memory_order_acquire);
 }
 
-// NCCL's rules: unset -> libnccl-profiler.so; "none" -> off; STATIC_PLUGIN -> the process's own
-// symbols; else the value, then libnccl-profiler-<value>.so for a bare name. RTLD_NOW|RTLD_LOCAL.
-void* openPlugin(std::string* tried) {
-  const char* env = std::getenv("NCCL_PROFILER_PLUGIN");
-  if (env != nullptr && strcasecmp(env, "none") == 0) return nullptr;
-  if (env != nullptr && std::strcmp(env, "STATIC_PLUGIN") == 0) {
-    *tried = "STATIC_PLUGIN";
-    return dlopen(nullptr, RTLD_NOW | RTLD_LOCAL);
+// ncclProfilerStartGroupApiEvent and ncclProfilerRecordGroupApiEventState(23), called for every
+// task: the mask is read again each time; only the outermost group gets an event.
+void groupApiStart(const Comm* c, int group_depth) {
+  t_api.mask = prof::mask();
+  if ((t_api.mask & kGroupApiMask) != 0 && t_api.profiler_group_depth == 0) {
+    ab::Descr5 e{};
+    e.type = ab::kEvGroupApi;
+    e.groupApi.graphCaptured = false;
+    e.groupApi.groupDepth = group_depth;
+    prof::start(contextOf(c), &t_api.group_api, &e);
+    t_api.profiler_group_depth = group_depth;
+    t_api.phase = ApiPhase::kStarted;
   }
-  const std::string value = env != nullptr && *env != '\0' ? env : "libnccl-profiler.so";
-  *tried = value;
-  void* h = dlopen(value.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr && env != nullptr && value.find('/') == std::string::npos && !isLibName(value)) {
-    const std::string alt = "libnccl-profiler-" + value + ".so";
-    *tried += " or " + alt;
-    h = dlopen(alt.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (t_api.phase == ApiPhase::kStarted) {
+    t_api.phase = ApiPhase::kStopped;
+    prof::record(t_api.group_api, ab::kStateGroupStartApiStop, nullptr);
   }
-  return h;
 }
 
-// Newest table first, as 2.28.9: v5, v4 (v3..v1 are found but not emulated).
-// NCCLSIM_PROFILER_ABI=4 looks for v4 only, to test a plugin's older table.
-void load() {
-  const bool named = std::getenv("NCCL_PROFILER_PLUGIN") != nullptr;
-  std::string tried;
-  void* h = openPlugin(&tried);
-  if (h == nullptr) {
-    // Unset and absent is the normal case; a named plugin that fails to load is worth a line.
-    if (named && !tried.empty()) {
-      warnOnce("profiler-open", "cannot load profiler plugin " + tried + ": " + dlerror());
-    }
-    return;
+// collTaskAppend / p2pTaskAppend: the API event lasts while the task is appended.
+void appendTask(const OpDesc& d, ProfTask* t, int group_depth) {
+  const Comm* c = d.comm;
+  groupApiStart(c, group_depth);
+  ab::Descr5 e{};
+  e.parentObj = t_api.group_api;
+  if (t->p2p) {
+    e.type = ab::kEvP2pApi;
+    e.p2pApi = {t->send ? "Send" : "Recv", d.count, dtypeName(d.dtype), d.stream, false};
+    if ((t_api.mask & kP2pApiMask) != 0) prof::start(contextOf(c), &t_api.p2p_api, &e);
+    t->api = t_api.p2p_api;
+  } else {
+    e.type = ab::kEvCollApi;
+    e.collApi = {funcName(d.kind), d.count, dtypeName(d.dtype), d.root, d.stream, false};
+    if ((t_api.mask & kCollApiMask) != 0) prof::start(contextOf(c), &t_api.coll_api, &e);
+    t->api = t_api.coll_api;
   }
-  const long abi = envLong("NCCLSIM_PROFILER_ABI", 5, 4, 5);
-  if (abi >= 5) {
-    g_plugin.v5 = static_cast<const profabi::Table5*>(dlsym(h, "ncclProfiler_v5"));
+  t->mask = t_api.mask;
+  t->group_api = t_api.group_api;
+  if (t->p2p) {
+    prof::stop(t_api.p2p_api);
+    t_api.p2p_api = nullptr;
+  } else {
+    // ncclProfilerStopCollApiEvent does not clear the handle: when a later call's mask asks for
+    // no CollApi, NCCL stops the old handle again. So does the emulator.
+    prof::stop(t_api.coll_api);
   }
-  if (g_plugin.v5 != nullptr) {
-    g_plugin.version = 5;
-    return;
-  }
-  g_plugin.v4 = static_cast<const profabi::Table4*>(dlsym(h, "ncclProfiler_v4"));
-  if (g_plugin.v4 != nullptr) {
-    g_plugin.version = 4;
-    return;
-  }
-  warnOnce("profiler-table", "profiler plugin " + tried + " has no ncclProfiler_v5/v4 table");
 }
 
-bool wants(uint64_t bits) {
-  return (static_cast<uint64_t>(__atomic_load_n(&g_mask, __ATOMIC_RELAXED)) & bits) != 0;
+void addP2p(ProfOp* op, bool send, int peer, const void* buff, const OpDesc& d) {
+  ProfTask t;
+  t.p2p = true;
+  t.send = send;
+  t.peer = peer;
+  t.buff = buff;
+  t.count = d.count;
+  t.dtype = d.dtype;
+  op->tasks.push_back(t);
 }
 
-// Requesting a child event makes NCCL emit its ancestors too.
-constexpr uint64_t kCollOrBelow = profabi::kEvColl | profabi::kEvProxyOp | profabi::kEvProxyStep |
-                                  profabi::kEvKernelCh | profabi::kEvNetPlugin;
-
-// The plugin context of d's communicator; null when none (no plugin, opted out, finalized).
-void* contextOf(const OpDesc* d) {
-  const ProfilerComm* pc = d->comm != nullptr ? d->comm->profiler : nullptr;
-  return pc != nullptr ? pc->ctx.load(std::memory_order_acquire) : nullptr;
-}
-
-bool isCollective(OpKind k) {
-  return k != OpKind::kSend && k != OpKind::kRecv;
-}
-
-const char* funcName(OpKind k) {
-  switch (k) {
-    case OpKind::kAllReduce:
-      return "AllReduce";
-    case OpKind::kBroadcast:
-      return "Broadcast";
-    case OpKind::kReduce:
-      return "Reduce";
-    case OpKind::kAllGather:
-      return "AllGather";
-    case OpKind::kReduceScatter:
-      return "ReduceScatter";
-    case OpKind::kAlltoAll:
-      return "AlltoAll";
-    case OpKind::kGather:
-      return "Gather";
-    case OpKind::kScatter:
-      return "Scatter";
+// taskAppend (src/enqueue.cc): the tasks NCCL makes of one call, in its order.
+void buildTasks(const OpDesc& d, ProfOp* op) {
+  const int n = d.comm->nranks;
+  const int me = d.comm->rank;
+  const size_t part = d.count * dtypeSize(d.dtype);
+  const char* send = static_cast<const char*>(d.send);
+  const char* recv = static_cast<const char*>(d.recv);
+  switch (d.kind) {
     case OpKind::kSend:
-      return "Send";
+      addP2p(op, true, d.root, d.send, d);
+      break;
     case OpKind::kRecv:
-      return "Recv";
+      addP2p(op, false, d.root, d.recv, d);
+      break;
+    case OpKind::kAlltoAll:
+      for (int r = 0; r < n; ++r) {
+        addP2p(op, true, r, send + size_t(r) * part, d);
+        addP2p(op, false, r, recv + size_t(r) * part, d);
+      }
+      break;
+    case OpKind::kGather:
+      addP2p(op, true, d.root, send, d);
+      if (me == d.root) {
+        for (int r = 0; r < n; ++r) addP2p(op, false, r, recv + size_t(r) * part, d);
+      }
+      break;
+    case OpKind::kScatter:
+      if (me == d.root) {
+        for (int r = 0; r < n; ++r) addP2p(op, true, r, send + size_t(r) * part, d);
+      }
+      addP2p(op, false, d.root, recv, d);
+      break;
+    default: {
+      ProfTask t;
+      // collTaskAppend: AllGather and Broadcast are counted in bytes of ncclInt8.
+      const bool bytes = d.kind == OpKind::kAllGather || d.kind == OpKind::kBroadcast;
+      t.count = bytes ? part : d.count;
+      t.dtype = bytes ? ncclInt8 : d.dtype;
+      op->tasks.push_back(t);
+    }
   }
-  return "Unknown";
+  // scheduleP2pTasksToPlan skips a send to self whose receive is in place: neither is planned.
+  ProfTask* self_send = nullptr;
+  ProfTask* self_recv = nullptr;
+  for (ProfTask& t : op->tasks) {
+    if (t.p2p && t.peer == me) (t.send ? self_send : self_recv) = &t;
+  }
+  if (self_send != nullptr && self_recv != nullptr && self_send->buff == self_recv->buff) {
+    self_send->dropped = self_recv->dropped = true;
+  }
 }
 
-const char* typeName(ncclDataType_t t) {
-  static const char* const kNames[] = {"ncclInt8",     "ncclUint8",      "ncclInt32",
-                                       "ncclUint32",   "ncclInt64",      "ncclUint64",
-                                       "ncclFloat16",  "ncclFloat32",    "ncclFloat64",
-                                       "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
-  const int i = static_cast<int>(t);
-  return i >= 0 && i < static_cast<int>(sizeof kNames / sizeof kNames[0]) ? kNames[i] : "Unknown";
+// One communicator's plan: ncclLaunchKernel's KernelLaunch, then hostStreamPlanTask's Group and
+// task events (src/enqueue.cc).
+void launchPlan(Comm* c, std::vector<ProfTask*>& colls, std::vector<ProfTask*>& p2ps,
+                CUstream launch_stream) {
+  void* ctx = contextOf(c);
+  // The plan's mask and GroupApi: those of its first task with a nonzero mask, colls first.
+  int mask = 0;
+  void* group_api = nullptr;
+  for (auto* list : {&colls, &p2ps}) {
+    for (const ProfTask* t : *list) {
+      if (mask == 0 && t->mask != 0) {
+        mask = t->mask;
+        group_api = t->group_api;
+      }
+    }
+  }
+  void* launch = nullptr;
+  if ((mask & ab::kEvKernelLaunch) != 0) {
+    ab::Descr5 e{};
+    e.type = ab::kEvKernelLaunch;
+    e.parentObj = group_api;
+    e.kernelLaunch.stream = launch_stream;
+    prof::start(ctx, &launch, &e);
+  }
+  prof::stop(launch);
+  void* group = nullptr;
+  if ((mask & kGroupMask) != 0) {
+    ab::Descr5 e{};
+    e.type = ab::kEvGroup;
+    prof::start(ctx, &group, &e);
+  }
+  ProfilerComm* pc = c->profiler;
+  const auto channels = static_cast<uint8_t>(prof::channels());
+  for (ProfTask* t : colls) {
+    const OpDesc* d = t->owner;
+    // comm->seqNumber counts every collective launched, profiled or not (RAS reads it too).
+    const uint64_t seq = pc->coll_seq[static_cast<int>(d->kind)].fetch_add(1);
+    if ((t->mask & kCollMask) == 0) continue;
+    ab::Descr5 e{};
+    e.type = ab::kEvColl;
+    e.parentObj = t->api;
+    e.rank = c->rank;
+    e.coll = {seq,
+              funcName(d->kind),
+              d->send,
+              d->recv,
+              t->count,
+              d->root,
+              dtypeName(t->dtype),
+              channels,
+              1,
+              "RING",
+              "SIMPLE",
+              group};
+    prof::start(ctx, &t->event, &e);
+  }
+  for (ProfTask* t : p2ps) {
+    if ((t->mask & kP2pMask) == 0 || t->dropped) continue;
+    ab::Descr5 e{};
+    e.type = ab::kEvP2p;
+    e.parentObj = t->api;
+    e.rank = c->rank;
+    e.p2p = {t->send ? "Send" : "Recv",
+             const_cast<void*>(t->buff),
+             dtypeName(t->dtype),
+             t->count,
+             t->peer,
+             channels,
+             group};
+    prof::start(ctx, &t->event, &e);
+  }
+  for (const ProfTask* t : colls) prof::stop(t->event);
+  for (const ProfTask* t : p2ps) prof::stop(t->event);
+  prof::stop(group);
 }
 
 }  // namespace
 
 ProfilerComm* profilerCommInit(uint64_t comm_hash, const char* name, int nranks, int rank) {
-  std::call_once(g_load_once, load);
-  if (g_plugin.version == 0) return nullptr;
+  if (!prof::load()) return nullptr;
   auto* pc = new ProfilerComm;
-  void* ctx = nullptr;
-  ncclResult_t r;
-  if (g_plugin.version == 5) {
-    r = g_plugin.v5->init(&ctx, comm_hash, &g_mask, name, 1, nranks, rank, logToStderr);
-  } else {
-    r = g_plugin.v4->init(&ctx, &g_mask, name, comm_hash, 1, nranks, rank, logToStderr);
-  }
-  // As 2.28.9: a failed init is logged and the run goes on without profiling this communicator.
+  // Every rank is a node of its own here: every peer is reached through the network transport,
+  // the one whose proxy emits ProxyOp and ProxyStep events.
+  const ncclResult_t r = prof::init(&pc->ctx, comm_hash, name, nranks, nranks, rank);
+  // As 2.28.9 (ncclProfilerPluginInit): a failed init is logged and NCCL goes on calling the
+  // plugin with whatever context it wrote.
   if (r != ncclSuccess) {
     warnOnce("profiler-init", "profiler init failed with error " + std::to_string(int(r)) +
                                   "; continuing without profiler");
-    ctx = nullptr;
   }
-  pc->ctx.store(ctx);
   return pc;
 }
 
 void profilerCommFinalize(ProfilerComm* pc) {
-  void* ctx = pc != nullptr ? pc->ctx.exchange(nullptr) : nullptr;
-  if (ctx == nullptr) return;
-  if (g_plugin.version == 5) {
-    g_plugin.v5->finalize(ctx);
-  } else {
-    g_plugin.v4->finalize(ctx);
+  if (pc == nullptr || !pc->live.exchange(false)) return;
+  // ncclProfilerPluginFinalize: only a communicator with a context is finalized.
+  if (pc->ctx != nullptr) prof::finalize(pc->ctx);
+}
+
+void profilerEnqueueEnter() {
+  if (prof::loaded() && t_api.profiler_group_depth > 0) ++t_api.profiler_group_depth;
+}
+
+void profilerTaskAppend(OpDesc* d, int group_depth) {
+  if (!prof::loaded() || !live(d->comm)) return;
+  const bool p2p_call = d->kind == OpKind::kSend || d->kind == OpKind::kRecv;
+  // taskAppend: a collective of a 1-rank communicator is a copy (ncclLaunchOneRank), no task.
+  if (d->comm->nranks == 1 && !p2p_call) return;
+  auto op = std::make_shared<ProfOp>();
+  buildTasks(*d, op.get());
+  for (ProfTask& t : op->tasks) appendTask(*d, &t, group_depth);
+  d->prof = std::move(op);
+}
+
+void profilerGroupEndEnter() {
+  if (!prof::loaded()) return;
+  // ncclGroupEndInternal: state 24 once the profiler's depth is back at 0.
+  if (t_api.profiler_group_depth > 0) --t_api.profiler_group_depth;
+  if (t_api.profiler_group_depth == 0 && t_api.phase == ApiPhase::kStopped) {
+    t_api.phase = ApiPhase::kReset;
+    prof::record(t_api.group_api, ab::kStateGroupEndApiStart, nullptr);
   }
 }
 
-void profilerCollApiStart(OpDesc* d) {
-  void* ctx = contextOf(d);
-  if (ctx == nullptr || g_plugin.version < 5 || !isCollective(d->kind) ||
-      !wants(profabi::kEvCollApi | kCollOrBelow)) {
-    return;
+void profilerLaunch(std::vector<OpDesc>& descs) {
+  if (!prof::loaded()) return;
+  // doLaunches: one plan per communicator, in the order the group met them.
+  std::vector<Comm*> comms;
+  for (OpDesc& d : descs) {
+    if (d.prof == nullptr) continue;
+    for (ProfTask& t : d.prof->tasks) t.owner = &d;
+    if (std::find(comms.begin(), comms.end(), d.comm) == comms.end()) comms.push_back(d.comm);
   }
-  Descr5 e{};
-  e.type = profabi::kEvCollApi;
-  e.collApi.func = funcName(d->kind);
-  e.collApi.count = d->count;
-  e.collApi.datatype = typeName(d->dtype);
-  e.collApi.root = d->root;
-  e.collApi.stream = d->stream;
-  g_plugin.v5->startEvent(ctx, &d->prof.api, &e);
-}
-
-void profilerCollApiStop(OpDesc* d) {
-  if (d->prof.api != nullptr) g_plugin.v5->stopEvent(d->prof.api);
-}
-
-void profilerCollEnqueued(OpDesc* d) {
-  void* ctx = contextOf(d);
-  if (ctx == nullptr || !isCollective(d->kind) || !wants(kCollOrBelow)) return;
-  const uint64_t seq = d->comm->profiler->coll_seq[static_cast<int>(d->kind)].fetch_add(1);
-  // NCCL reports AllGather and Broadcast in bytes of ncclInt8.
-  const bool bytes = d->kind == OpKind::kAllGather || d->kind == OpKind::kBroadcast;
-  const size_t count = bytes ? d->count * dtypeSize(d->dtype) : d->count;
-  const char* dtype = typeName(bytes ? ncclInt8 : d->dtype);
-  if (g_plugin.version == 5) {
-    Descr5 e{};
-    e.type = profabi::kEvColl;
-    e.parentObj = d->prof.api;
-    e.rank = d->comm->rank;
-    e.coll = {seq,    funcName(d->kind), d->send, d->recv, count, d->root, dtype, 1, 1,
-              "RING", "SIMPLE",          nullptr};
-    g_plugin.v5->startEvent(ctx, &d->prof.coll, &e);
-    if (d->prof.coll != nullptr) g_plugin.v5->stopEvent(d->prof.coll);
-  } else {
-    Descr4 e{};
-    e.type = static_cast<uint8_t>(profabi::kEvColl);
-    e.rank = d->comm->rank;
-    e.coll = {seq,    funcName(d->kind), d->send, d->recv, count, d->root, dtype, 1, 1,
-              "RING", "SIMPLE"};
-    g_plugin.v4->startEvent(ctx, &d->prof.coll, &e);
-    if (d->prof.coll != nullptr) g_plugin.v4->stopEvent(d->prof.coll);
+  for (Comm* c : comms) {
+    if (!live(c)) continue;
+    std::vector<ProfTask*> colls;
+    std::vector<ProfTask*> p2ps;
+    std::vector<CUstream> streams;
+    for (OpDesc& d : descs) {
+      if (d.comm != c) continue;
+      if (std::find(streams.begin(), streams.end(), d.stream) == streams.end()) {
+        streams.push_back(d.stream);
+      }
+      if (d.prof == nullptr) continue;
+      for (ProfTask& t : d.prof->tasks) (t.p2p ? p2ps : colls).push_back(&t);
+    }
+    orderCollTasks(c->nranks, &colls);
+    // ncclLaunchKernel launches on planner->streams->stream: the newest stream the group met.
+    launchPlan(c, colls, p2ps, streams.back());
   }
 }
 
-void profilerKernelStart(OpDesc* d) {
-  void* ctx = contextOf(d);
-  if (ctx == nullptr || !isCollective(d->kind) || !wants(profabi::kEvKernelCh)) return;
-  const profabi::KernelCh ch{0, nowNs()};
-  if (g_plugin.version == 5) {
-    Descr5 e{};
-    e.type = profabi::kEvKernelCh;
-    e.parentObj = d->prof.coll;
-    e.kernelCh = ch;
-    g_plugin.v5->startEvent(ctx, &d->prof.kernel, &e);
-  } else {
-    Descr4 e{};
-    e.type = static_cast<uint8_t>(profabi::kEvKernelCh);
-    e.parentObj = d->prof.coll;
-    e.kernelCh = ch;
-    g_plugin.v4->startEvent(ctx, &d->prof.kernel, &e);
-  }
-}
-
-void profilerKernelStop(OpDesc* d) {
-  void* h = d->prof.kernel;
-  if (h == nullptr) return;
-  d->prof.kernel = nullptr;
-  profabi::StateArgs args{};
-  args.kernelCh.pTimer = nowNs();
-  if (g_plugin.version == 5) {
-    g_plugin.v5->recordEventState(h, profabi::kStateKernelChStop, &args);
-    g_plugin.v5->stopEvent(h);
-  } else {
-    g_plugin.v4->recordEventState(h, profabi::kStateKernelChStop, &args);
-    g_plugin.v4->stopEvent(h);
-  }
+void profilerGroupEndExit() {
+  // ncclProfilerStopGroupApiEvent, at the exit of every ncclGroupEndInternal.
+  if (!prof::loaded() || t_api.group_api == nullptr || t_api.profiler_group_depth != 0) return;
+  prof::stop(t_api.group_api);
+  t_api.group_api = nullptr;
 }
 
 }  // namespace ncclsim

@@ -1,12 +1,26 @@
-// The emulated NCCL's side of the profiler plugin API: loads NCCL_PROFILER_PLUGIN as NCCL 2.28.9
-// does (ncclProfiler_v5, else v4), calls init per communicator and emits, for collectives, CollApi
-// (v5) around the call, Coll at enqueue, and KernelCh when the operation actually begins to run on
-// its stream (not when it is queued), stopped when it finishes. Point-to-point operations emit
-// nothing. Every function is a no-op when no plugin is loaded or the mask does not ask for it.
+// The emulated NCCL's side of the profiler plugin API, following NCCL 2.28.9's own call sites
+// (src/enqueue.cc, src/group.cc, src/plugin/profiler.cc, src/proxy.cc, src/transport/net.cc,
+// src/transport/profiler.cc). docs/emulator.md lists the exact event sequences.
+//
+// On the calling thread, per NCCL task (a collective is one task; Send, Recv, and AlltoAll,
+// Gather and Scatter, which NCCL runs as sends and receives, are one task per send or receive):
+//   GroupApi start (outermost group only) + state 23, CollApi or P2pApi start and stop;
+// at the outermost ncclGroupEnd: GroupApi state 24, then per communicator KernelLaunch start and
+// stop, Group start, Coll and P2p starts (parent: the API event; parentGroup: Group), their stops
+// ("enqueued", not finished), Group stop; finally GroupApi stop.
+// On the stream worker, which plays NCCL's proxy thread (profiler_proxy.h): one KernelCh per task
+// and channel, ProxyOp per (channel, peer, direction), ProxySteps with net.cc's states.
+//
+// A collective on a 1-rank communicator emits nothing (NCCL runs it as a copy). Every function is
+// a no-op when no plugin is loaded; the activation mask is read at each task, as NCCL does.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <nccl.h>
 
 namespace ncclsim {
 
@@ -14,31 +28,48 @@ struct OpDesc;
 
 // Per communicator, owned by the communicator (never freed, like it).
 struct ProfilerComm {
-  std::atomic<void*> ctx{nullptr};          // the plugin's context; null = opted out or finalized
-  std::atomic<uint64_t> coll_seq[16] = {};  // NCCL's seqNumber: per collective function
+  void* ctx = nullptr;           // the plugin's context, as its init wrote it (null: opted out)
+  std::atomic<bool> live{true};  // false after finalize: no more events
+  std::atomic<uint64_t> coll_seq[16] = {};  // NCCL's comm->seqNumber, per collective function
 };
 
-// Per operation, carried in its OpDesc from the call to the stream worker.
-struct ProfilerOp {
-  void* api = nullptr;     // CollApi handle (v5)
-  void* coll = nullptr;    // Coll handle: parent of the kernel event
-  void* kernel = nullptr;  // KernelCh handle while running
+// One NCCL task of an operation.
+struct ProfTask {
+  bool p2p = false;   // a Send or Recv task (P2pApi/P2p events), else a collective (CollApi/Coll)
+  bool send = false;  // p2p: a send
+  bool dropped = false;        // a send to self paired with an in-place receive: NCCL plans neither
+  int peer = -1;               // p2p: the peer
+  const void* buff = nullptr;  // p2p: this task's part of the user buffer
+  size_t count = 0;            // as NCCL's task: AllGather and Broadcast in bytes
+  ncclDataType_t dtype = ncclInt8;
+  int mask = 0;                   // activation mask at append
+  void* group_api = nullptr;      // GroupApi handle in force at append
+  void* api = nullptr;            // CollApi / P2pApi handle
+  void* event = nullptr;          // Coll / P2p handle: parent of KernelCh and ProxyOp
+  const OpDesc* owner = nullptr;  // the operation, while its group is being launched
+};
+
+// The profiled tasks of one operation (absent when no plugin is loaded).
+struct ProfOp {
+  std::vector<ProfTask> tasks;
 };
 
 // Loads the plugin (first call only) and calls its init for the new communicator. `name` is
 // ncclConfig_t.commName or null. Returns the per-comm state, null when no plugin is in use.
 // Thread-safe.
 ProfilerComm* profilerCommInit(uint64_t comm_hash, const char* name, int nranks, int rank);
-// Calls the plugin's finalize for the communicator. Thread-safe; pc may be null.
+// Calls the plugin's finalize for the communicator; no event follows. Thread-safe; pc may be null.
 void profilerCommFinalize(ProfilerComm* pc);
 
-// The calling thread issues / has issued collective d (CollApi start / stop).
-void profilerCollApiStart(OpDesc* d);
-void profilerCollApiStop(OpDesc* d);
-// d is queued on its stream (Coll start and stop: "enqueued").
-void profilerCollEnqueued(OpDesc* d);
-// The stream worker begins / ends running d (KernelCh start, then KernelChStop state and stop).
-void profilerKernelStart(OpDesc* d);
-void profilerKernelStop(OpDesc* d);
+// Calling thread, in NCCL's order: profilerEnqueueEnter at the start of a collective or p2p call
+// (ncclEnqueueCheck), profilerTaskAppend once its group is open (taskAppend),
+// profilerGroupEndEnter at every ncclGroupEnd (also the call's own implicit one) before the depth
+// drops to `depth_after`, profilerLaunch for the outermost end's operations, then
+// profilerGroupEndExit. Thread-confined (the state is per thread, as NCCL's).
+void profilerEnqueueEnter();
+void profilerTaskAppend(OpDesc* d, int group_depth);
+void profilerGroupEndEnter();
+void profilerLaunch(std::vector<OpDesc>& descs);
+void profilerGroupEndExit();
 
 }  // namespace ncclsim

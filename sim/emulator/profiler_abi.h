@@ -26,7 +26,17 @@ enum : uint64_t {
   kEvP2pApi = 1024,
   kEvKernelLaunch = 2048,
 };
+// ncclProfilerEventState_t values (one enum shared by every version).
+constexpr int kStateSendGPUWait = 8;
+constexpr int kStateSendWait = 9;
+constexpr int kStateRecvWait = 10;
+constexpr int kStateRecvFlushWait = 11;
+constexpr int kStateRecvGPUWait = 12;
+constexpr int kStateProxyOpInProgress = 19;
+constexpr int kStateSendPeerWait = 20;
 constexpr int kStateKernelChStop = 22;
+constexpr int kStateGroupStartApiStop = 23;
+constexpr int kStateGroupEndApiStart = 24;
 
 using Logger = void (*)(int level, unsigned long flags, const char* file, int line, const char* fmt,
                         ...);

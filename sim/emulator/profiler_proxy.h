@@ -1,0 +1,102 @@
+// The device and proxy side of the profiler events, emitted by the stream worker that runs an
+// operation, which plays NCCL's proxy progress thread:
+// - KernelCh per (task, channel), parent the task's Coll or P2p event, started with the device's
+//   global timer when the operation starts and stopped (state KernelChStop with the stop time,
+//   then stop) when that channel's share of the task's transfers is done (src/transport/
+//   profiler.cc profilerProxyProgress);
+// - ProxyOp per (channel, peer, direction) of the task's transfers, with ProxyOpInProgress,
+//   stopped after its last step (src/proxy.cc ProxyAppend, src/transport/net.cc);
+// - ProxyStep per step: send steps SendGPUWait (posted, waiting for the data), SendPeerWait (data
+//   ready, no credit from the receiver), SendWait (on the wire, not yet taken), stop; receive steps
+//   RecvWait, RecvFlushWait and RecvGPUWait once the data has arrived, stop (net.cc
+//   sendProxyProgress / recvProxyProgress).
+// A transfer is split over prof::channels() channels and at most kMaxStepsPerChannel steps each,
+// so the cost is bounded per operation, not per byte.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sim/emulator/op_desc.h"
+#include "sim/emulator/op_plan.h"
+
+namespace ncclsim {
+
+class ProxyTracker {
+ public:
+  static constexpr int kMaxStepsPerChannel = 4;
+
+  // Null unless d's tasks ask for KernelCh, ProxyOp, ProxyStep or NetPlugin events. Called where
+  // the plan is built; the plan's flows must not be added to later.
+  static std::unique_ptr<ProxyTracker> make(const OpDesc& d, const OpPlan& p);
+
+  // All below: the one stream worker that progresses the operation.
+  // The operation starts running: KernelCh starts, ProxyOp appends, steps posted.
+  void begin();
+  // Out flow `out` has published `sent` elements; the ring's head is now `head`.
+  void pushed(size_t out, size_t sent, uint64_t head) {
+    Flow& f = out_flows_[out];
+    if (sent >= f.next_boundary) markPushed(&f, sent, head);
+  }
+  // After a progress pass: step states and stops that the flows' progress implies.
+  void update(const OpPlan& p);
+  // The operation finished or was abandoned: what is still open is stopped (nothing at all once
+  // the communicator was finalized, as NCCL's proxy is gone by then).
+  void end();
+
+ private:
+  struct Step {
+    size_t end = 0;         // flow-relative element where the step ends
+    uint64_t end_head = 0;  // send: ring head after its last chunk (0: not all pushed)
+    int state = 0;          // last state recorded; 0: posted, -1: stopped
+    void* handle = nullptr;
+  };
+  struct Op {  // one ProxyOp: a channel's share of one flow
+    int task = 0;
+    int channel = 0;
+    bool send = false;
+    size_t flow = 0;
+    int peer = 0;
+    size_t lo = 0;  // flow-relative element where the op's share begins
+    size_t elem_size = 1;
+    int nsteps = 0;
+    int first_open = 0;  // steps before it are stopped
+    size_t trans = 0;    // NCCL's sub->transSize: bytes of the last step on the wire
+    bool emit_op = false;
+    bool emit_steps = false;
+    void* handle = nullptr;
+    Step steps[kMaxStepsPerChannel];
+  };
+  struct Kernel {
+    int task = 0;
+    int channel = 0;
+    int open_ops = 0;
+    bool open = false;
+    void* handle = nullptr;
+  };
+  struct Flow {
+    std::vector<size_t> ops;  // indices in ops_, in element order
+    size_t next_boundary = SIZE_MAX;
+  };
+
+  ProxyTracker(const OpDesc& d, const OpPlan& p);
+  void addFlow(int task, bool send, size_t flow, int peer, size_t elems);
+  static size_t stepBegin(const Op& op, int k);
+  static size_t stepBytes(const Op& op, int k);
+  void markPushed(Flow* f, size_t sent, uint64_t head);
+  void recordStep(Op* op, int k, int state, size_t trans);
+  void stopStep(Op* op, int k);
+  void opDone(Op* op);
+  bool live() const;
+
+  OpDesc d_;
+  int channels_;
+  std::vector<Op> ops_;
+  std::vector<Kernel> kernels_;
+  std::vector<Flow> out_flows_;
+  std::vector<Flow> in_flows_;
+};
+
+}  // namespace ncclsim

@@ -1,0 +1,70 @@
+#include "sim/emulator/profiler_task_order.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <tuple>
+#include <utility>
+
+#include "sim/emulator/op_desc.h"
+
+namespace ncclsim {
+namespace {
+
+// bitops.h u32fpEncode: a float-like code of x with `bits_per_pow2` mantissa bits.
+uint32_t u32fpEncode(uint32_t x, int bits_per_pow2) {
+  const int log2x = 31 - __builtin_clz(x | 1);
+  const uint32_t mantissa =
+      x >> (log2x >= bits_per_pow2 ? log2x - bits_per_pow2 : 0) & ((1u << bits_per_pow2) - 1);
+  const uint32_t exponent = log2x >= bits_per_pow2 ? log2x - (bits_per_pow2 - 1) : 0;
+  return exponent << bits_per_pow2 | mantissa;
+}
+
+// ncclTaskCollSorter's bin: 1 KiB units, 4 bins per power of two, up to 1 GiB, largest first.
+int sizeBin(uint64_t bytes) {
+  constexpr int kUnitLog2 = 10;
+  constexpr uint64_t kMaxSize = 1ull << 30;
+  constexpr int kBinCount = 1 + (30 - kUnitLog2) * 4;
+  const auto units = static_cast<uint32_t>(std::min(kMaxSize, bytes) >> kUnitLog2);
+  return kBinCount - 1 - static_cast<int>(u32fpEncode(units, 2));
+}
+
+// ncclFuncTrafficPerByte.
+uint64_t trafficBytes(const ProfTask& t, int nranks) {
+  const OpKind k = t.owner->kind;
+  const uint64_t per = k == OpKind::kAllReduce                                    ? 2
+                       : (k == OpKind::kAllGather || k == OpKind::kReduceScatter) ? uint64_t(nranks)
+                                                                                  : 1;
+  return uint64_t(t.count) * dtypeSize(t.dtype) * per;
+}
+
+}  // namespace
+
+void orderCollTasks(int nranks, std::vector<ProfTask*>* colls) {
+  // The sorter pushes each task at the head of its bin: bins ascending, newest first within one.
+  std::vector<std::pair<int, size_t>> keyed;  // (bin, call index)
+  for (size_t i = 0; i < colls->size(); ++i) {
+    keyed.emplace_back(sizeBin(trafficBytes(*(*colls)[i], nranks)), i);
+  }
+  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second > b.second;
+  });
+  // ncclPrepareTasks: gather by (function, op, datatype) in first-seen order, each a LIFO.
+  std::vector<std::vector<ProfTask*>> gathered;
+  std::vector<std::tuple<int, int, int>> keys;
+  for (const auto& [bin, i] : keyed) {
+    ProfTask* t = (*colls)[i];
+    const std::tuple<int, int, int> key{int(t->owner->kind), int(t->owner->red), int(t->dtype)};
+    auto it = std::find(keys.begin(), keys.end(), key);
+    if (it == keys.end()) {
+      keys.push_back(key);
+      gathered.emplace_back();
+      it = keys.end() - 1;
+    }
+    auto& list = gathered[size_t(it - keys.begin())];
+    list.insert(list.begin(), t);
+  }
+  colls->clear();
+  for (const auto& list : gathered) colls->insert(colls->end(), list.begin(), list.end());
+}
+
+}  // namespace ncclsim
