@@ -133,6 +133,12 @@ void RankFileBuilder::Records(const trace::StoredRecord* batch, size_t n) {
       f.oldest_waiting_enter = r.t_enter_ns;
       f.oldest_waiting_pos = pos;
     }
+    if (r.op == static_cast<uint32_t>(OpType::kDeviceCompute)) {
+      f.device_compute.push_back({pos, r.comm_id, r.seq, r.group_id, static_cast<uint32_t>(r.redop),
+                                  static_cast<uint32_t>(r.peer),
+                                  r.recv_buffer != 0 ? static_cast<int64_t>(r.count) : int64_t{-1},
+                                  r.aux});
+    }
     f.ops.push_back({r.t_enter_ns, r.t_exit_ns, r.t_device_done_ns, r.seq, r.group_id,
                      Intern(ShapeOf(r)), r.flags});
   }

@@ -38,6 +38,19 @@ struct OpShape {
   bool operator==(const OpShape&) const = default;
 };
 
+// One device_compute record (the CUPTI probe's, trace/record.h), kept whole: its numbers differ
+// from record to record, so a shape would not compact them.
+struct DeviceCompute {
+  uint32_t pos = 0;  // the record's position in RankFile::ops
+  uint64_t comm_id = 0;
+  uint64_t seq = 0;
+  uint64_t group_id = 0;
+  uint32_t launch_op = 0;  // OpType of the call that launched the NCCL kernel
+  uint32_t kernels = 0;
+  int64_t compute_ns = -1;  // -1: unknown (no earlier NCCL kernel seen, or activity lost)
+  uint64_t gpu_start = 0;
+};
+
 struct OpRecord {
   int64_t t_enter_ns;
   int64_t t_exit_ns;
@@ -72,7 +85,8 @@ struct RankFile {
   int64_t oldest_waiting_enter = INT64_MAX;
   uint32_t oldest_waiting_pos = kNoRecord;
   std::vector<OpShape> shapes;
-  std::vector<OpRecord> ops;  // oldest first; a record's position is its index here
+  std::vector<OpRecord> ops;                  // oldest first; a record's position is its index here
+  std::vector<DeviceCompute> device_compute;  // in file order; empty without NCCLSCOPE_CUPTI
   // (position, writer index) where a run of consecutive writer indices starts: torn slots skipped
   // while reading make the indices jump.
   std::vector<std::pair<uint32_t, uint64_t>> index_runs;

@@ -2,6 +2,8 @@
 // checks share.
 #include "hang_detector/straggler_scores.h"
 
+#include "hang_detector/device_compute.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -190,8 +192,10 @@ std::string Millis(double s) {
 
 void CheckStragglers(const Context& ctx, std::vector<Verdict>* out) {
   const std::vector<CommTimeline> timelines = BuildTimelines(ctx);
+  const size_t first = out->size();
   CheckComputeStragglers(ctx, timelines, out);
   CheckSlowLinks(ctx, timelines, out);
+  ApplyDeviceCompute(ctx, timelines, out, first);
 }
 
 }  // namespace ncclscope::hang_detector
