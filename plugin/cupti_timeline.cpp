@@ -7,9 +7,16 @@
 namespace ncclscope::plugin {
 namespace {
 
-// Compute intervals kept per device while no NCCL kernel comes: a job that stops communicating
-// keeps the newest, merged, so memory stays bounded.
-constexpr size_t kMaxPending = 4096;
+// What a device remembers: enough NCCL ends to find the one before a kernel of any stream still
+// to be reported, and the compute of the stretches they bound. Bounded, so a job that stops
+// communicating (or never computes) keeps its memory.
+constexpr size_t kMaxNcclEnds = 256;
+constexpr size_t kMaxCompute = 1024;
+
+template <typename T>
+void KeepNewest(std::vector<T>* v, size_t n) {
+  if (v->size() > n) v->erase(v->begin(), v->begin() + static_cast<std::ptrdiff_t>(v->size() - n));
+}
 
 bool StartsWith(const char* s, const char* prefix) {
   return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
@@ -49,39 +56,34 @@ std::pair<uint64_t, uint32_t> UnionWithin(std::vector<std::pair<uint64_t, uint64
 }
 
 void DeviceTimeline::Add(std::vector<KernelActivity> batch, std::vector<NcclKernelSpan>* out) {
-  std::stable_sort(
-      batch.begin(), batch.end(),
-      [](const KernelActivity& a, const KernelActivity& b) { return a.start < b.start; });
+  std::stable_sort(batch.begin(), batch.end(),
+                   [](const KernelActivity& a, const KernelActivity& b) { return a.end < b.end; });
   for (const KernelActivity& k : batch) {
     Device& d = devices_[k.device];
     if (!k.nccl) {
-      if (k.end > d.prev_end) d.compute.emplace_back(std::max(k.start, d.prev_end), k.end);
-      if (d.compute.size() > kMaxPending) {
-        std::sort(d.compute.begin(), d.compute.end());
-        d.compute.erase(d.compute.begin(), d.compute.begin() + kMaxPending / 2);
-      }
+      d.compute.emplace_back(k.start, k.end);
+      KeepNewest(&d.compute, kMaxCompute);
       continue;
     }
     NcclKernelSpan span;
     span.kernel = k;
-    span.prev_end = d.prev_end;
-    const auto [ns, n] = UnionWithin(d.compute, d.prev_end, k.start);
-    span.compute_ns = ns;
-    span.compute_kernels = n;
-    out->push_back(span);
-    // What runs on after this NCCL kernel ends counts toward the next gap.
-    d.prev_end = std::max(d.prev_end, k.end);
-    std::vector<std::pair<uint64_t, uint64_t>> kept;
-    for (auto [a, b] : d.compute) {
-      if (b > d.prev_end) kept.emplace_back(std::max(a, d.prev_end), b);
+    for (uint64_t end : d.nccl_ends) {
+      if (end <= k.start && end > span.prev_end) span.prev_end = end;
     }
-    d.compute = std::move(kept);
+    if (span.prev_end != 0) {
+      const auto [ns, n] = UnionWithin(d.compute, span.prev_end, k.start);
+      span.compute_ns = ns;
+      span.compute_kernels = n;
+    }
+    out->push_back(span);
+    d.nccl_ends.push_back(k.end);
+    KeepNewest(&d.nccl_ends, kMaxNcclEnds);
   }
 }
 
 void DeviceTimeline::Lose() {
   for (auto& [id, d] : devices_) {
-    d.prev_end = 0;
+    d.nccl_ends.clear();
     d.compute.clear();
   }
 }

@@ -23,31 +23,35 @@ struct KernelActivity {
   bool nccl = false;
 };
 
-// One NCCL kernel and the compute before it. prev_end 0: no NCCL kernel of this device was seen
-// since the timeline started or lost activity, so compute_ns covers an unknown stretch.
+// One NCCL kernel and the compute before it: the device's NCCL work last ended at prev_end (the
+// latest end of an NCCL kernel that ended before this one started), and compute kernels ran for
+// compute_ns of the time between then and this kernel's start. Kernels of several streams may
+// overlap: two collectives launched together after a compute phase both see that phase. prev_end
+// 0: no earlier NCCL kernel of this device is known (the first, or activity was lost), so
+// compute_ns covers an unknown stretch.
 struct NcclKernelSpan {
   KernelActivity kernel;
   uint64_t prev_end = 0;
-  uint64_t compute_ns = 0;  // union of compute kernel time inside (prev_end, kernel.start)
+  uint64_t compute_ns = 0;
   uint32_t compute_kernels = 0;
 };
 
 // Per-device state between batches. Not thread-safe: one owner (the probe's background thread).
 class DeviceTimeline {
  public:
-  // Takes one batch of kernels in any order (CUPTI hands them out by completion, per buffer) and
-  // appends a span for each NCCL kernel, in start order per device. A compute kernel reported
-  // after the NCCL kernel that followed it was already handed out is not counted (kernels of
-  // one stream complete in order, so this needs two streams and a flush between them).
+  // Takes one batch of kernels in any order and appends a span for each NCCL kernel, in order of
+  // their ends. Kernels are taken in order of their ends, which is how CUPTI hands them out (a
+  // record is written when its kernel completes), so every kernel that ended before an NCCL
+  // kernel started is known when that kernel is.
   void Add(std::vector<KernelActivity> batch, std::vector<NcclKernelSpan>* out);
-  // Activity was lost: the next span of every device starts an unknown stretch.
+  // Activity was lost: what ran meanwhile is unknown, so the next spans of every device start an
+  // unknown stretch.
   void Lose();
 
  private:
   struct Device {
-    uint64_t prev_end = 0;
-    // Compute intervals not yet attributed (they end after prev_end), start order.
-    std::vector<std::pair<uint64_t, uint64_t>> compute;
+    std::vector<uint64_t> nccl_ends;                     // the newest kMaxNcclEnds, oldest first
+    std::vector<std::pair<uint64_t, uint64_t>> compute;  // the newest kMaxCompute intervals
   };
   std::map<uint32_t, Device> devices_;
 };
