@@ -40,6 +40,9 @@ const char* MessageName(const nvtxEventAttributes_t* a, size_t* len, const wchar
 }
 
 int PushAttributes(uint8_t domain, const nvtxEventAttributes_t* a) {
+  if (a != nullptr && a->messageType == NVTX_MESSAGE_TYPE_ASCII) {
+    return NvtxPushString(t_nvtx_ranges, a->message.ascii, domain);
+  }
   size_t len = 0;
   const wchar_t* wide = nullptr;
   const char* name = MessageName(a, &len, &wide);
@@ -58,9 +61,7 @@ uint64_t NextRangeId() {
 }
 
 int PushA(const char* message) {
-  const int level =
-      NvtxPush(t_nvtx_ranges, message, message != nullptr ? strnlen(message, kNvtxNameChars) : 0,
-               kDefaultDomain);
+  const int level = NvtxPushString(t_nvtx_ranges, message, kDefaultDomain);
   return g_nvtx_next.push_a != nullptr ? g_nvtx_next.push_a(message) : level;
 }
 

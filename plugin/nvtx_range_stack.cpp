@@ -15,8 +15,9 @@ StepPattern g_step_pattern = [] {
   return p;
 }();
 
-// Fills the step links of a frame just written at index i.
-inline void LinkStep(NvtxThreadRanges& t, uint32_t i) noexcept {
+}  // namespace
+
+void LinkStep(NvtxThreadRanges& t, uint32_t i) noexcept {
   NvtxFrame& f = t.frames[i];
   uint64_t step = 0;
   if (MatchStep(g_step_pattern, f.name, f.len, &step)) {
@@ -31,8 +32,6 @@ inline void LinkStep(NvtxThreadRanges& t, uint32_t i) noexcept {
   }
   f.ctx_cached = 0;
 }
-
-}  // namespace
 
 const StepPattern& ActiveStepPattern() noexcept {
   return g_step_pattern;
@@ -68,13 +67,8 @@ int NvtxPushWide(NvtxThreadRanges& t, const wchar_t* name, uint8_t domain) noexc
   return NvtxPush(t, narrow, len, domain);
 }
 
-int NvtxPop(NvtxThreadRanges& t, uint8_t domain) noexcept {
-  if (t.depth == 0) return -1;
+int NvtxPopSlow(NvtxThreadRanges& t, uint8_t domain) noexcept {
   const uint32_t level = t.depth - 1;
-  if (level >= kNvtxStackDepth || t.frames[level].domain == domain) {
-    t.depth = level;
-    return static_cast<int>(level);
-  }
   // Another domain's range is on top (domains keep separate stacks in NVTX): remove the innermost
   // frame of this domain and close the gap; the frames above it get their step links again.
   for (uint32_t i = level; i-- > 0;) {

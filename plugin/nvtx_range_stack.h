@@ -46,12 +46,41 @@ void SetActiveStepPattern(const StepPattern& p) noexcept;
 // no lock, no allocation, no system call.
 int NvtxPush(NvtxThreadRanges& t, const char* name, size_t len, uint8_t domain) noexcept;
 
+// Fills the step links of frame i once its name is in place. Hot path.
+void LinkStep(NvtxThreadRanges& t, uint32_t i) noexcept;
+
+// As NvtxPush for a NUL-terminated name, copied and measured in one pass. Hot path; inline, as
+// it is all a plain nvtxRangePushA costs besides the step check.
+inline int NvtxPushString(NvtxThreadRanges& t, const char* name, uint8_t domain) noexcept {
+  const uint32_t level = t.depth++;
+  if (level >= kNvtxStackDepth) return static_cast<int>(level);
+  NvtxFrame& f = t.frames[level];
+  size_t len = 0;
+  if (name != nullptr) {
+    for (; len < kNvtxNameChars && name[len] != '\0'; ++len) f.name[len] = name[len];
+  }
+  f.name[len] = '\0';
+  f.len = static_cast<uint8_t>(len);
+  f.domain = domain;
+  LinkStep(t, level);
+  return static_cast<int>(level);
+}
+
 // Pushes a wide-character name, narrowed (non-ASCII characters become '?'). Hot path.
 int NvtxPushWide(NvtxThreadRanges& t, const wchar_t* name, uint8_t domain) noexcept;
 
 // Ends the innermost range of `domain` on the calling thread (the top frame, or the innermost
 // frame of that domain when domains interleave). Returns its level, -1 when none is open. Hot path.
-int NvtxPop(NvtxThreadRanges& t, uint8_t domain) noexcept;
+int NvtxPopSlow(NvtxThreadRanges& t, uint8_t domain) noexcept;
+inline int NvtxPop(NvtxThreadRanges& t, uint8_t domain) noexcept {
+  if (t.depth == 0) return -1;
+  const uint32_t level = t.depth - 1;
+  if (__builtin_expect(level >= kNvtxStackDepth || t.frames[level].domain == domain, 1)) {
+    t.depth = level;
+    return static_cast<int>(level);
+  }
+  return NvtxPopSlow(t, domain);
+}
 
 // Which frames of t give a record's step, phase and innermost range: the innermost stored frame,
 // the step frame at or below it, and the frame right above the step (the phase). kNoFrame where

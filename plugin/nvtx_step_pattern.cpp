@@ -73,7 +73,11 @@ bool ParseStepPattern(const std::string& text, StepPattern* out, std::string* er
 bool MatchStep(const StepPattern& p, const char* name, size_t len, uint64_t* step) noexcept {
   for (uint32_t i = 0; i < p.count; ++i) {
     const StepPattern::Alternative& a = p.alt[i];
-    if (len < a.prefix_len + 1u || std::memcmp(name, a.prefix, a.prefix_len) != 0) continue;
+    // Most range names are no step: the first character rejects them without a call.
+    if (len < a.prefix_len + 1u || (a.prefix_len != 0 && name[0] != a.prefix[0]) ||
+        std::memcmp(name, a.prefix, a.prefix_len) != 0) {
+      continue;
+    }
     size_t pos = a.prefix_len;
     uint64_t value = 0;
     bool overflow = false;
