@@ -70,7 +70,10 @@ DeviceComputeExcess DeviceComputeExcessOf(const Context& ctx,
     const auto me = std::find(t.ranks.begin(), t.ranks.end(), rank);
     if (me == t.ranks.end()) continue;
     const auto c = static_cast<size_t>(me - t.ranks.begin());
-    if (ctx.index.files()[t.files[c]].device_compute.empty()) continue;
+    if (t.samples.size() - t.WindowBegin() < kMinSamples) continue;  // too short to judge anyway
+    // Every communicator of the rank must be seen: the compute a missing stretch hides may be
+    // exactly the one that matters, so "ordinary" elsewhere proves nothing.
+    if (ctx.index.files()[t.files[c]].device_compute.empty()) return {};
     std::vector<double> diff, own, others;
     for (size_t i = t.WindowBegin(); i < t.samples.size(); ++i) {
       const Sample& s = t.samples[i];
@@ -91,7 +94,7 @@ DeviceComputeExcess DeviceComputeExcessOf(const Context& ctx,
       own.push_back(mine);
       others.push_back(median);
     }
-    if (diff.size() < kMinSamples) continue;
+    if (diff.size() < kMinSamples) return {};
     DeviceComputeExcess e;
     e.known = true;
     e.excess_s = Median(diff);
