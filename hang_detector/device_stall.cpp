@@ -2,12 +2,16 @@
 
 #include <string>
 
+#include "hang_detector/stall_stage.h"
+
 namespace ncclscope::hang_detector {
 namespace {
 
 using trace::OpType;
 
-enum class Start : uint8_t { kStarted, kNotStarted, kUnknown };
+// kProxyLag: no start of #seq, but the proxy thread that reports starts has not reported an earlier
+// collective that completed either: its events are late, so the absence proves nothing.
+enum class Start : uint8_t { kStarted, kNotStarted, kUnknown, kProxyLag };
 
 struct Finding {
   Start state = Start::kUnknown;
@@ -25,6 +29,28 @@ bool WatchedBefore(const RankFile& f, uint64_t comm_id, uint32_t end) {
     if (op == OpType::kProfilerAttach || (op == OpType::kDeviceStart && f.ops[pos].seq != 0)) {
       return true;
     }
+  }
+  return false;
+}
+
+// Whether collective #prev completed on this file's device while its start was never reported.
+// NCCL reports kernel starts from its proxy thread (src/transport/profiler.cc,
+// profilerProxyProgress), so a proxy thread that stopped makes every later start look missing;
+// the device completion comes from the probe's own thread and is not delayed with it.
+bool ProxyLags(const JobIndex& index, const CommModel& comm, uint64_t prev, uint32_t file) {
+  const RankFile& f = index.files()[file];
+  for (const CollLane& lane : comm.lanes) {
+    if (lane.file != file) continue;
+    const uint32_t pos = lane.PosOf(prev);
+    if (pos == kNoRecord || index.StateOf(file, pos) != OpState::kCompleted) return false;
+    for (uint32_t p = pos; p < f.size(); ++p) {
+      const OpShape& sh = f.ShapeAt(p);
+      if (sh.comm_id == comm.id && static_cast<OpType>(sh.op) == OpType::kDeviceStart &&
+          f.ops[p].seq == prev) {
+        return false;
+      }
+    }
+    return true;
   }
   return false;
 }
@@ -62,6 +88,9 @@ Finding Examine(const JobIndex& index, const CommModel& comm, uint64_t seq, uint
   }
   if (unattributed) return out;
   if (watched || WatchedBefore(f, comm.id, lo)) out.state = Start::kNotStarted;
+  if (out.state == Start::kNotStarted && seq > 1 && ProxyLags(index, comm, seq - 1, file)) {
+    out.state = Start::kProxyLag;
+  }
   return out;
 }
 
@@ -73,7 +102,22 @@ bool LocalizeDeviceStall(const Context& ctx, const CommModel& comm, uint64_t seq
   for (const uint32_t file : waiting_files) {
     const Finding f = Examine(ctx.index, comm, seq, file);
     if (f.state == Start::kUnknown) return false;
+    if (f.state == Start::kProxyLag) {
+      // Never "its kernel never started": its proxy thread reports nothing while the rank lives.
+      const int r = ctx.RankOf(f.file);
+      v->stall.stage = "proxy-stalled";
+      v->stall.rank = r;
+      v->summary += "; " + RankList({r}) + "'s NCCL proxy thread has reported nothing since #" +
+                    std::to_string(seq - 1) +
+                    ", which completed: whether its kernel of this one started is unknown";
+      return false;
+    }
     (f.state == Start::kStarted ? started : not_started).push_back(f);
+  }
+  if (not_started.empty() && !started.empty()) {
+    std::vector<uint32_t> files_started;
+    for (const Finding& f : started) files_started.push_back(f.file);
+    return ResolveStallStage(ctx, comm, seq, files_started, v);
   }
   if (started.empty() || not_started.empty()) return false;
 
@@ -86,6 +130,8 @@ bool LocalizeDeviceStall(const Context& ctx, const CommModel& comm, uint64_t seq
   SortUnique(&v->culprits);
   SortUnique(&v->victims);
   v->tie = false;
+  v->stall.stage = "not-started";
+  v->stall.rank = v->culprits.front();
   v->summary = "device work of " + n + " never started on " + RankList(v->culprits) +
                " (its stream is blocked before it); it started on " + RankList(v->victims) +
                (v->victims.size() == 1 ? ", which waits" : ", which wait") + " for it";

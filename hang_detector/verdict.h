@@ -61,6 +61,19 @@ struct Verdict {
   double confirm_after_s = 0;  // a suspect: the wait (since_s) at which time alone confirms it
   std::string confirmed_by;    // why it is confirmed, or what would confirm it
   std::string activity;        // what the culprits are doing: where they are, alive or not
+  // Device stalls: where the work is stuck, from the profiler's markers and proxy progress. stage
+  // "" (not localized), "not-started" (the kernel never started: its stream is blocked by earlier
+  // work), "peer-wait" (started, waiting on peer `peer` over channel `channel`: side "send"
+  // waits for the peer's credit, "recv" for its data), "network" (handed to the network, never
+  // completed: the link `rank` -> `peer`), "gpu" (started, its own GPU neither produces nor
+  // consumes), "proxy-stalled" (the rank's proxy reports nothing while its heartbeat goes on).
+  struct StallSite {
+    std::string stage;
+    int rank = -1;     // global rank whose side is named
+    int peer = -1;     // global rank of the peer, -1 none
+    int channel = -1;  // NCCL channel, -1 none
+    std::string side;  // "send", "recv" or ""
+  } stall;
 };
 
 // A hang-class verdict that is confirmed: the only kind anything may act on (abort, page).

@@ -42,6 +42,15 @@ void WriteVerdict(JsonWriter& w, const Verdict& v) {
     w.Key("confirmed_by").String(v.confirmed_by);
   }
   if (!v.activity.empty()) w.Key("activity").String(v.activity);
+  if (!v.stall.stage.empty()) {
+    w.Key("stall").BeginObject();
+    w.Key("stage").String(v.stall.stage);
+    w.Key("rank").Int(v.stall.rank);
+    w.Key("peer").Int(v.stall.peer);
+    w.Key("channel").Int(v.stall.channel);
+    w.Key("side").String(v.stall.side);
+    w.EndObject();
+  }
   w.Key("summary").String(v.summary);
   w.Key("headline").String(VerdictHeadline(v));
   w.Key("evidence").BeginArray();

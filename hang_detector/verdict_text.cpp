@@ -62,6 +62,13 @@ std::string VerdictHeadline(const Verdict& v) {
   if (!v.op.empty()) out += " " + v.op + (v.seq != 0 ? " #" + std::to_string(v.seq) : "");
   out += ": " + v.summary;
   if (v.tie) out += " [tie: " + Ranks(v.culprits) + "]";
+  if (!v.stall.stage.empty()) {
+    out += " [stage " + v.stall.stage + ": rank " + std::to_string(v.stall.rank);
+    if (!v.stall.side.empty()) out += " " + v.stall.side;
+    if (v.stall.peer >= 0) out += " peer " + std::to_string(v.stall.peer);
+    if (v.stall.channel >= 0) out += " channel " + std::to_string(v.stall.channel);
+    out += "]";
+  }
   if (v.cls != VerdictClass::kHealthy) out += "; since " + Seconds(v.since_s);
   return out;
 }

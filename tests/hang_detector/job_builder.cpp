@@ -156,6 +156,22 @@ void JobBuilder::DeviceStart(int rank, uint64_t comm, uint64_t seq, double t) {
   Append(rank, r, t, Done::kUntracked);
 }
 
+void JobBuilder::ProxyProgress(int rank, uint64_t comm, uint64_t seq, int peer, int channel,
+                               bool send, int state, double t) {
+  trace::RecordData r{};
+  r.comm_id = comm;
+  r.seq = seq;
+  r.op = static_cast<uint32_t>(trace::OpType::kProxyProgress);
+  r.peer = peer;
+  r.dtype = channel;
+  r.redop = state;
+  r.count = uint64_t{1} << 32;  // one step posted, none done
+  // Set after Append, which gives every record its communicator's stream.
+  Append(rank, r, t, Done::kUntracked).stream = (send ? trace::kProxySend : 0) | uint64_t{4} << 8 |
+                                                static_cast<uint64_t>(trace::OpType::kAllReduce)
+                                                    << 32;
+}
+
 void JobBuilder::Heartbeat(int rank, double t) {
   files_[rank].heartbeat_monotonic_ns = Mono(t);
 }
