@@ -25,6 +25,8 @@ std::map<int, RankDump> ParseDump(const std::string& json_lines) {
       r.header = j;
     } else if (type == "comm") {
       r.comms.push_back(j);
+    } else if (j.at("op") == "nvtx_phase_name" || j.at("op") == "nvtx_range_name") {
+      r.nvtx_names.push_back(j);
     } else if (j.at("op") == "profiler_attach" || j.at("op") == "device_start") {
       r.profiler_records.push_back(j);
     } else {

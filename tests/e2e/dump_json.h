@@ -15,6 +15,8 @@ struct RankDump {  // NOLINT(bugprone-exception-escape): a false positive on nlo
   std::vector<nlohmann::json> records;  // the calls the rank made, in order
   // What the profiler-plugin side wrote (profiler_attach, device_start): events, not calls.
   std::vector<nlohmann::json> profiler_records;
+  // The names of NVTX contexts (nvtx_phase_name, nvtx_range_name): what records' step/phase use.
+  std::vector<nlohmann::json> nvtx_names;
 };
 
 // Keyed by global rank. Fails the calling test (ADD_FAILURE) on a line that is not JSON.
