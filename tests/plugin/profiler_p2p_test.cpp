@@ -400,6 +400,8 @@ TEST_F(ProfilerP2p, KernelChannelsNotAllStoppedArePublished) {
 
 TEST(ProxyMask, SuspectSwitchesDetailOnAndOffKeepingOtherPluginsBits) {
   profiler::ResetMaskForTest();
+  ncclUniqueId uid;  // the first interposed call creates the runtime (and its ring)
+  ASSERT_EQ(ncclGetUniqueId(&uid), ncclSuccess);
   Runtime* rt = g_runtime.load();
   ASSERT_NE(rt, nullptr);
   ASSERT_NE(rt, kRuntimeOff);
