@@ -9,7 +9,9 @@
 #include <new>
 #include <string>
 
+#include "plugin/nvtx_callbacks.h"
 #include "plugin/nvtx_contexts.h"
+#include "plugin/nvtx_injection.h"
 #include "plugin/nvtx_range_stack.h"
 #include "plugin/nvtx_step_pattern.h"
 #include "tests/trace/temp_dir.h"
@@ -267,6 +269,34 @@ TEST_F(NvtxContextTest, PushPopAndAKnownContextAllocateNothing) {
   }
   t_counting = false;
   EXPECT_EQ(t_allocations, 0);
+}
+
+int g_marks = 0;
+std::string g_mark_domain;
+std::string g_mark_text;
+nvtxDomainHandle_t FakeCreate(const char* name) {
+  g_mark_domain = name;
+  return reinterpret_cast<nvtxDomainHandle_t>(0x40);
+}
+void FakeMark(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  ++g_marks;
+  if (d == reinterpret_cast<nvtxDomainHandle_t>(0x40)) g_mark_text = a->message.ascii;
+}
+
+// The watchdog's verdict lines (plugin/watchdog_stderr.h) reach a forwarded tool as marks of an
+// "ncclscope" domain, so Nsight Systems shows them; with no tool they go nowhere.
+TEST(NvtxMarks, VerdictsAreMarksOfTheForwardedTool) {
+  NvtxMarkVerdict("no tool: nothing happens");
+  EXPECT_EQ(g_marks, 0);
+  g_nvtx_next.create_a = &FakeCreate;
+  g_nvtx_next.domain_mark = &FakeMark;
+  NvtxMarkVerdict("SUSPECT (tp allreduce #11)");
+  NvtxMarkVerdict("HANG (tp allreduce #11)");
+  g_nvtx_next.create_a = nullptr;
+  g_nvtx_next.domain_mark = nullptr;
+  EXPECT_EQ(g_marks, 2);
+  EXPECT_EQ(g_mark_domain, "ncclscope");
+  EXPECT_EQ(g_mark_text, "HANG (tp allreduce #11)");
 }
 
 }  // namespace
