@@ -15,6 +15,8 @@ struct alignas(64) FakeComm {
 FakeComm g_comms[64];
 int g_next_comm = 0;
 unsigned char g_next_id = 1;
+// Runs inside ncclCommInitRank, where NCCL calls the profiler plugin's init (profiler_event_bench).
+void (*g_on_init)(int rank, int nranks) = nullptr;
 
 }  // namespace
 
@@ -36,7 +38,13 @@ ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int r
   if (g_next_comm == 64 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
   g_comms[g_next_comm].rank = rank;
   *comm = reinterpret_cast<ncclComm_t>(&g_comms[g_next_comm++]);
+  if (g_on_init != nullptr) g_on_init(rank, nranks);
   return ncclSuccess;
+}
+
+// Sets the hook run inside ncclCommInitRank (nullptr: none).
+__attribute__((visibility("default"))) void benchfake_set_init_hook(void (*hook)(int, int)) {
+  g_on_init = hook;
 }
 ncclResult_t pncclCommDestroy(ncclComm_t) {
   return ncclSuccess;
