@@ -39,7 +39,7 @@ bool LoadCupti(const std::string& library, CuptiApi* api, std::string* error) {
 }
 
 std::string CuptiResultText(const CuptiApi& api, CUptiResult result) {
-  const std::string number = std::to_string(static_cast<int>(result));
+  std::string number = std::to_string(static_cast<int>(result));
   const char* text = nullptr;
   if (api.result_string == nullptr || api.result_string(result, &text) != CUPTI_SUCCESS ||
       text == nullptr) {
