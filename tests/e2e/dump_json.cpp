@@ -2,9 +2,21 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <sstream>
 
 namespace ncclscope::testing {
+namespace {
+
+// Records the probe writes from the profiler plugin's and CUPTI's events, not one per NCCL call.
+bool IsWrittenByTheProfiler(const std::string& op) {
+  static const std::set<std::string> kOps = {
+      "profiler_attach", "device_start",  "p2p_device_start", "proxy_progress",
+      "kernel_channels", "profiler_mask", "device_compute",   "device_activity_loss"};
+  return kOps.count(op) != 0;
+}
+
+}  // namespace
 
 std::map<int, RankDump> ParseDump(const std::string& json_lines) {
   std::map<int, RankDump> ranks;
@@ -27,7 +39,7 @@ std::map<int, RankDump> ParseDump(const std::string& json_lines) {
       r.comms.push_back(j);
     } else if (j.at("op") == "nvtx_phase_name" || j.at("op") == "nvtx_range_name") {
       r.nvtx_names.push_back(j);
-    } else if (j.at("op") == "profiler_attach" || j.at("op") == "device_start") {
+    } else if (IsWrittenByTheProfiler(j.at("op"))) {
       r.profiler_records.push_back(j);
     } else {
       r.records.push_back(j);
