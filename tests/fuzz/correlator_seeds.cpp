@@ -83,6 +83,17 @@ class Rank {
     r.count = 5;
     w_->Append(r, false);
   }
+  // What the CUPTI probe writes for the NCCL kernel of collective #seq (trace/record.h).
+  void DeviceCompute(uint64_t comm, uint64_t seq, uint64_t compute_ns, double t) {
+    RecordData r = Base(comm, seq, OpType::kDeviceCompute, t);
+    r.count = compute_ns;
+    r.redop = static_cast<int32_t>(OpType::kAllReduce);
+    r.peer = compute_ns != 0 ? 1 : 0;
+    r.aux = At(t);
+    r.send_buffer = At(t) + 1000;
+    r.recv_buffer = seq > 1 ? At(t) - 100000000 : 0;
+    w_->Append(r, false);
+  }
   void Heartbeat(double t) { w_->Heartbeat(At(t)); }
   void Finished() { w_->SetFlags(kHeaderFinished); }
   std::string Compact() const {
@@ -188,6 +199,18 @@ extern "C" void FuzzSeeds(std::vector<std::string>* seeds) {
       for (int r = 0; r < 4; ++r) {
         ranks[r].Coll(kWorld, s, OpType::kAllReduce, 0.1 * s + (r == 2 ? 0.05 : 0),
                       Done::kCompleted);
+      }
+    }
+    Add(ranks, 3.1, 0x00, seeds);
+  }
+  {  // As above, late on the host; the CUPTI probe says rank 2's GPU computes 50 ms longer.
+    ncclscope::testing::TempDir tmp;
+    auto ranks = Job(tmp.path(), 4);
+    for (uint64_t s = 1; s <= 30; ++s) {
+      for (int r = 0; r < 4; ++r) {
+        const double t = 0.1 * s + (r == 2 ? 0.05 : 0);
+        ranks[r].Coll(kWorld, s, OpType::kAllReduce, t, Done::kCompleted);
+        ranks[r].DeviceCompute(kWorld, s, r == 2 ? 80000000 : 30000000, t + 0.001);
       }
     }
     Add(ranks, 3.1, 0x00, seeds);
