@@ -41,12 +41,12 @@ const char* MessageName(const nvtxEventAttributes_t* a, size_t* len, const wchar
 
 int PushAttributes(uint8_t domain, const nvtxEventAttributes_t* a) {
   if (a != nullptr && a->messageType == NVTX_MESSAGE_TYPE_ASCII) {
-    return NvtxPushString(t_nvtx_ranges, a->message.ascii, domain);
+    return NvtxPushString(ThreadRanges(), a->message.ascii, domain);
   }
   size_t len = 0;
   const wchar_t* wide = nullptr;
   const char* name = MessageName(a, &len, &wide);
-  NvtxThreadRanges& t = t_nvtx_ranges;
+  NvtxThreadRanges& t = ThreadRanges();
   return wide != nullptr ? NvtxPushWide(t, wide, domain) : NvtxPush(t, name, len, domain);
 }
 
@@ -61,12 +61,12 @@ uint64_t NextRangeId() {
 }
 
 int PushA(const char* message) {
-  const int level = NvtxPushString(t_nvtx_ranges, message, kDefaultDomain);
+  const int level = NvtxPushString(ThreadRanges(), message, kDefaultDomain);
   return g_nvtx_next.push_a != nullptr ? g_nvtx_next.push_a(message) : level;
 }
 
 int PushW(const wchar_t* message) {
-  const int level = NvtxPushWide(t_nvtx_ranges, message, kDefaultDomain);
+  const int level = NvtxPushWide(ThreadRanges(), message, kDefaultDomain);
   return g_nvtx_next.push_w != nullptr ? g_nvtx_next.push_w(message) : level;
 }
 
@@ -76,7 +76,7 @@ int PushEx(const nvtxEventAttributes_t* a) {
 }
 
 int Pop() {
-  const int level = NvtxPop(t_nvtx_ranges, kDefaultDomain);
+  const int level = NvtxPop(ThreadRanges(), kDefaultDomain);
   return g_nvtx_next.pop != nullptr ? g_nvtx_next.pop() : level;
 }
 
@@ -114,7 +114,7 @@ int DomainPush(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
     const wchar_t* wide = nullptr;
     const char* name = MessageName(a, &len, &wide);
     NoteNcclRange(name, len);
-    level = static_cast<int>(t_nvtx_ranges.nccl_depth++);
+    level = static_cast<int>(ThreadRanges().nccl_depth++);
   }
   return g_nvtx_next.domain_push != nullptr ? g_nvtx_next.domain_push(domain, a) : level;
 }
@@ -122,7 +122,7 @@ int DomainPush(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
 int DomainPop(nvtxDomainHandle_t domain) {
   const uint8_t slot = DomainSlot(domain);
   int level = -1;
-  NvtxThreadRanges& t = t_nvtx_ranges;
+  NvtxThreadRanges& t = ThreadRanges();
   if (slot != kUnstackedDomain) {
     level = NvtxPop(t, slot);
   } else if (t.nccl_depth != 0 && IsNcclDomain(domain)) {

@@ -36,6 +36,14 @@ struct NvtxThreadRanges {
 
 extern __thread NvtxThreadRanges t_nvtx_ranges __attribute__((visibility("hidden")));
 
+// The calling thread's stack. The empty asm keeps the computed address in a register: otherwise
+// the compiler recomputes it (a second __tls_get_addr call) after the first load.
+inline NvtxThreadRanges& ThreadRanges() noexcept {
+  NvtxThreadRanges* t = &t_nvtx_ranges;
+  __asm__("" : "+r"(t));
+  return *t;
+}
+
 // The pattern that tells step ranges (NCCLSCOPE_NVTX_STEP_PATTERN), set once at injection start
 // before any callback is installed; read-only afterwards.
 const StepPattern& ActiveStepPattern() noexcept;
