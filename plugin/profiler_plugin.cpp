@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "plugin/export.h"
+#include "plugin/plugin_only_recorder.h"
 #include "plugin/probe_clock.h"
 #include "plugin/profiler_identity.h"
 #include "plugin/proxy_mask.h"
@@ -36,7 +37,6 @@ std::atomic<uint64_t> g_markers{0};
 std::atomic<uint64_t> g_unmapped{0};
 std::atomic<uint64_t> g_p2p_markers{0};
 std::atomic<bool> g_warned_pool{false};
-std::atomic<bool> g_warned_unrecorded{false};
 
 Runtime* LiveRuntime() noexcept {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
@@ -241,15 +241,13 @@ ncclResult_t Init(int abi, void** context, uint64_t comm_hash, int* mask, const 
   *context = nullptr;
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (rt == kRuntimeOff) return ncclSuccess;  // recording is off: that was warned about already
-  if (rt == nullptr) {
-    // No interposed call has run: the library was loaded as a plugin only, not preloaded.
-    if (!g_warned_unrecorded.exchange(true)) {
-      Warn(
-          "profiler plugin loaded, but the probe is not recording (LD_PRELOAD libncclscope.so "
-          "too); device start events are not recorded");
-    }
+  // No interposed call created the runtime (NCCL_PROFILER_PLUGIN without LD_PRELOAD), or this
+  // plugin did: the profiler's events are then the records (plugin_only_recorder.h).
+  if (plugin_only::Init(abi, context, comm_hash, mask, comm_name, nranks, rank)) {
     return ncclSuccess;
   }
+  rt = g_runtime.load(std::memory_order_acquire);
+  if (rt == nullptr || rt == kRuntimeOff) return ncclSuccess;
   const uint64_t comm_id = FindCreatingComm(*rt->ring, CachedTid(Tls()), rank, nranks);
   if (comm_id == 0) {
     g_unresolved.fetch_add(1, std::memory_order_relaxed);
@@ -296,6 +294,7 @@ ncclResult_t Init(int abi, void** context, uint64_t comm_hash, int* mask, const 
 ncclResult_t StartEventV5(void* context, void** handle, void* descr) noexcept {
   if (handle == nullptr) return ncclSuccess;
   *handle = nullptr;
+  if (plugin_only::OwnsContext(context)) return plugin_only::StartEventV5(context, handle, descr);
   Context* c = InPool(g_contexts, context);
   if (c == nullptr || descr == nullptr) return ncclSuccess;
   const auto* d = static_cast<const EventDescrV5*>(descr);
@@ -353,6 +352,7 @@ ncclResult_t StartEventV5(void* context, void** handle, void* descr) noexcept {
 ncclResult_t StartEventV4(void* context, void** handle, void* descr) noexcept {
   if (handle == nullptr) return ncclSuccess;
   *handle = nullptr;
+  if (plugin_only::OwnsContext(context)) return plugin_only::StartEventV4(context, handle, descr);
   Context* c = InPool(g_contexts, context);
   if (c == nullptr || descr == nullptr) return ncclSuccess;
   const auto* d = static_cast<const EventDescrV4*>(descr);
@@ -386,11 +386,13 @@ ncclResult_t StartEventV4(void* context, void** handle, void* descr) noexcept {
 // Stops of API, Coll and P2p events carry nothing the hang question needs (Coll/P2p stop means
 // "enqueued"; completion comes from the completion tracker). Proxy and KernelCh stops do.
 ncclResult_t StopEvent(void* handle) noexcept {
+  if (plugin_only::OwnsHandle(handle)) return plugin_only::StopEvent(handle);
   if (handle != nullptr) StopProxyHandle(handle);
   return ncclSuccess;
 }
 
 ncclResult_t RecordEventState(void* handle, int state, prof_abi::StateArgsV4* args) noexcept {
+  if (plugin_only::OwnsHandle(handle)) return plugin_only::RecordEventState(handle, state, args);
   if (handle != nullptr) RecordProxyState(handle, state);
   return ncclSuccess;
 }

@@ -50,7 +50,7 @@ uint32_t NcclVersion() {
   return static_cast<uint32_t>(version);
 }
 
-Runtime* CreateRuntime() {
+Runtime* CreateRuntime(bool query_nccl) {
   std::vector<std::string> warnings;
   const EnvLookup env = GetEnv;
   Config config = ParseConfig(env, &warnings);
@@ -76,7 +76,7 @@ Runtime* CreateRuntime() {
   options.world_size = identity.world_size;
   options.job_id = identity.job_id;
   options.host = identity.host;
-  options.nccl_version = NcclVersion();
+  options.nccl_version = query_nccl ? NcclVersion() : 0;
 
   std::unique_ptr<trace::RingWriter> ring;
   if (FitsFileSizeLimit(config, &error)) ring = trace::RingWriter::Create(options, &error);
@@ -108,15 +108,18 @@ Runtime* CreateRuntime() {
 
 }  // namespace
 
-Runtime* InitRuntimeSlow() noexcept {
+namespace {
+
+Runtime* InitRuntime(bool query_nccl, bool* created) noexcept {
   const int saved_errno = errno;
   Runtime* result = nullptr;
   try {
     std::lock_guard<std::mutex> lock(InitMutex());
     Runtime* rt = g_runtime.load(std::memory_order_acquire);
     if (rt == nullptr) {
-      rt = CreateRuntime();
+      rt = CreateRuntime(query_nccl);
       g_runtime.store(rt != nullptr ? rt : kRuntimeOff, std::memory_order_release);
+      if (created != nullptr) *created = rt != nullptr;
     }
     result = rt == kRuntimeOff ? nullptr : rt;
   } catch (...) {
@@ -125,6 +128,17 @@ Runtime* InitRuntimeSlow() noexcept {
   }
   errno = saved_errno;
   return result;
+}
+
+}  // namespace
+
+Runtime* InitRuntimeSlow() noexcept {
+  return InitRuntime(true, nullptr);
+}
+
+Runtime* InitRuntimeFromProfiler(bool* created) noexcept {
+  *created = false;
+  return InitRuntime(false, created);
 }
 
 void DisableRecording(const char* why) noexcept {

@@ -38,6 +38,13 @@ extern std::atomic<Runtime*> g_runtime;
 // guard).
 Runtime* InitRuntimeSlow() noexcept;
 
+// InitRuntimeSlow for the profiler plugin's init when no interposed call has created the runtime
+// (NCCL_PROFILER_PLUGIN without LD_PRELOAD, plugin_only_recorder.h). *created tells whether this
+// call created it (false: an interposed call of another thread won the race, or it already
+// existed). It never looks for NCCL's symbols: with a statically linked NCCL that search would
+// dlopen a second libnccl.so.2 into the process. Thread-safe (locks); keeps errno.
+Runtime* InitRuntimeFromProfiler(bool* created) noexcept;
+
 // Turns recording off after an internal failure, with one warning. Thread-safe.
 void DisableRecording(const char* why) noexcept;
 

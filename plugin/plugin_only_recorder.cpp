@@ -1,0 +1,202 @@
+// Plugin-only recording, the cold part: which side records a communicator, the runtime's
+// creation, the communicator's table entry and creation record, and the pools.
+#include "plugin/plugin_only_recorder.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <mutex>
+#include <new>
+#include <string>
+
+#include "plugin/comm_registry.h"
+#include "plugin/plugin_only_state.h"
+#include "plugin/probe_clock.h"
+#include "plugin/profiler_identity.h"
+#include "plugin/runtime.h"
+#include "plugin/thread_state.h"
+#include "plugin/warn.h"
+#include "trace/ring_layout.h"
+
+namespace ncclscope::plugin::plugin_only {
+namespace {
+
+Comm g_comms[kMaxComms];
+std::atomic<uint32_t> g_next_comm{0};
+// Allocated at the first communicator this recorder takes, so a process recorded by the
+// interposer never pays for it; never freed.
+std::atomic<Handle*> g_handles{nullptr};
+std::atomic<uint64_t> g_next_handle{0};
+Counters g_counters;
+std::atomic<bool> g_warned_full{false};
+
+// Decisions about who records are taken under this lock (cold: once per communicator).
+std::mutex g_init_mutex;
+bool g_created_runtime = false;  // guarded by g_init_mutex
+
+template <typename T>
+T* InArray(T* base, size_t n, const void* p) noexcept {
+  if (base == nullptr) return nullptr;
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  const auto lo = reinterpret_cast<uintptr_t>(base);
+  if (addr < lo || addr >= lo + n * sizeof(T) || (addr - lo) % sizeof(T) != 0) return nullptr;
+  return base + (addr - lo) / sizeof(T);
+}
+
+std::string DefaultName(uint64_t id) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "comm-%016" PRIx64, id);
+  return buf;
+}
+
+// The communicator's comm table entry, as the interposer's creation publishes it. Its handle
+// field holds the context's address: the profiler never sees the ncclComm_t.
+void Publish(Runtime& rt, const Comm& c, const char* name) {
+  trace::CommInfo info;
+  info.id = c.id;
+  info.origin = trace::kCommFromUniqueId;  // the profiler cannot tell a split from an init
+  info.rank = c.rank;
+  info.nranks = c.nranks;
+  info.created_monotonic_ns = ProbeNowNs();
+  info.handle = reinterpret_cast<uintptr_t>(&c);
+  info.name = name != nullptr && *name != '\0' ? std::string(name) : DefaultName(c.id);
+  rt.ring->AddComm(info);
+  if (rt.ring->GlobalRank() < 0 && c.rank >= 0) rt.ring->SetGlobalRank(c.rank, c.nranks);
+}
+
+// The creation as a closed comm_init_rank record (comm_id, aux = rank << 32 | nranks, as the
+// interposer writes it), stamped when NCCL called the profiler's init.
+void RecordCreation(Runtime& rt, const Comm& c) {
+  trace::RecordData d{};
+  d.op = static_cast<uint32_t>(trace::OpType::kCommInitRank);
+  d.comm_id = c.id;
+  d.aux = PackAux(c.rank, c.nranks);
+  d.t_enter_ns = ProbeNowNs();
+  d.t_exit_ns = d.t_enter_ns;
+  d.t_device_done_ns = trace::kDoneUntracked;
+  d.dtype = -1;
+  d.redop = -1;
+  d.peer = -1;
+  d.result = ncclSuccess;
+  d.tid = CachedTid(Tls());
+  rt.ring->Append(d, false);
+}
+
+// Whether this recorder takes the communicator; creates the runtime when none exists. Holds
+// g_init_mutex, so a concurrent init never sees the runtime before the decision that goes with it.
+Runtime* TakeRuntime(int rank, int nranks) {
+  std::lock_guard<std::mutex> lock(g_init_mutex);
+  Runtime* rt = g_runtime.load(std::memory_order_acquire);
+  if (rt == kRuntimeOff) return nullptr;
+  if (rt == nullptr) {
+    // NCCL may call init from inside an interposed call's forward in a mixed process: keep our
+    // own NCCL lookups out of the records, as BeginCall does.
+    ThreadState& ts = Tls();
+    const uint32_t saved = ts.in_probe;
+    ts.in_probe = 1;
+    bool created = false;
+    rt = InitRuntimeFromProfiler(&created);
+    ts.in_probe = saved;
+    g_created_runtime = g_created_runtime || created;
+    if (rt == nullptr) return nullptr;
+  }
+  if (!g_created_runtime) return nullptr;
+  // A creation the interposer recorded (an LD_PRELOADed process that also has a statically
+  // linked NCCL, say) is the interposer's communicator.
+  if (FindCreatingComm(*rt->ring, CachedTid(Tls()), rank, nranks) != 0) return nullptr;
+  if (g_handles.load(std::memory_order_acquire) == nullptr) {
+    g_handles.store(new Handle[kHandlePoolSize], std::memory_order_release);
+  }
+  return rt;
+}
+
+}  // namespace
+
+Comm* CommOf(const void* context) noexcept {
+  Comm* c = InArray(g_comms, kMaxComms, context);
+  return c != nullptr && c->live.load(std::memory_order_acquire) ? c : nullptr;
+}
+
+Handle* HandleOf(const void* handle) noexcept {
+  return InArray(g_handles.load(std::memory_order_acquire), kHandlePoolSize, handle);
+}
+
+Handle* NewHandle(uint32_t kind, Comm* c) noexcept {
+  Handle* pool = g_handles.load(std::memory_order_acquire);
+  const uint64_t i = g_next_handle.fetch_add(1, std::memory_order_relaxed);
+  Handle& h = pool[i & (kHandlePoolSize - 1)];
+  h.tag.store(0, std::memory_order_relaxed);
+  h.comm.store(c, std::memory_order_relaxed);
+  h.group_id.store(0, std::memory_order_relaxed);
+  h.group_flags.store(0, std::memory_order_relaxed);
+  h.end_enter_ns.store(0, std::memory_order_relaxed);
+  h.stage.store(kStageApi, std::memory_order_relaxed);
+  h.op.store(0, std::memory_order_relaxed);
+  h.tracked.store(false, std::memory_order_relaxed);
+  h.seq.store(0, std::memory_order_relaxed);
+  h.peer.store(-1, std::memory_order_relaxed);
+  h.nccl_seq.store(0, std::memory_order_relaxed);
+  h.channels.store(1, std::memory_order_relaxed);
+  h.started.store(0, std::memory_order_relaxed);
+  h.stopped.store(0, std::memory_order_relaxed);
+  h.tag.store(kHandleTag | kind, std::memory_order_release);
+  return &h;
+}
+
+Counters& GetCounters() noexcept {
+  return g_counters;
+}
+
+bool Init(int abi, void** context, uint64_t comm_hash, int* mask, const char* comm_name, int nranks,
+          int rank) noexcept {
+  try {
+    Runtime* rt = TakeRuntime(rank, nranks);
+    if (rt == nullptr) return false;
+    const uint32_t i = g_next_comm.fetch_add(1, std::memory_order_relaxed);
+    if (i >= kMaxComms || nranks <= 0) {
+      if (i >= kMaxComms && !g_warned_full.exchange(true)) {
+        Warn("profiler: more than %u communicators; the others are not recorded", kMaxComms);
+      }
+      return true;
+    }
+    Comm& c = g_comms[i];
+    c.id = comm_hash;
+    c.abi = abi;
+    c.rank = rank;
+    c.nranks = nranks;
+    c.send_seq = new std::atomic<uint64_t>[static_cast<size_t>(nranks)]();
+    c.recv_seq = new std::atomic<uint64_t>[static_cast<size_t>(nranks)]();
+    Publish(*rt, c, comm_name);
+    RecordCreation(*rt, c);
+    c.live.store(true, std::memory_order_release);
+    // One int for the whole process: another plugin's bits are kept.
+    if (mask != nullptr) {
+      const uint64_t wanted = abi >= 5 ? kMaskV5 : kMaskV4;
+      __atomic_fetch_or(mask, static_cast<int>(wanted), __ATOMIC_RELAXED);
+    }
+    if (context != nullptr) *context = &c;
+    return true;
+  } catch (...) {
+    WarnOnce(WarnKey::kInternal, "profiler: cannot record a communicator (out of memory)");
+    return true;
+  }
+}
+
+bool OwnsContext(const void* context) noexcept {
+  return InArray(g_comms, kMaxComms, context) != nullptr;
+}
+
+bool OwnsHandle(const void* handle) noexcept {
+  return HandleOf(handle) != nullptr;
+}
+
+Stats GetStats() noexcept {
+  Stats s;
+  const uint32_t n = g_next_comm.load(std::memory_order_relaxed);
+  s.comms = n < kMaxComms ? n : kMaxComms;
+  s.records = g_counters.records.load(std::memory_order_relaxed);
+  s.completions = g_counters.completions.load(std::memory_order_relaxed);
+  s.markers = g_counters.markers.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace ncclscope::plugin::plugin_only

@@ -1,0 +1,99 @@
+// The pools behind plugin-only recording (plugin_only_recorder.h): communicators and event
+// handles, fixed and never freed, shared by the init code and the event callbacks.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace ncclscope::plugin::plugin_only {
+
+// One communicator recorded from the profiler's events.
+struct Comm {
+  uint64_t id = 0;  // NCCL's commHash: the trace id of its records
+  int abi = 0;
+  int rank = -1;
+  int nranks = 0;
+  std::atomic<uint64_t> coll_seq{0};
+  // nranks counters per direction, allocated at init and never freed (events may outlive
+  // finalize). Fetch-and-add: NCCL may emit a nonblocking communicator's P2p events on its own
+  // group-launch thread.
+  std::atomic<uint64_t>* send_seq = nullptr;
+  std::atomic<uint64_t>* recv_seq = nullptr;
+  std::atomic<bool> live{false};  // published: its fields are final
+};
+
+// What an event handle describes.
+enum HandleKind : uint32_t {
+  kKindFree = 0,
+  kKindGroup = 1,  // GroupApi (v5) or Group (v4)
+  kKindOp = 2,     // CollApi/P2pApi, then the Coll/P2p and the KernelCh events of that operation
+};
+
+// Where an operation handle stands.
+enum OpStage : uint32_t {
+  kStageApi = 0,       // inside the API call (CollApi/P2pApi started)
+  kStageRecorded = 1,  // the record is in the ring (collective: at CollApi stop)
+  kStageLaunched = 2,  // Coll/P2p seen: seq, slot and channel count are final
+};
+
+// One event handle. A CollApi/P2pApi handle is also returned for the Coll/P2p event it parents
+// and for that operation's KernelCh events, so everything about one operation sits in one place
+// and the channel counts need no second pool. All fields are atomics (relaxed, published through
+// `tag` or `stage`): a recycled handle may be read by a late event of its previous use.
+struct Handle {
+  std::atomic<uint64_t> tag{0};  // kHandleTag | kind while in use
+  std::atomic<Comm*> comm{nullptr};
+  // Group.
+  std::atomic<uint64_t> group_id{0};
+  std::atomic<uint32_t> group_flags{0};  // trace::kFlagInGroup for a user group
+  std::atomic<uint64_t> end_slot{0};     // its open group_end record
+  std::atomic<int64_t> end_enter_ns{0};  // 0: no group_end record open
+  std::atomic<uint32_t> end_tid{0};
+  // Operation.
+  std::atomic<uint32_t> stage{kStageApi};
+  std::atomic<uint32_t> op{0};  // trace::OpType
+  std::atomic<uint64_t> count{0};
+  std::atomic<int32_t> dtype{-1};
+  std::atomic<int32_t> root{-1};
+  std::atomic<uint64_t> stream{0};
+  std::atomic<int64_t> t_enter_ns{0};
+  std::atomic<int64_t> t_exit_ns{0};
+  std::atomic<uint32_t> tid{0};
+  std::atomic<bool> tracked{false};  // its record waits for a device completion
+  std::atomic<uint64_t> seq{0};
+  std::atomic<int32_t> peer{-1};  // send/recv
+  std::atomic<uint64_t> nccl_seq{0};
+  std::atomic<uint64_t> slot{0};
+  std::atomic<uint32_t> channels{1};
+  std::atomic<uint32_t> started{0};
+  std::atomic<uint32_t> stopped{0};
+};
+
+inline constexpr uint64_t kHandleTag = 0x4f4c'4e50'0000'0000ULL;  // "PNLO" in the high half
+
+}  // namespace ncclscope::plugin::plugin_only
+
+namespace ncclscope::plugin::plugin_only {
+
+// The live communicator behind a context NCCL hands back, or null when it is not one of ours.
+// Thread-safe, lock-free (plugin_only_recorder.cpp).
+Comm* CommOf(const void* context) noexcept;
+
+// The handle behind a pointer NCCL hands back (whatever its kind and use), or null when it is not
+// in our pool. Thread-safe, lock-free.
+Handle* HandleOf(const void* handle) noexcept;
+
+// The next handle of the pool, reset to `kind` for communicator c. Recycled round-robin: by the
+// time a slot comes round again its operation has long been launched and finished (or is hung,
+// and then sends no more events). Thread-safe, lock-free; the pool exists once a context does.
+Handle* NewHandle(uint32_t kind, Comm* c) noexcept;
+
+// Counters behind GetStats.
+struct Counters {
+  std::atomic<uint64_t> records{0};
+  std::atomic<uint64_t> completions{0};
+  std::atomic<uint64_t> markers{0};
+};
+Counters& GetCounters() noexcept;
+
+}  // namespace ncclscope::plugin::plugin_only
