@@ -32,9 +32,12 @@ ncclResult_t createComm(ncclComm_t* out, int nranks, const ncclUniqueId& id, int
 }
 
 // Survivors of a split/shrink create the child with a derived id; its own join is the barrier.
+// Like NCCL (parseCommConfig in src/init.cc, 2.28.9), the child's name is its config's commName,
+// which the profiler's init receives.
 ncclResult_t createChild(ncclComm* parent, const ncclUniqueId& id, int nranks, int rank,
-                         ncclComm_t* newcomm) {
-  return createComm(newcomm, nranks, id, rank, parent->cuda_dev);
+                         ncclComm_t* newcomm, const ncclConfig_t* config) {
+  const char* name = config != nullptr ? config->commName : nullptr;
+  return createComm(newcomm, nranks, id, rank, parent->cuda_dev, name);
 }
 
 }  // namespace
@@ -55,7 +58,7 @@ ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId 
 ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
                                        ncclUniqueId* commIds, ncclConfig_t* config) {
   if (nId < 1 || commIds == nullptr) return failWith(ncclInvalidArgument, "no unique id given");
-  return pncclCommInitRank(newcomm, nranks, commIds[0], myrank);
+  return pncclCommInitRankConfig(newcomm, nranks, commIds[0], myrank, config);
 }
 
 // All ranks in this process, one per device: every rank first announces itself, then all wait.
@@ -102,7 +105,7 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* new
   int newrank = 0;
   while (members[size_t(newrank)].second != comm->rank) ++newrank;
   ncclUniqueId id = ncclsim::deriveUniqueId(comm->id_hash, 1, index, uint64_t(uint32_t(color)));
-  return createChild(comm, id, int(members.size()), newrank, newcomm);
+  return createChild(comm, id, int(members.size()), newrank, newcomm, config);
 }
 
 ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
@@ -133,7 +136,7 @@ ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int exclude
     ++n;
   }
   ncclUniqueId id = ncclsim::deriveUniqueId(comm->id_hash, 2, index, uint64_t(excludeRanksCount));
-  return createChild(comm, id, n, newrank, newcomm);
+  return createChild(comm, id, n, newrank, newcomm, config);
 }
 
 ncclResult_t pncclCommFinalize(ncclComm_t comm) {
