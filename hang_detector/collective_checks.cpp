@@ -41,13 +41,18 @@ const OpSignature* Majority(const std::vector<OpSignature>& votes) {
   return nullptr;
 }
 
-// Sibling communicators: the other groups of the same split (same parent and split index). An
-// SPMD program issues the same sequence on each, so they break a tie inside a two-rank group.
+// Sibling communicators: the other groups of the same split (same parent and split index), or,
+// for communicators whose parent is unknown (the profiler plugin recording alone never learns
+// it), the others of the same name. An SPMD program issues the same sequence on each, so they
+// break a tie inside a two-rank group.
 std::vector<OpSignature> FamilyVotes(const Context& ctx, const CommModel& comm, uint64_t seq) {
   std::vector<OpSignature> votes;
   for (const CommModel& c : ctx.index.comms()) {
-    const bool sibling = c.id == comm.id || (comm.parent_id != 0 && c.parent_id == comm.parent_id &&
-                                             c.split_index == comm.split_index);
+    const bool same_split =
+        comm.parent_id != 0 && c.parent_id == comm.parent_id && c.split_index == comm.split_index;
+    const bool same_name =
+        comm.parent_id == 0 && c.parent_id == 0 && !comm.name.empty() && c.name == comm.name;
+    const bool sibling = c.id == comm.id || same_split || same_name;
     if (!sibling) continue;
     for (const CollLane& lane : c.lanes) {
       const uint32_t pos = lane.PosOf(seq);

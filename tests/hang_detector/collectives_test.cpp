@@ -129,6 +129,28 @@ TEST(Collectives, SiblingGroupsBreakATwoRankTie) {
   EXPECT_EQ(v.victims, std::vector<int>{0});
 }
 
+// Recorded by the profiler plugin alone, a split's parent is unknown (its table entry has none):
+// the groups of the same name are its siblings then, and only those.
+TEST(Collectives, ParentlessGroupsOfTheSameNameBreakATwoRankTie) {
+  for (const char* other : {"tp", "dp"}) {
+    JobBuilder job(4);
+    const uint64_t tp0 = job.Comm("tp", {0, 1});
+    const uint64_t g1 = job.Comm(other, {2, 3});
+    job.Coll(0, tp0, OpType::kAllReduce, 1.0, Done::kPending, 256);
+    job.Coll(1, tp0, OpType::kAllReduce, 1.0, Done::kPending, 512);
+    for (int r : {2, 3}) job.Coll(r, g1, OpType::kAllReduce, 1.0, Done::kCompleted, 256);
+    job.HeartbeatAll(3);
+    const Analysis a = AnalyzeAt(job, 3);
+    const Verdict& v = First(a);
+    SCOPED_TRACE(other);
+    EXPECT_EQ(v.cls, VerdictClass::kDesync);
+    const bool siblings = std::string(other) == "tp";
+    EXPECT_EQ(v.tie, !siblings);
+    const std::vector<int> expected = siblings ? std::vector<int>{1} : std::vector<int>{0, 1};
+    EXPECT_EQ(v.culprits, expected);
+  }
+}
+
 TEST(Collectives, HealthyWorldAndHungSplitReportOnlyTheSplit) {
   JobBuilder job(4);
   const uint64_t world = job.Comm("world", {0, 1, 2, 3});
