@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "tools/probe_record_fields.h"
 #include "trace/nccl_names.h"
 #include "trace/record.h"
 #include "trace/ring_layout.h"
@@ -91,6 +92,8 @@ std::string RecordText(const trace::RingSnapshot& f, const CommNames& names,
     if (r.peer >= 0) line += fmt::format(" {}={}", trace::IsP2P(op) ? "peer" : "root", r.peer);
     if (r.group_id != 0) line += fmt::format(" group={}", r.group_id);
     line += fmt::format(" stream={:#x} device={}", r.stream, DeviceText(r));
+  } else if (IsProbeEventRecord(r)) {
+    line += ProbeFieldsText(r);
   } else if (r.group_id != 0 && !trace::NvtxNames::IsNameRecord(r)) {  // names fill group_id
     line += fmt::format(" group={}", r.group_id);
   }
@@ -172,6 +175,7 @@ nlohmann::json RecordJson(const trace::RingSnapshot& f, const CommNames& names,
   if (!trace::IsPending(r.t_device_done_ns) && r.t_device_done_ns != trace::kDoneUntracked) {
     j["t_device_done_ns"] = r.t_device_done_ns;
   }
+  AddProbeFieldsJson(r, &j);
   return j;
 }
 

@@ -1,0 +1,179 @@
+#include "tools/probe_record_fields.h"
+
+#include <fmt/format.h>
+
+namespace ncclscope::tools {
+namespace {
+
+using trace::OpType;
+
+OpType OpOf(const trace::RecordData& r) {
+  return static_cast<OpType>(r.op);
+}
+
+// The operation a proxy_progress or kernel_channels record is about: its OpType in stream's high
+// half; device_compute and p2p_device_start keep it in redop.
+std::string OperationName(uint64_t op_type) {
+  return trace::OpTypeName(static_cast<OpType>(op_type));
+}
+
+const char* MaskWhy(uint64_t why) {
+  switch (why) {
+    case trace::kMaskWhyStart:
+      return "configuration";
+    case trace::kMaskWhySuspect:
+      return "suspect";
+    case trace::kMaskWhyResolved:
+      return "resolved";
+    default:
+      return "unknown";
+  }
+}
+
+struct ProxyCounts {
+  uint64_t posted, done, sent, received, steps;
+  bool send, ended;
+};
+
+ProxyCounts ProxyCountsOf(const trace::RecordData& r) {
+  return {r.count >> 32,
+          r.count & 0xffffffffu,
+          r.aux >> 32,
+          r.aux & 0xffffffffu,
+          (r.stream >> 8) & 0xffffffu,
+          (r.stream & trace::kProxySend) != 0,
+          (r.stream & trace::kProxyEnded) != 0};
+}
+
+}  // namespace
+
+std::string ProxyStateName(uint32_t state) {
+  // The values of NCCL's ncclProfilerEventState_t for proxy steps (stable across plugin versions).
+  switch (state) {
+    case 0:
+      return "none";
+    case 8:
+      return "SendGPUWait";
+    case 9:
+      return "SendWait";
+    case 10:
+      return "RecvWait";
+    case 11:
+      return "RecvFlushWait";
+    case 12:
+      return "RecvGPUWait";
+    case 20:
+      return "SendPeerWait";
+    default:
+      return fmt::format("state{}", state);
+  }
+}
+
+bool IsProbeEventRecord(const trace::RecordData& r) {
+  switch (OpOf(r)) {
+    case OpType::kDeviceStart:
+    case OpType::kP2pDeviceStart:
+    case OpType::kProxyProgress:
+    case OpType::kKernelChannels:
+    case OpType::kProfilerMask:
+    case OpType::kDeviceCompute:
+    case OpType::kDeviceActivityLoss:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string ProbeFieldsText(const trace::RecordData& r) {
+  switch (OpOf(r)) {
+    case OpType::kDeviceStart:
+      return fmt::format(" seq={} nccl_seq={} channel={} gpu_start={}", r.seq, r.count, r.peer,
+                         r.aux);
+    case OpType::kP2pDeviceStart:
+      return fmt::format(" {} seq={} peer={} channel={} gpu_start={}",
+                         OperationName(static_cast<uint32_t>(r.redop)), r.seq, r.peer, r.dtype,
+                         r.aux);
+    case OpType::kProxyProgress: {
+      const ProxyCounts p = ProxyCountsOf(r);
+      return fmt::format(
+          " {} seq={} {} peer={} channel={} state={} steps={} posted={} sent={} received={} "
+          "done={}{}",
+          OperationName(r.stream >> 32), r.seq, p.send ? "send" : "recv", r.peer, r.dtype,
+          ProxyStateName(static_cast<uint32_t>(r.redop)), p.steps, p.posted, p.sent, p.received,
+          p.done, p.ended ? " ended" : "");
+    }
+    case OpType::kKernelChannels:
+      return fmt::format(" {} seq={} channels_started={:#x} channels_stopped={:#x}",
+                         OperationName(r.stream >> 32), r.seq, r.aux, r.count);
+    case OpType::kProfilerMask:
+      return fmt::format(" mask={:#x} why={}", r.aux, MaskWhy(r.count));
+    case OpType::kDeviceCompute:
+      return fmt::format(" launched_by={} seq={} compute_ns={} compute_kernels={}{}",
+                         OperationName(static_cast<uint32_t>(r.redop)), r.seq, r.count, r.peer,
+                         r.recv_buffer == 0 ? " compute=unknown" : "");
+    case OpType::kDeviceActivityLoss:
+      return fmt::format(" lost={} why={}", r.count,
+                         r.aux == 1 ? "cupti-dropped" : "correlation-unknown");
+    default:
+      return "";
+  }
+}
+
+void AddProbeFieldsJson(const trace::RecordData& r, nlohmann::json* out) {
+  nlohmann::json& j = *out;
+  switch (OpOf(r)) {
+    case OpType::kDeviceStart:
+      j["nccl_seq"] = r.count;
+      j["channel"] = r.peer;
+      j["gpu_start_ns"] = r.aux;
+      break;
+    case OpType::kP2pDeviceStart:
+      j["operation"] = OperationName(static_cast<uint32_t>(r.redop));
+      j["channel"] = r.dtype;
+      j["gpu_start_ns"] = r.aux;
+      break;
+    case OpType::kProxyProgress: {
+      const ProxyCounts p = ProxyCountsOf(r);
+      j["operation"] = OperationName(r.stream >> 32);
+      j["side"] = p.send ? "send" : "recv";
+      j["channel"] = r.dtype;
+      j["state"] = ProxyStateName(static_cast<uint32_t>(r.redop));
+      j["state_since_ns"] = r.group_id;
+      j["steps"] = p.steps;
+      j["posted"] = p.posted;
+      j["sent"] = p.sent;
+      j["received"] = p.received;
+      j["done"] = p.done;
+      j["ended"] = p.ended;
+      break;
+    }
+    case OpType::kKernelChannels:
+      j["operation"] = OperationName(r.stream >> 32);
+      j["channels_started"] = r.aux;
+      j["channels_stopped"] = r.count;
+      break;
+    case OpType::kProfilerMask:
+      j["mask"] = r.aux;
+      j["why"] = MaskWhy(r.count);
+      break;
+    case OpType::kDeviceCompute:
+      j["launched_by"] = OperationName(static_cast<uint32_t>(r.redop));
+      // 0: activity was lost or none was seen before, so the compute time is unknown, not zero.
+      if (r.recv_buffer != 0) j["compute_ns"] = r.count;
+      j["compute_kernels"] = r.peer;
+      j["gpu_start_ns"] = r.aux;
+      j["gpu_end_ns"] = r.send_buffer;
+      break;
+    case OpType::kDeviceActivityLoss:
+      j["lost"] = r.count;
+      j["why"] = r.aux == 1 ? "cupti-dropped" : "correlation-unknown";
+      break;
+    default:
+      return;
+  }
+  // These records keep other things than a call's datatype and reduction op in those fields.
+  j["dtype"] = "";
+  j["redop"] = "";
+}
+
+}  // namespace ncclscope::tools
