@@ -5,6 +5,7 @@
 
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "tests/e2e/cli.h"
 #include "tests/e2e/e2e_env.h"
@@ -84,6 +85,30 @@ TEST_P(HealthyJob, EveryRankRecordsExactlyItsCallsAndRanksAgree) {
           << rec.dump();
     }
     EXPECT_EQ(starts.size(), collectives);
+  }
+  // NCCL 2.28.9 runs send and receive through its point-to-point path (src/enqueue.cc,
+  // p2pTaskAppend: P2pApi and P2p events, KernelCh parented to P2p): one p2p_device_start per send
+  // and receive, under its (peer, per-peer number), naming the operation in the dump.
+  for (int r = 0; r < n; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const RankDump& d = dump.at(r);
+    std::multiset<std::tuple<std::string, std::string, int, uint64_t>> starts;
+    for (const auto& rec : d.profiler_records) {
+      if (rec.at("op") != "p2p_device_start") continue;
+      EXPECT_EQ(rec.at("redop"), "") << "a device start has no reduction op: " << rec.dump();
+      starts.emplace(rec.at("operation").get<std::string>(), rec.at("comm_id").get<std::string>(),
+                     rec.at("peer").get<int>(), rec.at("seq").get<uint64_t>());
+    }
+    size_t p2p = 0;
+    for (const auto& rec : d.records) {
+      if (rec.at("op") != "send" && rec.at("op") != "recv") continue;
+      ++p2p;
+      EXPECT_EQ(starts.count({rec.at("op").get<std::string>(), rec.at("comm_id").get<std::string>(),
+                              rec.at("peer").get<int>(), rec.at("seq").get<uint64_t>()}),
+                1u)
+          << rec.dump();
+    }
+    EXPECT_EQ(starts.size(), p2p);
   }
 }
 
