@@ -15,9 +15,10 @@ thread_local int t_depth = 0;
 thread_local std::vector<OpDesc> t_ops;
 thread_local std::vector<Comm*> t_joins;
 
-// The profiler's launch events come first, so a stream worker never reports device or proxy
-// progress of a task whose Coll or P2p event is not out yet (NCCL's proxy learns of a task only
-// in hostStreamPlanTask, between those starts and stops).
+// The profiler's launch events come first, so neither the proxy thread nor a stream worker
+// reports proxy or device progress of a task whose Coll or P2p event is not out yet (NCCL's proxy
+// learns of a task only in hostStreamPlanTask, between those starts and stops). Each OpRun hands
+// its proxy work to the proxy thread as it is made, before its stream can reach it.
 void launchNow(std::vector<OpDesc>& descs) {
   profilerLaunch(descs);
   std::vector<std::unique_ptr<OpRun>> ops;

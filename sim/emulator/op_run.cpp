@@ -7,10 +7,14 @@
 namespace ncclsim {
 
 OpRun::OpRun(const OpDesc& desc) : d_(desc) {
-  std::lock_guard<std::mutex> lock(d_.comm->issue_mu);
-  buildPlan(d_, &p_);
-  prof_ = ProxyTracker::make(d_, p_);
-  d_.comm->inflight.fetch_add(1, std::memory_order_acq_rel);
+  {
+    std::lock_guard<std::mutex> lock(d_.comm->issue_mu);
+    buildPlan(d_, &p_);
+    prof_ = ProxyTracker::make(d_, p_);
+    d_.comm->inflight.fetch_add(1, std::memory_order_acq_rel);
+  }
+  // NCCL hands the proxy its work at launch, not when the kernel runs (proxy_thread.h).
+  if (prof_ != nullptr) prof_->launch();
 }
 
 OpRun::~OpRun() {
@@ -209,8 +213,11 @@ bool OpRun::progress(uint64_t now, uint64_t* wake_ns) {
     moved |= pushOut(f, now);
     all &= f.consumed;
   }
+  // Nothing completes before the proxy thread took the operation (in NCCL the proxy moves a
+  // network transfer's data); read first, so that the update below has seen every step posted.
+  const bool appended = prof_ == nullptr || prof_->appended();
   if (prof_ != nullptr) prof_->update(p_);
-  all &= !p_.fold.active || p_.fold.done_elems == p_.fold.elems;
+  all &= appended && (!p_.fold.active || p_.fold.done_elems == p_.fold.elems);
   if (all) {
     if (now >= min_end_ns_) {
       finish();

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
+#include "sim/emulator/backoff_wait.h"
 #include "sim/emulator/comm.h"
 #include "sim/emulator/profiler_dispatch.h"
+#include "sim/emulator/proxy_thread.h"
 
 namespace ncclsim {
 namespace {
@@ -107,6 +109,61 @@ bool ProxyTracker::live() const {
   return d_.comm->profiler->live.load(std::memory_order_acquire);
 }
 
+void ProxyTracker::launch() {
+  const bool any = std::any_of(ops_.begin(), ops_.end(), [](const Op& op) { return op.emit_op; });
+  if (!any || !live()) {
+    appended_.store(true, std::memory_order_release);
+    return;
+  }
+  proxyPost(&ProxyTracker::appendOnProxyThread, this);
+}
+
+void ProxyTracker::appendOnProxyThread(void* self) {
+  static_cast<ProxyTracker*>(self)->append();
+}
+
+// ProxyAppend starts each ProxyOp; the progress function's first pass marks it in progress and
+// posts its steps (at most NCCL_STEPS = 8 ahead, so all of ours): sends wait for the GPU's data,
+// receives for the network's. None of this waits for the kernel.
+void ProxyTracker::append() {
+  if (live()) {
+    void* ctx = contextOf(d_);
+    const auto& tasks = d_.prof->tasks;
+    for (Op& op : ops_) {
+      if (!op.emit_op) continue;
+      const ProfTask& t = tasks[size_t(op.task)];
+      ab::Descr5 e{};
+      e.type = ab::kEvProxyOp;
+      e.parentObj = t.event;
+      e.rank = d_.comm->rank;
+      e.proxyOp.pid = prof::pid();
+      e.proxyOp.channelId = uint8_t(op.channel);
+      e.proxyOp.peer = op.peer;
+      e.proxyOp.nSteps = op.nsteps;
+      e.proxyOp.chunkSize = int(stepBytes(op, 0));
+      e.proxyOp.isSend = op.send ? 1 : 0;
+      prof::start(ctx, &op.handle, &e);
+    }
+    for (Op& op : ops_) {
+      if (op.handle != nullptr) prof::record(op.handle, ab::kStateProxyOpInProgress, nullptr);
+    }
+    for (Op& op : ops_) {
+      if (!op.emit_steps || op.handle == nullptr) continue;
+      for (int k = 0; k < op.nsteps; ++k) {
+        ab::Descr5 e{};
+        e.type = ab::kEvProxyStep;
+        e.parentObj = op.handle;
+        e.rank = d_.comm->rank;
+        e.proxyStep.step = k;
+        prof::start(ctx, &op.steps[k].handle, &e);
+        recordStep(&op, k, op.send ? ab::kStateSendGPUWait : ab::kStateRecvWait, op.trans);
+      }
+    }
+  }
+  // The last touch of this tracker on the proxy thread: end() may destroy it right after.
+  appended_.store(true, std::memory_order_release);
+}
+
 void ProxyTracker::begin() {
   if (!live()) return;
   void* ctx = contextOf(d_);
@@ -121,38 +178,6 @@ void ProxyTracker::begin() {
     e.kernelCh = {uint8_t(k.channel), prof::gpuTimerNs()};
     prof::start(ctx, &k.handle, &e);
     k.open = true;
-  }
-  // ProxyAppend starts each ProxyOp; the progress function's first pass marks it in progress
-  // and posts its steps (at most NCCL_STEPS = 8 ahead, so all of ours).
-  for (Op& op : ops_) {
-    if (!op.emit_op) continue;
-    const ProfTask& t = tasks[size_t(op.task)];
-    ab::Descr5 e{};
-    e.type = ab::kEvProxyOp;
-    e.parentObj = t.event;
-    e.rank = d_.comm->rank;
-    e.proxyOp.pid = prof::pid();
-    e.proxyOp.channelId = uint8_t(op.channel);
-    e.proxyOp.peer = op.peer;
-    e.proxyOp.nSteps = op.nsteps;
-    e.proxyOp.chunkSize = int(stepBytes(op, 0));
-    e.proxyOp.isSend = op.send ? 1 : 0;
-    prof::start(ctx, &op.handle, &e);
-  }
-  for (Op& op : ops_) {
-    if (op.handle != nullptr) prof::record(op.handle, ab::kStateProxyOpInProgress, nullptr);
-  }
-  for (Op& op : ops_) {
-    if (!op.emit_steps || op.handle == nullptr) continue;
-    for (int k = 0; k < op.nsteps; ++k) {
-      ab::Descr5 e{};
-      e.type = ab::kEvProxyStep;
-      e.parentObj = op.handle;
-      e.rank = d_.comm->rank;
-      e.proxyStep.step = k;
-      prof::start(ctx, &op.steps[k].handle, &e);
-      recordStep(&op, k, op.send ? ab::kStateSendGPUWait : ab::kStateRecvWait, op.trans);
-    }
   }
 }
 
@@ -205,7 +230,9 @@ void ProxyTracker::markPushed(Flow* f, size_t sent, uint64_t head) {
 }
 
 void ProxyTracker::update(const OpPlan& p) {
-  if (!live()) return;
+  // Before the proxy thread has posted the steps there is nothing to move on; the states the
+  // flows reached meanwhile are caught up with at the next pass.
+  if (!appended_.load(std::memory_order_acquire) || !live()) return;
   const Comm* c = d_.comm;
   for (Op& op : ops_) {
     if (op.first_open == op.nsteps) continue;
@@ -247,6 +274,9 @@ void ProxyTracker::update(const OpPlan& p) {
 }
 
 void ProxyTracker::end() {
+  // The proxy thread runs only non-blocking plugin callbacks, so this wait is short.
+  Backoff backoff;
+  while (!appended_.load(std::memory_order_acquire)) backoff.pause();
   if (!live()) return;
   for (Op& op : ops_) {
     while (op.first_open < op.nsteps) stopStep(&op, op.first_open);

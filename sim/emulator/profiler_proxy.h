@@ -1,19 +1,22 @@
-// The device and proxy side of the profiler events, emitted by the stream worker that runs an
-// operation, which plays NCCL's proxy progress thread:
-// - KernelCh per (task, channel), parent the task's Coll or P2p event, started with the device's
-//   global timer when the operation starts and stopped (state KernelChStop with the stop time,
-//   then stop) when that channel's share of the task's transfers is done (src/transport/
-//   profiler.cc profilerProxyProgress);
-// - ProxyOp per (channel, peer, direction) of the task's transfers, with ProxyOpInProgress,
-//   stopped after its last step (src/proxy.cc ProxyAppend, src/transport/net.cc);
-// - ProxyStep per step: send steps SendGPUWait (posted, waiting for the data), SendPeerWait (data
-//   ready, no credit from the receiver), SendWait (on the wire, not yet taken), stop; receive steps
-//   RecvWait, RecvFlushWait and RecvGPUWait once the data has arrived, stop (net.cc
-//   sendProxyProgress / recvProxyProgress).
+// The device and proxy side of the profiler events:
+// - at launch, on the emulated proxy thread (proxy_thread.h), whether or not the stream has
+//   reached the operation: ProxyOp per (channel, peer, direction) of the task's transfers with
+//   ProxyOpInProgress (src/proxy.cc ProxyAppend; net.cc's first progress pass), and its steps
+//   posted: send steps in SendGPUWait (waiting for the GPU's data), receive steps in RecvWait
+//   (irecv posted). So behind a blocked stream the proxy shows the steps and no kernel started;
+// - from the stream worker that runs the operation (NCCL's proxy thread again in NCCL, which
+//   polls the device): KernelCh per (task, channel), parent the task's Coll or P2p event,
+//   started with the device's global timer when the operation starts and stopped (state
+//   KernelChStop with the stop time, then stop) when that channel's share of the task's
+//   transfers is done (src/transport/profiler.cc profilerProxyProgress); the steps' later
+//   states: send SendPeerWait (data ready, no credit from the receiver), SendWait (on the wire,
+//   not yet taken), stop; receive RecvFlushWait and RecvGPUWait once the data has arrived, stop
+//   (net.cc sendProxyProgress / recvProxyProgress); ProxyOp stop after its last step.
 // A transfer is split over prof::channels() channels and at most kMaxStepsPerChannel steps each,
 // so the cost is bounded per operation, not per byte.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -32,8 +35,12 @@ class ProxyTracker {
   // the plan is built; the plan's flows must not be added to later.
   static std::unique_ptr<ProxyTracker> make(const OpDesc& d, const OpPlan& p);
 
+  // The launching thread, once the operation's launch events are out and before it is queued on
+  // its stream: hands the ProxyOp appends and step posts to the proxy thread.
+  void launch();
+
   // All below: the one stream worker that progresses the operation.
-  // The operation starts running: KernelCh starts, ProxyOp appends, steps posted.
+  // The operation starts running: KernelCh starts.
   void begin();
   // Out flow `out` has published `sent` elements; the ring's head is now `head`.
   void pushed(size_t out, size_t sent, uint64_t head) {
@@ -42,8 +49,11 @@ class ProxyTracker {
   }
   // After a progress pass: step states and stops that the flows' progress implies.
   void update(const OpPlan& p);
+  // Whether the proxy thread has appended the operation and posted its steps.
+  bool appended() const { return appended_.load(std::memory_order_acquire); }
   // The operation finished or was abandoned: what is still open is stopped (nothing at all once
-  // the communicator was finalized, as NCCL's proxy is gone by then).
+  // the communicator was finalized, as NCCL's proxy is gone by then). Waits for the proxy
+  // thread's part first, so the tracker can be destroyed after it.
   void end();
 
  private:
@@ -82,6 +92,8 @@ class ProxyTracker {
   };
 
   ProxyTracker(const OpDesc& d, const OpPlan& p);
+  static void appendOnProxyThread(void* self);
+  void append();
   void addFlow(int task, bool send, size_t flow, int peer, size_t elems);
   static size_t stepBegin(const Op& op, int k);
   static size_t stepBytes(const Op& op, int k);
@@ -97,6 +109,9 @@ class ProxyTracker {
   std::vector<Kernel> kernels_;
   std::vector<Flow> out_flows_;
   std::vector<Flow> in_flows_;
+  // Set by the proxy thread once append() is done. Until then the stream worker leaves ops_'
+  // handles and step states alone (pushed() only writes end_head and next_boundary).
+  std::atomic<bool> appended_{false};
 };
 
 }  // namespace ncclsim

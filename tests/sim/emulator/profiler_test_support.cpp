@@ -170,15 +170,21 @@ int checkDeviceAndProxy(const std::vector<Event>& ev, int r, std::thread::id cal
     if (task.ctx != r || (task.type != pabi::kEvColl && task.type != pabi::kEvP2p)) continue;
     int kernel_channels = 0;
     int proxy_ops = 0;
+    std::thread::id kernel_tid, proxy_tid;
     for (const auto& [id, e] : m) {
       if (e.parent != task_id) continue;
       CHILD_CHECK(e.tid != caller);
       if (e.type == pabi::kEvKernelCh) {
         kernel_channels |= 1 << e.channel;
         CHILD_CHECK(own(ev, id) == kernel);
+        kernel_tid = e.tid;
         continue;
       }
       CHILD_CHECK(e.type == pabi::kEvProxyOp);
+      // src/enqueue.cc hostStreamPlanTask hands proxy ops over at launch; src/proxy.cc
+      // ProxyAppend starts them on the proxy thread, not on the stream that runs the kernel.
+      CHILD_CHECK(proxy_tid == std::thread::id() || proxy_tid == e.tid);
+      proxy_tid = e.tid;
       ++proxy_ops;
       CHILD_CHECK(e.pid == getpid() && e.root_or_peer == 1 - r && e.nsteps >= 1 && e.chunk > 0);
       if (task.type == pabi::kEvP2p) CHILD_CHECK(e.is_send == (task.func == "Send"));
@@ -195,6 +201,7 @@ int checkDeviceAndProxy(const std::vector<Event>& ev, int r, std::thread::id cal
       CHILD_CHECK(steps == e.nsteps);
     }
     CHILD_CHECK(kernel_channels == (1 << channels) - 1);
+    CHILD_CHECK(proxy_tid != kernel_tid);
     // Per channel, one ProxyOp of the task's direction(s) towards the other rank; none to self.
     const bool remote = task.type == pabi::kEvColl || task.root_or_peer != r;
     // Broadcast and Reduce (root 0) move data one way; the other collectives both ways.
