@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "hang_detector/detectors.h"
+#include "hang_detector/p2p_stall.h"
 
 namespace ncclscope::hang_detector {
 namespace {
@@ -291,6 +292,7 @@ void CheckP2P(const Context& ctx, std::vector<Verdict>* out) {
     ReportUnmatched(ctx, comm, unmatched, out);
   }
   ReportCycles(ctx, partner, out);
+  CheckP2PDeviceStalls(ctx, out);
 }
 
 }  // namespace ncclscope::hang_detector

@@ -25,13 +25,19 @@ struct Side {
   int state = 0;
 };
 
-std::vector<Side> SidesOf(const RankFile& f, uint32_t file, uint64_t comm_id, uint64_t seq) {
+bool IsP2pRecord(const OpShape& sh) {
+  const auto op = static_cast<OpType>(sh.stream >> 32);
+  return op == OpType::kSend || op == OpType::kRecv;
+}
+
+std::vector<Side> SidesOf(const RankFile& f, uint32_t file, uint64_t comm_id, uint64_t seq,
+                          bool p2p) {
   std::vector<Side> out;
   std::vector<uint64_t> seen;  // (channel, peer, side) keys already taken (newest first)
   for (uint32_t p = f.size(); p-- > 0;) {
     const OpShape& sh = f.ShapeAt(p);
     if (sh.op != static_cast<uint32_t>(OpType::kProxyProgress) || sh.comm_id != comm_id ||
-        f.ops[p].seq != seq) {
+        f.ops[p].seq != seq || IsP2pRecord(sh) != p2p) {
       continue;
     }
     const bool send = (sh.stream & trace::kProxySend) != 0;
@@ -58,7 +64,7 @@ struct Found {
 }  // namespace
 
 bool ResolveStallStage(const Context& ctx, const CommModel& comm, uint64_t seq,
-                       const std::vector<uint32_t>& waiting_files, Verdict* v) {
+                       const std::vector<uint32_t>& waiting_files, Verdict* v, bool p2p) {
   const auto& files = ctx.index.files();
   std::vector<Side> sides;
   std::vector<int> comm_rank_of(files.size(), -1);
@@ -66,7 +72,7 @@ bool ResolveStallStage(const Context& ctx, const CommModel& comm, uint64_t seq,
     for (const CommMember& m : comm.members) {
       if (m.file == file) comm_rank_of[file] = m.comm_rank;
     }
-    const std::vector<Side> s = SidesOf(files[file], file, comm.id, seq);
+    const std::vector<Side> s = SidesOf(files[file], file, comm.id, seq, p2p);
     sides.insert(sides.end(), s.begin(), s.end());
   }
   if (sides.empty()) return false;
@@ -156,7 +162,7 @@ bool ResolveStallStage(const Context& ctx, const CommModel& comm, uint64_t seq,
   }
   SortUnique(&v->victims);
   v->tie = false;
-  v->summary = "every member's kernel started; " + found.summary;
+  v->summary = (p2p ? "both kernels started; " : "every member's kernel started; ") + found.summary;
   v->stall.stage = found.stage;
   v->stall.rank = found.at_rank;
   v->stall.peer = found.peer_rank;

@@ -28,7 +28,9 @@ namespace ncclscope::hang_detector {
 // `waiting_files`: every member that issued #seq, started it and has not completed it. When the
 // proxy records single out a link or rank, rewrites v's culprits, victims, tie (false), summary,
 // stall site and adds evidence, and returns true; otherwise leaves v alone. Thread-safe.
+// `p2p`: #seq numbers a send/receive pair (the sender's send #seq and the receiver's receive
+// #seq); otherwise a collective.
 bool ResolveStallStage(const Context& ctx, const CommModel& comm, uint64_t seq,
-                       const std::vector<uint32_t>& waiting_files, Verdict* v);
+                       const std::vector<uint32_t>& waiting_files, Verdict* v, bool p2p = false);
 
 }  // namespace ncclscope::hang_detector

@@ -157,7 +157,7 @@ void JobBuilder::DeviceStart(int rank, uint64_t comm, uint64_t seq, double t) {
 }
 
 void JobBuilder::ProxyProgress(int rank, uint64_t comm, uint64_t seq, int peer, int channel,
-                               bool send, int state, double t) {
+                               bool send, int state, double t, trace::OpType op) {
   trace::RecordData r{};
   r.comm_id = comm;
   r.seq = seq;
@@ -167,9 +167,20 @@ void JobBuilder::ProxyProgress(int rank, uint64_t comm, uint64_t seq, int peer, 
   r.redop = state;
   r.count = uint64_t{1} << 32;  // one step posted, none done
   // Set after Append, which gives every record its communicator's stream.
-  Append(rank, r, t, Done::kUntracked).stream = (send ? trace::kProxySend : 0) | uint64_t{4} << 8 |
-                                                static_cast<uint64_t>(trace::OpType::kAllReduce)
-                                                    << 32;
+  Append(rank, r, t, Done::kUntracked).stream =
+      (send ? trace::kProxySend : 0) | uint64_t{4} << 8 | static_cast<uint64_t>(op) << 32;
+}
+
+void JobBuilder::P2pDeviceStart(int rank, uint64_t comm, uint64_t seq, int peer, bool send,
+                                double t) {
+  trace::RecordData r{};
+  r.comm_id = comm;
+  r.seq = seq;
+  r.op = static_cast<uint32_t>(trace::OpType::kP2pDeviceStart);
+  r.peer = peer;
+  r.redop = static_cast<int32_t>(send ? trace::OpType::kSend : trace::OpType::kRecv);
+  r.dtype = 0;  // channel
+  Append(rank, r, t, Done::kUntracked);
 }
 
 void JobBuilder::Heartbeat(int rank, double t) {

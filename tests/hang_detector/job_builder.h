@@ -45,7 +45,10 @@ class JobBuilder {
   // A proxy_progress record (trace/record.h) of collective #seq: one (channel, peer, side) whose
   // oldest unfinished step waits in NCCL profiler state `state`.
   void ProxyProgress(int rank, uint64_t comm, uint64_t seq, int peer, int channel, bool send,
-                     int state, double t);
+                     int state, double t, trace::OpType op = trace::OpType::kAllReduce);
+  // A p2p_device_start record: the device work of send (or receive) #seq to (from) comm rank peer
+  // started.
+  void P2pDeviceStart(int rank, uint64_t comm, uint64_t seq, int peer, bool send, double t);
 
   void Heartbeat(int rank, double t);  // default: the time of its last record
   void HeartbeatAll(double t);

@@ -146,3 +146,71 @@ TEST(StallStage, SilentProxyThreadIsNeverReadAsAKernelThatNeverStarted) {
 
 }  // namespace
 }  // namespace ncclscope::testing
+
+namespace ncclscope::testing {
+namespace {
+
+// A pipeline pair on a 2-rank communicator: send #1 of 0 to 1 completed, send #2 and its receive
+// issued by both and completed by neither, each alone on its stream.
+JobBuilder PipelinePair(uint64_t* pp) {
+  JobBuilder job(2);
+  *pp = job.Comm("pp", {0, 1});
+  for (int r = 0; r < 2; ++r) job.ProfilerAttach(r, *pp, 0.05);
+  job.Send(0, *pp, 1, 0.1, Done::kCompleted);
+  job.Recv(1, *pp, 0, 0.1, Done::kCompleted);
+  job.P2pDeviceStart(0, *pp, 1, 1, true, 0.1);
+  job.P2pDeviceStart(1, *pp, 1, 0, false, 0.1);
+  job.Send(0, *pp, 1, 1.0, Done::kPending);
+  job.Recv(1, *pp, 0, 1.0, Done::kPending);
+  job.HeartbeatAll(5);
+  return job;
+}
+
+TEST(P2pStall, WithoutMarkersAWaitingPairIsNotReportedAsADeviceStall) {
+  uint64_t pp;
+  JobBuilder job(2);
+  pp = job.Comm("pp", {0, 1});
+  job.Send(0, pp, 1, 1.0, Done::kPending);
+  job.Recv(1, pp, 0, 1.0, Done::kPending);
+  job.HeartbeatAll(5);
+  const Analysis a = AnalyzeAt(job, 5);
+  for (const Verdict& v : a.verdicts) EXPECT_NE(v.cls, VerdictClass::kDeviceStall);
+}
+
+TEST(P2pStall, ReceiveWhoseDeviceWorkNeverStartedIsTheCulprit) {
+  uint64_t pp;
+  JobBuilder job = PipelinePair(&pp);
+  job.P2pDeviceStart(0, pp, 2, 1, true, 1.0);  // the send started; the receive never did
+  const Analysis a = AnalyzeAt(job, 5);
+  const Verdict& v = First(a);
+  EXPECT_EQ(v.cls, VerdictClass::kDeviceStall);
+  EXPECT_EQ(v.op, "send");
+  EXPECT_EQ(v.seq, 2u);
+  EXPECT_FALSE(v.tie);
+  EXPECT_EQ(v.culprits, std::vector<int>{1});
+  EXPECT_EQ(v.victims, std::vector<int>{0});
+  EXPECT_EQ(v.stall.stage, "not-started");
+  EXPECT_EQ(v.stall.side, "recv");
+}
+
+TEST(P2pStall, BothStartedAndTheLinkLostTheDataNamesTheLink) {
+  uint64_t pp;
+  JobBuilder job = PipelinePair(&pp);
+  job.P2pDeviceStart(0, pp, 2, 1, true, 1.0);
+  job.P2pDeviceStart(1, pp, 2, 0, false, 1.0);
+  job.ProxyProgress(0, pp, 2, 1, 1, true, kSendWait, 1.5, OpType::kSend);
+  job.ProxyProgress(1, pp, 2, 0, 1, false, kRecvWait, 1.5, OpType::kRecv);
+  // A collective #2 record of the same communicator is not this pair's.
+  job.ProxyProgress(1, pp, 2, 0, 1, false, kRecvGpuWait, 1.6);
+  const Analysis a = AnalyzeAt(job, 5);
+  const Verdict& v = First(a);
+  EXPECT_EQ(v.cls, VerdictClass::kDeviceStall);
+  EXPECT_EQ(v.stall.stage, "network");
+  EXPECT_EQ(v.stall.rank, 0);
+  EXPECT_EQ(v.stall.peer, 1);
+  EXPECT_EQ(v.stall.channel, 1);
+  EXPECT_EQ(v.culprits, (std::vector<int>{0, 1}));
+}
+
+}  // namespace
+}  // namespace ncclscope::testing
