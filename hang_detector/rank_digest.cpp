@@ -55,6 +55,10 @@ struct PairHash {
   }
 };
 
+// Proxy progress records kept per communicator: one per (channel, peer, side) of the operation
+// in flight on a job of up to 32 channels and two peers per channel.
+constexpr size_t kProxyRecordsPerComm = 128;
+
 std::vector<char> ChooseRecords(const RankFile& f, const DigestLimits& limits) {
   const uint32_t n = f.size();
   std::vector<char> keep(n, 0);
@@ -76,6 +80,11 @@ std::vector<char> ChooseRecords(const RankFile& f, const DigestLimits& limits) {
   NewestPerKey<uint64_t> collectives(limits.per_comm);
   NewestPerKey<uint64_t> starts(limits.per_comm);  // device_start marks of those collectives
   NewestPerKey<PairKey, PairHash> pairs(limits.per_pair);
+  // The profiler's send/recv starts, per (comm, direction, peer) like the operations they mark,
+  // and its newest proxy progress per communicator: what names the stage of a stall
+  // (hang_detector/stall_stage.h) in another node's view.
+  NewestPerKey<PairKey, PairHash> p2p_starts(limits.per_pair);
+  NewestPerKey<uint64_t> proxy(kProxyRecordsPerComm);
   for (uint32_t p = n; p-- > 0;) {
     const OpShape& sh = f.ShapeAt(p);
     const auto op = static_cast<OpType>(sh.op);
@@ -88,6 +97,10 @@ std::vector<char> ChooseRecords(const RankFile& f, const DigestLimits& limits) {
       take = starts.Take(sh.comm_id);
     } else if (trace::IsP2P(op)) {
       take = pairs.Take({sh.comm_id, sh.op, sh.peer});
+    } else if (op == OpType::kP2pDeviceStart) {
+      take = p2p_starts.Take({sh.comm_id, static_cast<uint32_t>(sh.redop), sh.peer});
+    } else if (op == OpType::kProxyProgress) {
+      take = proxy.Take(sh.comm_id);
     }
     if (take) keep[p] = 1;
   }

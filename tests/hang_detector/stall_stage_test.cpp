@@ -4,6 +4,7 @@
 // member's kernel started, so without these records the stall is a tie.
 #include <gtest/gtest.h>
 
+#include "hang_detector/rank_digest.h"
 #include "hang_detector/verdict_json.h"
 #include "hang_detector/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
@@ -210,6 +211,36 @@ TEST(P2pStall, BothStartedAndTheLinkLostTheDataNamesTheLink) {
   EXPECT_EQ(v.stall.peer, 1);
   EXPECT_EQ(v.stall.channel, 1);
   EXPECT_EQ(v.culprits, (std::vector<int>{0, 1}));
+}
+
+}  // namespace
+}  // namespace ncclscope::testing
+
+namespace ncclscope::testing {
+namespace {
+
+// A node's digest keeps what names the stage: the proxy progress and send/recv starts, even when
+// many newer records follow them.
+TEST(StallStageDigest, ProxyProgressAndP2pStartsSurviveTheDigestCut) {
+  JobBuilder job(1);
+  const uint64_t pp = job.Comm("pp", {0});
+  const uint64_t other = job.Comm("other", {0});
+  job.P2pDeviceStart(0, pp, 2, 1, true, 1.0);
+  job.ProxyProgress(0, pp, 2, 1, 0, true, kSendWait, 1.5, OpType::kSend);
+  for (int i = 0; i < 200; ++i)
+    job.Coll(0, other, OpType::kAllReduce, 2 + 0.01 * i, Done::kCompleted);
+  const hang_detector::RankFile whole = CompactFiles(job.Build()).front();
+  const hang_detector::DigestCut cut = hang_detector::CutForDigest(whole, {});
+  ASSERT_GT(cut.omitted, 100u);
+  int proxy = 0, starts = 0;
+  for (uint32_t p = 0; p < cut.file.size(); ++p) {
+    const auto op = static_cast<OpType>(cut.file.ShapeAt(p).op);
+    if (cut.file.ShapeAt(p).comm_id != pp) continue;
+    proxy += op == OpType::kProxyProgress;
+    starts += op == OpType::kP2pDeviceStart;
+  }
+  EXPECT_EQ(proxy, 1);
+  EXPECT_EQ(starts, 1);
 }
 
 }  // namespace
