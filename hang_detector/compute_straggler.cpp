@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 
+#include "hang_detector/nvtx_places.h"
 #include "hang_detector/straggler_scores.h"
 
 namespace ncclscope::hang_detector {
@@ -90,6 +91,7 @@ Verdict MakeVerdict(const Context& ctx, const CommTimeline& t, const Scores& s, 
   SortUnique(&v.victims);
   std::vector<bool> flags;
   for (size_t i = 0; i < n; ++i) flags.push_back(s.late[i][c] > threshold);
+  AddStragglerPlaces(ctx, t, flags, c, &v);  // the phase of the collectives it is late to
   const size_t onset = std::min(Onset(flags), n - 1);
   const RankFile& file = ctx.index.files()[t.files[c]];
   const int64_t onset_wall = file.Wall(file.At(t.samples[onset].pos[c]).t_enter_ns);

@@ -7,6 +7,7 @@
 
 #include "hang_detector/detectors.h"
 #include "hang_detector/job_index.h"
+#include "hang_detector/nvtx_places.h"
 #include "hang_detector/program_order.h"
 
 namespace ncclscope::hang_detector {
@@ -237,6 +238,7 @@ Analysis Analyze(const JobIndex& index, const AnalyzeOptions& options) {
   ApplyLiveness(ctx, &a.verdicts);
   Merge(index, &a.verdicts);
   ConfirmHangs(ctx, &a.verdicts);
+  LocatePlaces(ctx, &a.verdicts);
   if (a.verdicts.empty()) {
     Verdict healthy;
     healthy.summary = a.waiting.empty() ? "every issued operation completed"

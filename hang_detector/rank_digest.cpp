@@ -155,8 +155,16 @@ DigestCut CutForDigest(const RankFile& file, const DigestLimits& limits) {
     const uint64_t index = file.IndexOf(p);
     if (index != next_index) out.index_runs.emplace_back(out.size(), index);
     next_index = index + 1;
+    // The step and phase of the calls kept, as runs over the records kept.
+    if (CarriesNvtx(out.shapes[r.shape].op)) {
+      const uint32_t word = file.NvtxWordAt(p);
+      if (word != (out.nvtx_runs.empty() ? 0 : out.nvtx_runs.back().second)) {
+        out.nvtx_runs.emplace_back(out.size(), word);
+      }
+    }
     out.ops.push_back(r);
   }
+  out.nvtx_names = file.nvtx_names;
   DeriveFrontier(&out);
   return cut;
 }

@@ -1,6 +1,7 @@
 #include "hang_detector/rank_file.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace ncclscope::hang_detector {
 namespace {
@@ -87,6 +88,12 @@ trace::RecordData RankFile::At(uint32_t pos) const {
   return r;
 }
 
+uint32_t RankFile::NvtxWordAt(uint32_t pos) const {
+  auto run = std::upper_bound(nvtx_runs.begin(), nvtx_runs.end(), pos,
+                              [](uint32_t p, const auto& r) { return p < r.first; });
+  return run == nvtx_runs.begin() ? 0 : std::prev(run)->second;
+}
+
 uint64_t RankFile::IndexOf(uint32_t pos) const {
   auto run = std::upper_bound(index_runs.begin(), index_runs.end(), pos,
                               [](uint32_t p, const auto& r) { return p < r.first; });
@@ -132,6 +139,12 @@ void RankFileBuilder::Records(const trace::StoredRecord* batch, size_t n) {
         r.t_enter_ns < f.oldest_waiting_enter) {
       f.oldest_waiting_enter = r.t_enter_ns;
       f.oldest_waiting_pos = pos;
+    }
+    if (trace::NvtxNames::IsNameRecord(r)) f.nvtx_names.Add(r);
+    if (CarriesNvtx(r.op)) {
+      // The first run opens only once a call carries a context, so a job without NVTX has none.
+      const uint32_t current = f.nvtx_runs.empty() ? 0 : f.nvtx_runs.back().second;
+      if (r.reserved != current) f.nvtx_runs.emplace_back(pos, r.reserved);
     }
     if (r.op == static_cast<uint32_t>(OpType::kDeviceCompute)) {
       f.device_compute.push_back({pos, r.comm_id, r.seq, r.group_id, static_cast<uint32_t>(r.redop),

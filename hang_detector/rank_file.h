@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "hang_detector/process_probe.h"
+#include "trace/nvtx_names.h"
 #include "trace/record.h"
 #include "trace/ring_visitor.h"
 
@@ -50,6 +51,12 @@ struct DeviceCompute {
   int64_t compute_ns = -1;  // -1: unknown (no earlier NCCL kernel seen, or activity lost)
   uint64_t gpu_start = 0;
 };
+
+// Whether records of this op are calls of the program, which carry the NVTX context of their
+// thread; records the probe writes itself (profiler, CUPTI, NVTX names: op 90 on) carry none.
+inline constexpr bool CarriesNvtx(uint32_t op) {
+  return op < static_cast<uint32_t>(trace::OpType::kProfilerAttach);
+}
 
 struct OpRecord {
   int64_t t_enter_ns;
@@ -95,6 +102,13 @@ struct RankFile {
   // The longest pause of records not held here (a digest keeps only the newest; the checkpoint
   // that set the job's normal pause may be older), in ns; 0 for a whole ring file.
   int64_t pause_before_ns = 0;
+  // The NVTX context word (trace/record.h, "NVTX context": step and phase) of the calls, run-length
+  // coded: (position, word) where a run of calls made in one context starts. Consecutive calls
+  // share a step and phase nearly always, so this costs a few entries per step, not a word per
+  // record. Records the probe writes itself (op 90 and above) carry none and leave a run intact.
+  // Empty when no call carried a context (no NVTX injection).
+  std::vector<std::pair<uint32_t, uint32_t>> nvtx_runs;
+  trace::NvtxNames nvtx_names;  // the contexts' names, from nvtx_phase_name/range_name records
 
   int64_t Wall(int64_t monotonic_ns) const { return monotonic_ns + wall_offset; }
   uint32_t size() const { return static_cast<uint32_t>(ops.size()); }
@@ -103,6 +117,11 @@ struct RankFile {
   trace::RecordData At(uint32_t pos) const;
   // The writer's record index (trace::StoredRecord::index), for evidence.
   uint64_t IndexOf(uint32_t pos) const;
+  // The NVTX context word of the call at pos: 0 when it carried none. Only calls (op below 90)
+  // have one; for another record it is the preceding call's.
+  uint32_t NvtxWordAt(uint32_t pos) const;
+  // Where (step, phase, innermost range) the call at pos was made; known() false when unknown.
+  trace::NvtxWhere NvtxAt(uint32_t pos) const { return nvtx_names.Of(NvtxWordAt(pos)); }
   // The longest stretch this rank's records show between two of its operations (entry to entry,
   // only where no record between them is missing) or inside one (entry to device completion, a
   // blocking call's entry to exit), pause_before_ns included: what stage two of a hang verdict

@@ -74,6 +74,24 @@ struct Verdict {
     int channel = -1;  // NCCL channel, -1 none
     std::string side;  // "send", "recv" or ""
   } stall;
+  // Where in the training loop the operation at issue was called, from the NVTX ranges the
+  // records carry (docs/nvtx.md): per role and distinct place, the ranks that were there. The
+  // culprits' place is that of their stuck, disagreeing or late operation, else of their newest
+  // call (a rank that never issued #N was last seen there); the victims' that of the operation
+  // they wait in. A culprit still in "step 12, backward" while its victims wait in "step 12,
+  // optimizer" is the clue. Empty when the records carry no NVTX context: never guessed.
+  struct Place {
+    std::string role;        // "culprit" or "victim"
+    std::vector<int> ranks;  // global ranks, sorted
+    bool has_step = false;
+    uint64_t step = 0;       // the training step (the first one, for a range of steps)
+    uint64_t last_step = 0;  // == step unless the place spans several steps (stragglers)
+    std::string phase;       // "forward", "backward", ...; "" unknown or none
+    std::string range;       // the innermost range when it is not the phase; "" none
+    std::string basis;       // which records say so: "its newest call allreduce #6", ...
+  };
+  std::vector<Place> where;  // culprits first, at most kMaxPlaces per role, most ranks first
+  static constexpr size_t kMaxPlaces = 4;
 };
 
 // A hang-class verdict that is confirmed: the only kind anything may act on (abort, page).

@@ -51,6 +51,24 @@ void WriteVerdict(JsonWriter& w, const Verdict& v) {
     w.Key("side").String(v.stall.side);
     w.EndObject();
   }
+  // Absent without NVTX contexts in the records: a consumer never reads a guessed step.
+  if (!v.where.empty()) {
+    w.Key("where").BeginArray();
+    for (const Verdict::Place& p : v.where) {
+      w.BeginObject();
+      w.Key("role").String(p.role);
+      w.Key("ranks").IntArray(p.ranks);
+      if (p.has_step) {
+        w.Key("step").UInt(p.step);
+        if (p.last_step != p.step) w.Key("last_step").UInt(p.last_step);
+      }
+      if (!p.phase.empty()) w.Key("phase").String(p.phase);
+      if (!p.range.empty()) w.Key("range").String(p.range);
+      w.Key("basis").String(p.basis);
+      w.EndObject();
+    }
+    w.EndArray();
+  }
   w.Key("summary").String(v.summary);
   w.Key("headline").String(VerdictHeadline(v));
   w.Key("evidence").BeginArray();

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "hang_detector/detectors.h"
+#include "trace/nvtx_names.h"
 
 namespace ncclscope::hang_detector {
 namespace {
@@ -47,6 +48,39 @@ std::string RankRanges(const std::vector<int>& ranks) {
   return list.substr(list.find(' ') + 1);
 }
 
+// "step 12, backward (innermost: layer3)", "steps 100-163, forward".
+std::string PlaceName(const Verdict::Place& p) {
+  trace::NvtxWhere w;
+  w.has_step = p.has_step && p.step == p.last_step;
+  w.step = p.step;
+  w.phase = p.phase;
+  w.range = p.range;
+  std::string out = trace::NvtxWhereText(w);
+  if (p.has_step && p.step != p.last_step) {
+    const std::string steps = "steps " + std::to_string(p.step) + "-" + std::to_string(p.last_step);
+    out = out.empty() ? steps : steps + ", " + out;
+  }
+  return out;
+}
+
+// The first place of a role, "" when the role has none.
+std::string FirstPlace(const Verdict& v, const std::string& role) {
+  for (const Verdict::Place& p : v.where) {
+    if (p.role == role) return PlaceName(p);
+  }
+  return "";
+}
+
+// For the headline: "culprit in step 12, backward; victims in step 12, optimizer", or one place
+// when both sides were in the same one.
+std::string PlacesBrief(const Verdict& v) {
+  const std::string culprit = FirstPlace(v, "culprit"), victim = FirstPlace(v, "victim");
+  if (culprit == victim) return culprit.empty() ? "" : "in " + culprit;
+  std::string out = culprit.empty() ? "" : "culprit in " + culprit;
+  if (!victim.empty()) out += (out.empty() ? "" : "; ") + std::string("victims in ") + victim;
+  return out;
+}
+
 }  // namespace
 
 std::string VerdictHeadline(const Verdict& v) {
@@ -69,6 +103,7 @@ std::string VerdictHeadline(const Verdict& v) {
     if (v.stall.channel >= 0) out += " channel " + std::to_string(v.stall.channel);
     out += "]";
   }
+  if (const std::string where = PlacesBrief(v); !where.empty()) out += " [" + where + "]";
   if (v.cls != VerdictClass::kHealthy) out += "; since " + Seconds(v.since_s);
   return out;
 }
@@ -88,6 +123,11 @@ std::string RenderText(const Analysis& a, bool verbose) {
                                          : std::to_string(v.unseen_count) + " member(s)");
       }
       out += "\n";
+    }
+    for (const Verdict::Place& p : v.where) {
+      out += "  where: " + p.role + (p.ranks.size() > 1 ? "s ranks " : " rank ") +
+             RankRanges(p.ranks) + " in " + PlaceName(p) +
+             (p.basis.empty() ? "" : " (" + p.basis + ")") + "\n";
     }
     if (IsHang(v.cls)) {
       out +=
