@@ -4,7 +4,6 @@
 
 #include <cinttypes>
 #include <cstdio>
-#include <mutex>
 #include <new>
 #include <string>
 
@@ -28,10 +27,6 @@ std::atomic<Handle*> g_handles{nullptr};
 std::atomic<uint64_t> g_next_handle{0};
 Counters g_counters;
 std::atomic<bool> g_warned_full{false};
-
-// Decisions about who records are taken under this lock (cold: once per communicator).
-std::mutex g_init_mutex;
-bool g_created_runtime = false;  // guarded by g_init_mutex
 
 template <typename T>
 T* InArray(T* base, size_t n, const void* p) noexcept {
@@ -81,30 +76,30 @@ void RecordCreation(Runtime& rt, const Comm& c) {
   rt.ring->Append(d, false);
 }
 
-// Whether this recorder takes the communicator; creates the runtime when none exists. Holds
-// g_init_mutex, so a concurrent init never sees the runtime before the decision that goes with it.
+// The runtime when this recorder takes the communicator (creating it when none exists), else
+// null. The runtime says who created it, so concurrent inits of several communicators agree
+// without a lock of their own.
 Runtime* TakeRuntime(int rank, int nranks) {
-  std::lock_guard<std::mutex> lock(g_init_mutex);
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (rt == kRuntimeOff) return nullptr;
   if (rt == nullptr) {
-    // NCCL may call init from inside an interposed call's forward in a mixed process: keep our
-    // own NCCL lookups out of the records, as BeginCall does.
+    // The runtime's creation must not record anything of ours, as in BeginCall.
     ThreadState& ts = Tls();
     const uint32_t saved = ts.in_probe;
     ts.in_probe = 1;
-    bool created = false;
-    rt = InitRuntimeFromProfiler(&created);
+    rt = InitRuntimeFromProfiler();
     ts.in_probe = saved;
-    g_created_runtime = g_created_runtime || created;
     if (rt == nullptr) return nullptr;
   }
-  if (!g_created_runtime) return nullptr;
+  if (!rt->created_by_profiler) return nullptr;
   // A creation the interposer recorded (an LD_PRELOADed process that also has a statically
   // linked NCCL, say) is the interposer's communicator.
   if (FindCreatingComm(*rt->ring, CachedTid(Tls()), rank, nranks) != 0) return nullptr;
   if (g_handles.load(std::memory_order_acquire) == nullptr) {
-    g_handles.store(new Handle[kHandlePoolSize], std::memory_order_release);
+    auto* pool = new Handle[kHandlePoolSize];
+    Handle* none = nullptr;
+    // Another communicator's init may have won: its pool is the one events use.
+    if (!g_handles.compare_exchange_strong(none, pool, std::memory_order_acq_rel)) delete[] pool;
   }
   return rt;
 }

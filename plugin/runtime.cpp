@@ -50,7 +50,7 @@ uint32_t NcclVersion() {
   return static_cast<uint32_t>(version);
 }
 
-Runtime* CreateRuntime(bool query_nccl) {
+Runtime* CreateRuntime(bool from_profiler) {
   std::vector<std::string> warnings;
   const EnvLookup env = GetEnv;
   Config config = ParseConfig(env, &warnings);
@@ -76,7 +76,7 @@ Runtime* CreateRuntime(bool query_nccl) {
   options.world_size = identity.world_size;
   options.job_id = identity.job_id;
   options.host = identity.host;
-  options.nccl_version = query_nccl ? NcclVersion() : 0;
+  options.nccl_version = from_profiler ? 0 : NcclVersion();
 
   std::unique_ptr<trace::RingWriter> ring;
   if (FitsFileSizeLimit(config, &error)) ring = trace::RingWriter::Create(options, &error);
@@ -89,6 +89,7 @@ Runtime* CreateRuntime(bool query_nccl) {
   auto rt = std::make_unique<Runtime>();
   rt->config = std::move(config);
   rt->ring = std::move(ring);
+  rt->created_by_profiler = from_profiler;
   rt->process_nonce =
       static_cast<uint64_t>(getpid()) << 32 ^ static_cast<uint64_t>(trace::RealtimeNs());
   if (rt->config.track_completion) {
@@ -110,16 +111,15 @@ Runtime* CreateRuntime(bool query_nccl) {
 
 namespace {
 
-Runtime* InitRuntime(bool query_nccl, bool* created) noexcept {
+Runtime* InitRuntime(bool from_profiler) noexcept {
   const int saved_errno = errno;
   Runtime* result = nullptr;
   try {
     std::lock_guard<std::mutex> lock(InitMutex());
     Runtime* rt = g_runtime.load(std::memory_order_acquire);
     if (rt == nullptr) {
-      rt = CreateRuntime(query_nccl);
+      rt = CreateRuntime(from_profiler);
       g_runtime.store(rt != nullptr ? rt : kRuntimeOff, std::memory_order_release);
-      if (created != nullptr) *created = rt != nullptr;
     }
     result = rt == kRuntimeOff ? nullptr : rt;
   } catch (...) {
@@ -133,12 +133,11 @@ Runtime* InitRuntime(bool query_nccl, bool* created) noexcept {
 }  // namespace
 
 Runtime* InitRuntimeSlow() noexcept {
-  return InitRuntime(true, nullptr);
+  return InitRuntime(false);
 }
 
-Runtime* InitRuntimeFromProfiler(bool* created) noexcept {
-  *created = false;
-  return InitRuntime(false, created);
+Runtime* InitRuntimeFromProfiler() noexcept {
+  return InitRuntime(true);
 }
 
 void DisableRecording(const char* why) noexcept {

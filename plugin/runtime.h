@@ -26,6 +26,9 @@ struct Runtime {
   std::atomic<bool> stop{false};  // tells the background thread to finish
   std::atomic<bool> poller_started{false};
   std::atomic<bool> poller_exited{false};  // the thread left its loop: PollOnce is free to call
+  // Created by the profiler plugin's init, not by an interposed call: the profiler's events are
+  // the records (plugin_only_recorder.h). Set before the runtime is published, never changed.
+  bool created_by_profiler = false;
 };
 
 // nullptr: not initialized yet; kRuntimeOff: recording is off for good (in this process).
@@ -39,11 +42,11 @@ extern std::atomic<Runtime*> g_runtime;
 Runtime* InitRuntimeSlow() noexcept;
 
 // InitRuntimeSlow for the profiler plugin's init when no interposed call has created the runtime
-// (NCCL_PROFILER_PLUGIN without LD_PRELOAD, plugin_only_recorder.h). *created tells whether this
-// call created it (false: an interposed call of another thread won the race, or it already
-// existed). It never looks for NCCL's symbols: with a statically linked NCCL that search would
+// (NCCL_PROFILER_PLUGIN without LD_PRELOAD, plugin_only_recorder.h). A runtime it creates has
+// created_by_profiler set; one an interposed call of another thread created first is returned as
+// it is. It never looks for NCCL's symbols: with a statically linked NCCL that search would
 // dlopen a second libnccl.so.2 into the process. Thread-safe (locks); keeps errno.
-Runtime* InitRuntimeFromProfiler(bool* created) noexcept;
+Runtime* InitRuntimeFromProfiler() noexcept;
 
 // Turns recording off after an internal failure, with one warning. Thread-safe.
 void DisableRecording(const char* why) noexcept;
