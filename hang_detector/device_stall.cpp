@@ -43,7 +43,10 @@ bool ProxyLags(const JobIndex& index, const CommModel& comm, uint64_t prev, uint
     if (lane.file != file) continue;
     const uint32_t pos = lane.PosOf(prev);
     if (pos == kNoRecord || index.StateOf(file, pos) != OpState::kCompleted) return false;
-    for (uint32_t p = pos; p < f.size(); ++p) {
+    // A start may be written before the call's own record (the kernel can start before NCCL
+    // returns), but not before the previous collective's record: it was issued after that one.
+    const uint32_t before = prev > 1 ? lane.PosOf(prev - 1) : kNoRecord;
+    for (uint32_t p = before == kNoRecord ? 0 : before; p < f.size(); ++p) {
       const OpShape& sh = f.ShapeAt(p);
       if (sh.comm_id == comm.id && static_cast<OpType>(sh.op) == OpType::kDeviceStart &&
           f.ops[p].seq == prev) {

@@ -145,6 +145,25 @@ TEST(StallStage, SilentProxyThreadIsNeverReadAsAKernelThatNeverStarted) {
   EXPECT_EQ(v.summary.find("never started"), std::string::npos) << v.summary;
 }
 
+// The start of #1 written before #1's own record (its kernel started before NCCL returned) is
+// still a start: rank 1's proxy reports, so its missing start of #2 means never started.
+TEST(StallStage, AStartWrittenBeforeItsRecordIsNoProxySilence) {
+  JobBuilder job(2);
+  const uint64_t world = job.Comm("world", {0, 1});
+  for (int r = 0; r < 2; ++r) {
+    job.ProfilerAttach(r, world, 0.05);
+    job.DeviceStart(r, world, 1, 0.1);
+    job.Coll(r, world, OpType::kAllReduce, 0.1, Done::kCompleted);
+    job.Coll(r, world, OpType::kAllReduce, 1.0, Done::kPending);
+  }
+  job.DeviceStart(0, world, 2, 1.0);
+  job.HeartbeatAll(5);
+  const Analysis a = AnalyzeAt(job, 5);
+  const Verdict& v = First(a);
+  EXPECT_EQ(v.stall.stage, "not-started");
+  EXPECT_EQ(v.culprits, std::vector<int>{1});
+}
+
 }  // namespace
 }  // namespace ncclscope::testing
 
