@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "plugin/nvtx_contexts.h"
+#include "plugin/nvtx_nccl_payload_calls.h"
 #include "plugin/nvtx_range_stack.h"
 #include "plugin/nvtx_registry.h"
 
@@ -114,6 +115,7 @@ int DomainPush(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
     const wchar_t* wide = nullptr;
     const char* name = MessageName(a, &len, &wide);
     NoteNcclRange(name, len);
+    NcclRangePush(a);  // the call's arguments, when its payload is 2.28.9's
     level = static_cast<int>(ThreadRanges().nccl_depth++);
   }
   return g_nvtx_next.domain_push != nullptr ? g_nvtx_next.domain_push(domain, a) : level;
@@ -127,6 +129,7 @@ int DomainPop(nvtxDomainHandle_t domain) {
     level = NvtxPop(t, slot);
   } else if (t.nccl_depth != 0 && IsNcclDomain(domain)) {
     level = static_cast<int>(--t.nccl_depth);
+    NcclRangePop();
   }
   return g_nvtx_next.domain_pop != nullptr ? g_nvtx_next.domain_pop(domain) : level;
 }

@@ -16,6 +16,7 @@
 #include "plugin/export.h"
 #include "plugin/nvtx_callbacks.h"
 #include "plugin/nvtx_contexts.h"
+#include "plugin/nvtx_nccl_payload_ext.h"
 #include "plugin/nvtx_registry.h"
 #include "plugin/nvtx_step_pattern.h"
 #include "plugin/warn.h"
@@ -179,12 +180,14 @@ NCCLSCOPE_API int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get) {
   }
 }
 
-// NVTX extensions (the payload extension NCCL's ranges use) are the forwarded tool's to serve:
-// ncclscope reads no payload (docs/nvtx.md says why), so without a tool they stay no-ops.
+// NVTX extensions are the forwarded tool's to serve, except two functions of the payload
+// extension that NCCL's ranges use (schema registration, pop with payload), which ncclscope
+// records first (nvtx_nccl_payload_ext.h); without a tool, the rest stay no-ops.
 NCCLSCOPE_API int InitializeInjectionNvtxExtension(void* module_info) {
   try {
     std::call_once(g_setup_once, Setup);
-    return g_state.forward_ext != nullptr ? g_state.forward_ext(module_info) : 0;
+    return ncclscope::plugin::AttachNvtxExtension(module_info, g_state.forward_ext,
+                                                  g_state.record);
   } catch (...) {
     return 0;
   }
