@@ -125,33 +125,48 @@ void LocateVerdict(const Context& ctx, const std::unordered_map<int, uint32_t>& 
 
 void AddPlaces(const JobIndex& index, const std::string& role, const std::vector<PlaceCalls>& calls,
                Verdict* v) {
-  std::vector<std::pair<PlaceKey, Verdict::Place>> groups;
+  struct Group {
+    PlaceKey key;
+    Verdict::Place place;
+    size_t other_calls = 0;  // ranks whose basis is not the first rank's
+  };
+  std::vector<Group> groups;
   for (const PlaceCalls& c : calls) {
     PlaceKey key;
     if (!PlaceOf(index.files()[c.file], c.pos, &key)) continue;
     auto g =
-        std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == key; });
+        std::find_if(groups.begin(), groups.end(), [&](const Group& e) { return e.key == key; });
     if (g == groups.end()) {
-      Verdict::Place p;
-      p.role = role;
-      p.has_step = key.has_step;
-      p.step = key.step;
-      p.last_step = key.last_step;
-      p.phase = key.phase;
-      p.range = key.range;
-      p.basis = c.basis;  // the group's first rank's: the others' calls are alike
-      groups.emplace_back(key, std::move(p));
+      Group n;
+      n.key = key;
+      n.place.role = role;
+      n.place.has_step = key.has_step;
+      n.place.step = key.step;
+      n.place.last_step = key.last_step;
+      n.place.phase = key.phase;
+      n.place.range = key.range;
+      n.place.basis = c.basis;
+      groups.push_back(std::move(n));
       g = std::prev(groups.end());
+    } else if (c.basis != g->place.basis) {
+      ++g->other_calls;
     }
-    g->second.ranks.push_back(c.rank);
+    g->place.ranks.push_back(c.rank);
   }
-  std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
-    return a.second.ranks.size() > b.second.ranks.size();
+  std::stable_sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) {
+    return a.place.ranks.size() > b.place.ranks.size();
   });
   if (groups.size() > Verdict::kMaxPlaces) groups.resize(Verdict::kMaxPlaces);
-  for (auto& [key, place] : groups) {
-    SortUnique(&place.ranks);
-    v->where.push_back(std::move(place));
+  for (Group& g : groups) {
+    // Ranks of one place waiting in different operations (a merged verdict's victims): the basis
+    // names the first one's and says that the others' differ.
+    if (g.other_calls > 0) {
+      g.place.basis = "rank " + std::to_string(g.place.ranks.front()) + ": " + g.place.basis +
+                      "; " + std::to_string(g.other_calls) + " other" +
+                      (g.other_calls == 1 ? " rank" : " ranks") + " in other calls";
+    }
+    SortUnique(&g.place.ranks);
+    v->where.push_back(std::move(g.place));
   }
 }
 

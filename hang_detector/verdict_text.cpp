@@ -48,13 +48,14 @@ std::string RankRanges(const std::vector<int>& ranks) {
   return list.substr(list.find(' ') + 1);
 }
 
-// "step 12, backward (innermost: layer3)", "steps 100-163, forward".
-std::string PlaceName(const Verdict::Place& p) {
+// "step 12, backward (innermost: layer3)", "steps 100-163, forward"; without the innermost range
+// when `brief`, unless there is no phase.
+std::string PlaceName(const Verdict::Place& p, bool brief = false) {
   trace::NvtxWhere w;
   w.has_step = p.has_step && p.step == p.last_step;
   w.step = p.step;
   w.phase = p.phase;
-  w.range = p.range;
+  w.range = brief && !p.phase.empty() ? "" : p.range;
   std::string out = trace::NvtxWhereText(w);
   if (p.has_step && p.step != p.last_step) {
     const std::string steps = "steps " + std::to_string(p.step) + "-" + std::to_string(p.last_step);
@@ -66,13 +67,13 @@ std::string PlaceName(const Verdict::Place& p) {
 // The first place of a role, "" when the role has none.
 std::string FirstPlace(const Verdict& v, const std::string& role) {
   for (const Verdict::Place& p : v.where) {
-    if (p.role == role) return PlaceName(p);
+    if (p.role == role) return PlaceName(p, true);
   }
   return "";
 }
 
 // For the headline: "culprit in step 12, backward; victims in step 12, optimizer", or one place
-// when both sides were in the same one.
+// when both sides were in the same one. The where lines give the innermost ranges.
 std::string PlacesBrief(const Verdict& v) {
   const std::string culprit = FirstPlace(v, "culprit"), victim = FirstPlace(v, "victim");
   if (culprit == victim) return culprit.empty() ? "" : "in " + culprit;

@@ -86,7 +86,7 @@ TEST(NvtxPlaces, CulpritAndVictimsInDifferentPhasesAreNamedApart) {
   EXPECT_NE(
       text.find(
           "allreduce #3: rank 3 never issued it; ranks 0-2 wait [culprit in step 12, backward; "
-          "victims in step 12, optimizer (innermost: clip_grad)]; since 12.3 s"),
+          "victims in step 12, optimizer]; since 12.3 s"),
       std::string::npos)
       << text;
   EXPECT_NE(text.find("  where: culprit rank 3 in step 12, backward (its newest call, allreduce "
@@ -146,8 +146,7 @@ TEST(NvtxPlaces, ARankWhoseCallsCarryNoContextGetsNoPlace) {
   EXPECT_EQ(Find(v, "culprit"), nullptr);
   ASSERT_NE(Find(v, "victim"), nullptr);
   EXPECT_EQ(Find(v, "victim")->phase, "optimizer");
-  EXPECT_NE(hang_detector::VerdictHeadline(v).find(
-                "[victims in step 12, optimizer (innermost: clip_grad)]"),
+  EXPECT_NE(hang_detector::VerdictHeadline(v).find("[victims in step 12, optimizer]"),
             std::string::npos)
       << hang_detector::VerdictHeadline(v);
 }
