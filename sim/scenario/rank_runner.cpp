@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <optional>
 
 #include "sim/scenario/comm_layout.h"
 #include "sim/scenario/fault_actions.h"
@@ -78,6 +79,10 @@ class Runner {
     processFaults(g, std::nullopt);
     const double ms = faults_.computeMs(step.compute ? *step.compute : s_.compute, g);
     {
+    // The step's name (forward, backward, optimizer) is its phase, as a training loop nests its
+    // ranges; compute and collectives are inside it. A verdict then says "step 3, backward".
+    std::optional<NvtxRange> named;
+    if (!step.name.empty()) named.emplace(step.name);
       const NvtxRange phase("compute");
       if (ms > 0) b_.computeMs(ms);
     }

@@ -1,7 +1,8 @@
 // Which training step and phase each call belongs to, end to end: `ncclscope sim` injects the
 // probe through NVTX_INJECTION64_PATH as `ncclscope run` does, the scenario runner opens a
-// "step N" range with "compute" and "collectives" phases (sim/scenario/nvtx_range.h), and
-// `ncclscope dump --json` names the step and phase of every collective and send/recv.
+// "step N" range, inside it a range named like the scenario's step (its phase: forward,
+// backward, optimizer) and inside that "compute" and "collectives" (sim/scenario/rank_runner.cpp),
+// and `ncclscope dump --json` names the step and phase of every collective and send/recv.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -20,6 +21,8 @@ bool IsDeviceWork(const std::string& op) {
   return kOps.count(op) != 0;
 }
 
+const std::set<std::string> kPhases = {"forward", "backward", "optimizer"};
+
 // Every device-work record of every rank names its step and phase; steps rise from 0 with the
 // program and every rank went through the same steps.
 void ExpectStepsAndPhases(const std::map<int, RankDump>& dump, int ranks) {
@@ -34,7 +37,9 @@ void ExpectStepsAndPhases(const std::map<int, RankDump>& dump, int ranks) {
       if (!IsDeviceWork(r.at("op"))) continue;
       ASSERT_TRUE(r.contains("step")) << r.dump();
       ASSERT_TRUE(r.contains("phase")) << r.dump();
-      EXPECT_EQ(r.at("phase"), "collectives") << r.dump();
+      // healthy.json's steps are forward, backward and optimizer; calls are made in collectives.
+      EXPECT_EQ(kPhases.count(r.at("phase")), 1u) << r.dump();
+      EXPECT_EQ(r.value("range", ""), "collectives") << r.dump();
       const uint64_t step = r.at("step");
       EXPECT_GE(step, last) << "steps follow the program";
       last = step;
