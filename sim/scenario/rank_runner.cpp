@@ -74,15 +74,15 @@ class Runner {
   int runStep(int g) {
     const StepSpec& step = s_.stepAt(g);
     const NvtxRange step_range(fmt::format("step {}", g));
+    // The step's name (forward, backward, optimizer) is its phase, as a training loop nests its
+    // ranges; compute and collectives are inside it. A verdict then says "step 3, backward".
+    std::optional<NvtxRange> named;
+    if (!step.name.empty()) named.emplace(step.name);
     b_.position(g, -1);
     setLink(g);
     processFaults(g, std::nullopt);
     const double ms = faults_.computeMs(step.compute ? *step.compute : s_.compute, g);
     {
-    // The step's name (forward, backward, optimizer) is its phase, as a training loop nests its
-    // ranges; compute and collectives are inside it. A verdict then says "step 3, backward".
-    std::optional<NvtxRange> named;
-    if (!step.name.empty()) named.emplace(step.name);
       const NvtxRange phase("compute");
       if (ms > 0) b_.computeMs(ms);
     }
