@@ -2,8 +2,9 @@
 // pthread_mutex_lock are interposed by this executable and counted on the calling thread while it
 // issues collectives, send/recv and groups through the probe (linked in, in front of the fake
 // libnccl, with completion tracking on through the fake libcuda). The fake libnccl also drives the
-// probe's profiler-plugin table inside each allreduce (CollApi, Coll, two KernelCh starts), as
-// NCCL does, so the profiler callbacks are inside the counted window.
+// probe's profiler-plugin table inside each allreduce (CollApi, Coll, two KernelCh with their
+// stops, a network send's ProxyOp and ProxySteps, a send's P2pApi, P2p and KernelCh), as NCCL does,
+// so the profiler callbacks are inside the counted window.
 #include <dlfcn.h>
 #include <nccl.h>
 #include <pthread.h>
@@ -88,10 +89,49 @@ void ProfilerEvents(void*, int, int) {
   ncclProfiler_v5.stopEvent(api);
   e.type = abi::kKernelCh;
   e.parentObj = coll;
+  abi::StateArgsV4 args{};
   for (uint8_t ch = 0; ch < 2; ++ch) {
     e.kernelCh.channelId = ch;
     ncclProfiler_v5.startEvent(g_profiler_ctx, &kernel, &e);
+    ncclProfiler_v5.recordEventState(kernel, abi::kStateKernelChStop, &args);
+    ncclProfiler_v5.stopEvent(kernel);
   }
+  // Proxy detail (src/transport/net.cc sendProxyProgress): one network send of two steps.
+  void* op = nullptr;
+  abi::EventDescrV5 p{};
+  p.type = abi::kProxyOp;
+  p.parentObj = coll;
+  p.proxyOp = {getpid(), 0, 1, 2, 1 << 20, 1};
+  ncclProfiler_v5.startEvent(g_profiler_ctx, &op, &p);
+  for (int step = 0; step < 2; ++step) {
+    void* h = nullptr;
+    abi::EventDescrV5 st{};
+    st.type = abi::kProxyStep;
+    st.parentObj = op;
+    st.proxyStep.step = step;
+    ncclProfiler_v5.startEvent(g_profiler_ctx, &h, &st);
+    for (const int state : {8, 20, 9}) ncclProfiler_v5.recordEventState(h, state, &args);
+    ncclProfiler_v5.stopEvent(h);
+  }
+  ncclProfiler_v5.stopEvent(op);
+  // A send's P2pApi and P2p (src/enqueue.cc p2pTaskAppend, src/plugin/profiler.cc
+  // ncclProfilerStartTaskEvents) and its kernel channel.
+  void* p2p_api = nullptr;
+  void* p2p = nullptr;
+  abi::EventDescrV5 q{};
+  q.type = abi::kP2pApi;
+  q.p2pApi.func = "Send";
+  ncclProfiler_v5.startEvent(g_profiler_ctx, &p2p_api, &q);
+  ncclProfiler_v5.stopEvent(p2p_api);
+  q.type = abi::kP2p;
+  q.parentObj = p2p_api;
+  q.p2p.func = "Send";
+  q.p2p.peer = 1;
+  ncclProfiler_v5.startEvent(g_profiler_ctx, &p2p, &q);
+  ncclProfiler_v5.stopEvent(p2p);
+  e.parentObj = p2p;
+  ncclProfiler_v5.startEvent(g_profiler_ctx, &kernel, &e);
+  ncclProfiler_v5.stopEvent(kernel);
 }
 
 bool IssueOneRound(ncclComm_t comm, cudaStream_t stream, float* buf) {
