@@ -1,7 +1,9 @@
 // Decoding side of the digest codec (exporters/digest_codec.h): every count and index of the bytes
 // is checked before it is used, so a corrupt or hostile digest is an error naming its source.
 #include <algorithm>
+#include <cstring>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "exporters/digest.pb.h"
@@ -257,9 +259,50 @@ struct Decoder {
     return true;
   }
 
+  // NVTX context runs: positions grow and lie among the records; names only for ids 1..254, each
+  // once and no longer than a name record holds.
+  bool Nvtx(const pb::RankDigest& r, RankFile* f) {
+    const size_t n = f->ops.size();
+    if (r.nvtx_run_pos_size() != r.nvtx_run_word_size()) {
+      return Fail("NVTX context runs of unequal columns");
+    }
+    for (int i = 0; i < r.nvtx_run_pos_size(); ++i) {
+      const uint32_t pos = r.nvtx_run_pos(i);
+      if (pos >= n || (i > 0 && pos <= r.nvtx_run_pos(i - 1))) {
+        return Fail("NVTX context runs out of order or past the records");
+      }
+      f->nvtx_runs.emplace_back(pos, r.nvtx_run_word(i));
+    }
+    if (r.nvtx_contexts_size() >= static_cast<int>(trace::kNvtxContextFull)) {
+      return Fail(std::to_string(r.nvtx_contexts_size()) + " NVTX contexts, more than 254");
+    }
+    std::set<uint32_t> seen;
+    for (const pb::NvtxContext& c : r.nvtx_contexts()) {
+      if (c.id() == 0 || c.id() >= trace::kNvtxContextFull || !seen.insert(c.id()).second) {
+        return Fail("NVTX context id " + std::to_string(c.id()) + " out of 1..254 or repeated");
+      }
+      if (c.phase().size() >= trace::kNvtxNameBytes || c.range().size() >= trace::kNvtxNameBytes) {
+        return Fail("NVTX context " + std::to_string(c.id()) + ": a name longer than " +
+                    std::to_string(trace::kNvtxNameBytes - 1) + " bytes");
+      }
+      // As the ring's name records hold them, so one reader learns names from both.
+      for (const auto& [op, name] : {std::pair{trace::OpType::kNvtxPhaseName, &c.phase()},
+                                     std::pair{trace::OpType::kNvtxRangeName, &c.range()}}) {
+        trace::RecordData rec{};
+        rec.op = static_cast<uint32_t>(op);
+        rec.seq = c.id();
+        std::memcpy(reinterpret_cast<char*>(&rec.group_id), name->data(), name->size());
+        f->nvtx_names.Add(rec);
+      }
+    }
+    return true;
+  }
+
   bool Rank(const pb::RankDigest& r, const std::string& source, RankFile* f) {
     auto info = std::make_shared<trace::RingInfo>();
-    if (!Info(r, info.get()) || !Shapes(r, f) || !Records(r, f) || !LaneBudget(*f)) return false;
+    if (!Info(r, info.get()) || !Shapes(r, f) || !Records(r, f) || !LaneBudget(*f) || !Nvtx(r, f)) {
+      return false;
+    }
     if (r.pause_before_ns() < 0 || r.pause_before_ns() > bounds.max_pause_ns) {
       return Fail("longest pause of " + std::to_string(r.pause_before_ns()) +
                   " ns, not between 0 and " + std::to_string(bounds.max_pause_ns));

@@ -1,4 +1,6 @@
 // Encoding side of the digest codec (exporters/digest_codec.h).
+#include <set>
+#include <string>
 #include <vector>
 
 #include "exporters/digest.pb.h"
@@ -125,6 +127,26 @@ void EncodeRecords(const RankFile& f, pb::Records* out) {
   }
 }
 
+// The NVTX context runs of the records kept, and the names of the context ids they use only.
+void EncodeNvtx(const RankFile& f, pb::RankDigest* r) {
+  std::set<uint32_t> ids;
+  for (const auto& [pos, word] : f.nvtx_runs) {
+    r->add_nvtx_run_pos(pos);
+    r->add_nvtx_run_word(word);
+    ids.insert(trace::NvtxContextId(word));
+  }
+  for (uint32_t id : ids) {
+    std::string phase, range;
+    if (id == 0 || id >= trace::kNvtxContextFull || !f.nvtx_names.NamesOf(id, &phase, &range)) {
+      continue;
+    }
+    pb::NvtxContext* c = r->add_nvtx_contexts();
+    c->set_id(id);
+    c->set_phase(phase);
+    c->set_range(range);
+  }
+}
+
 }  // namespace
 
 std::string EncodeNodeDigest(const DigestHeader& header, const std::vector<DigestRank>& ranks) {
@@ -148,6 +170,7 @@ std::string EncodeNodeDigest(const DigestHeader& header, const std::vector<Diges
     }
     r->set_omitted_records(rank.omitted);
     r->set_pause_before_ns(f.pause_before_ns);
+    EncodeNvtx(f, r);
   }
   return d.SerializeAsString();
 }

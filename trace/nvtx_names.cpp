@@ -17,6 +17,14 @@ void NvtxNames::Add(const RecordData& r) {
   table[static_cast<uint32_t>(r.seq)] = name;  // stops at the first NUL; never past byte 48
 }
 
+bool NvtxNames::NamesOf(uint32_t id, std::string* phase, std::string* range) const {
+  const auto p = phase_.find(id);
+  const auto r = range_.find(id);
+  *phase = p == phase_.end() ? std::string() : p->second;
+  *range = r == range_.end() ? std::string() : r->second;
+  return p != phase_.end() || r != range_.end();
+}
+
 NvtxWhere NvtxNames::Of(uint32_t reserved) const {
   NvtxWhere w;
   w.has_step = NvtxHasStep(reserved);

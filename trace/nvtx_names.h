@@ -31,6 +31,9 @@ class NvtxNames {
   // wrapping keeps its step and reads "#<id>" as its range.
   NvtxWhere Of(uint32_t reserved) const;
   bool empty() const { return phase_.empty() && range_.empty(); }
+  // The names of context `id` as they were learnt, for copying them elsewhere (a node digest);
+  // false when neither is known.
+  bool NamesOf(uint32_t id, std::string* phase, std::string* range) const;
 
  private:
   std::unordered_map<uint32_t, std::string> phase_;
