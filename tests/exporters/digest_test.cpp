@@ -12,6 +12,7 @@
 #include "hang_detector/correlator.h"
 #include "hang_detector/rank_digest.h"
 #include "tests/hang_detector/job_builder.h"
+#include "tests/hang_detector/nvtx_records.h"
 
 namespace ncclscope::testing {
 namespace {
@@ -369,6 +370,79 @@ TEST(DigestDecode, InconsistentRecordsAreRefused) {
   EXPECT_NE(refusal([](digest::RankDigest* r) {
               r->add_comms()->set_name(std::string(5000, 'x'));
             }).find("communicator name of 5000 bytes"),
+            std::string::npos);
+}
+
+// Two ranks whose calls were made in step 12's backward, then rank 0's in step 13's optimizer.
+std::vector<hd::RankFile> NvtxFiles() {
+  JobBuilder job(2);
+  const uint64_t world = job.Comm("world", {0, 1});
+  for (int r = 0; r < 2; ++r) {
+    for (int i = 0; i < 40; ++i) {
+      job.Coll(r, world, OpType::kAllReduce, 0.1 + i * 0.01, Done::kCompleted).reserved =
+          NvtxWord(12, 1);
+      job.DeviceStart(r, world, i + 1, 0.1 + i * 0.01);
+    }
+  }
+  job.Coll(0, world, OpType::kAllReduce, 0.6, Done::kPending).reserved = NvtxWord(13, 2);
+  job.HeartbeatAll(1.0);
+  trace::TraceSet set = job.Build();
+  AddNameRecords(&set, {{1, "backward", "layer3"}, {2, "optimizer", "optimizer"}, {3, "eval", ""}});
+  return CompactFiles(set);
+}
+
+TEST(DigestCodec, NvtxStepsAndPhasesOfTheKeptRecordsTravelWithTheDigest) {
+  const std::vector<hd::RankFile> files = NvtxFiles();
+  std::vector<hd::RankFile> cuts;
+  for (const hd::RankFile& f : files) cuts.push_back(hd::CutForDigest(f, {}).file);
+  ASSERT_LT(cuts[0].size(), files[0].size()) << "the cut leaves records out";
+  const DecodedDigest d = Decode(Encode(cuts, JobBuilder::Wall(1.5)), JobBuilder::Wall(1.5));
+  ASSERT_EQ(d.files.size(), 2u);
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    EXPECT_EQ(d.files[i].nvtx_runs, cuts[i].nvtx_runs);
+    for (uint32_t p = 0; p < cuts[i].size(); ++p) {
+      const trace::NvtxWhere a = cuts[i].NvtxAt(p), b = d.files[i].NvtxAt(p);
+      EXPECT_EQ(a.step, b.step);
+      EXPECT_EQ(a.phase, b.phase);
+      EXPECT_EQ(a.range, b.range);
+    }
+  }
+  const hd::RankFile& rank0 = d.files[0];
+  const trace::NvtxWhere last = rank0.NvtxAt(rank0.size() - 1);
+  EXPECT_EQ(last.step, 13u);
+  EXPECT_EQ(last.phase, "optimizer");
+  EXPECT_EQ(rank0.NvtxAt(rank0.size() - 2).range, "layer3");
+  // Only the names the kept records use travel: context 3 (eval) was never used.
+  digest::NodeDigest pb;
+  ASSERT_TRUE(pb.ParseFromString(Encode(cuts, JobBuilder::Wall(1.5))));
+  EXPECT_EQ(pb.ranks(0).nvtx_contexts_size(), 2);
+  EXPECT_EQ(pb.ranks(1).nvtx_contexts_size(), 1);
+}
+
+TEST(DigestDecode, InconsistentNvtxContextsAreRefused) {
+  const std::vector<hd::RankFile> files = NvtxFiles();
+  digest::NodeDigest good;
+  ASSERT_TRUE(good.ParseFromString(Encode(files, JobBuilder::Wall(1.5))));
+  ASSERT_GT(good.ranks(0).nvtx_run_pos_size(), 0);
+  auto refusal = [&](auto&& mutate) {
+    digest::NodeDigest d = good;
+    mutate(d.mutable_ranks(0));
+    return Refusal(d.SerializeAsString());
+  };
+  EXPECT_NE(refusal([](digest::RankDigest* r) { r->add_nvtx_run_pos(1); }).find("unequal columns"),
+            std::string::npos);
+  EXPECT_NE(refusal([](digest::RankDigest* r) {
+              r->add_nvtx_run_pos(r->records().shape_size());
+              r->add_nvtx_run_word(0);
+            }).find("NVTX context runs out of order or past the records"),
+            std::string::npos);
+  EXPECT_NE(refusal([](digest::RankDigest* r) {
+              r->mutable_nvtx_contexts(0)->set_id(255);
+            }).find("NVTX context id 255 out of 1..254"),
+            std::string::npos);
+  EXPECT_NE(refusal([](digest::RankDigest* r) {
+              r->mutable_nvtx_contexts(0)->set_phase(std::string(48, 'x'));
+            }).find("a name longer than 47 bytes"),
             std::string::npos);
 }
 

@@ -1,7 +1,7 @@
 // Fuzz target: any bytes offered as a node digest (an exporter's /digest, a digest file). The
 // decoder refuses them with a message naming the source, or its ranks go through the index, the
 // correlator and both renderings: never a crash, never an unbounded allocation. Seeds are digests
-// of synthetic jobs (hangs, waits, p2p, wrapped rings, blocked creation).
+// of synthetic jobs (hangs, waits, p2p, wrapped rings, blocked creation, NVTX steps and phases).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -14,6 +14,7 @@
 #include "hang_detector/verdict_json.h"
 #include "hang_detector/verdict_text.h"
 #include "tests/hang_detector/job_builder.h"
+#include "tests/hang_detector/nvtx_records.h"
 
 namespace {
 
@@ -25,8 +26,7 @@ using ncclscope::trace::OpType;
 
 const int64_t kReceived = JobBuilder::Wall(30);
 
-std::string DigestOf(const JobBuilder& job, const hd::DigestLimits& limits) {
-  const ncclscope::trace::TraceSet set = job.Build();
+std::string DigestOf(const ncclscope::trace::TraceSet& set, const hd::DigestLimits& limits) {
   std::vector<hd::DigestCut> cuts;
   for (const auto& s : set.files) {
     hd::RankFile f;
@@ -45,6 +45,10 @@ std::string DigestOf(const JobBuilder& job, const hd::DigestLimits& limits) {
   h.built_at_ns = h.produced_at_ns = JobBuilder::Wall(29);
   h.unreadable = {"node-a:/trace/x.ring: bad magic"};
   return ex::EncodeNodeDigest(h, ranks);
+}
+
+std::string DigestOf(const JobBuilder& job, const hd::DigestLimits& limits) {
+  return DigestOf(job.Build(), limits);
 }
 
 }  // namespace
@@ -103,4 +107,20 @@ extern "C" void FuzzSeeds(std::vector<std::string>* seeds) {
   }
   untracked.Finished(1);
   seeds->push_back(DigestOf(untracked, {}));
+
+  // NVTX contexts (steps, phases and their names), with a rank stuck in another phase.
+  JobBuilder steps(2);
+  const uint64_t sw = steps.Comm("world", {0, 1});
+  for (int i = 0; i < 12; ++i) {
+    for (int r = 0; r < 2; ++r) {
+      steps.Coll(r, sw, OpType::kAllReduce, 0.1 * i, Done::kCompleted).reserved =
+          ncclscope::testing::NvtxWord(i / 3, 1 + i % 2);
+    }
+  }
+  steps.Coll(0, sw, OpType::kAllReduce, 2.0, Done::kPending).reserved =
+      ncclscope::testing::NvtxWord(4, 2);
+  steps.HeartbeatAll(5);
+  ncclscope::trace::TraceSet set = steps.Build();
+  ncclscope::testing::AddNameRecords(&set, {{1, "backward", "layer1"}, {2, "optimizer", ""}});
+  seeds->push_back(DigestOf(set, {}));
 }
