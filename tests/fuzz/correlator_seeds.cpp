@@ -1,6 +1,7 @@
 // Seeds for the correlator fuzz target: small jobs written by the real trace writer, one per
 // verdict family (a rank that never issued a collective, a desync with send/recv left unmatched,
-// creations nobody finished, a wrapped healthy job, a straggler, a device that never started).
+// creations nobody finished, a wrapped healthy job, a straggler, a device that never started, a
+// stall whose stage the profiler's proxy progress names).
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -92,6 +93,27 @@ class Rank {
     r.aux = At(t);
     r.send_buffer = At(t) + 1000;
     r.recv_buffer = seq > 1 ? At(t) - 100000000 : 0;
+    w_->Append(r, false);
+  }
+  // The profiler's proxy_progress of operation `op` #seq: one (channel, peer, side) waiting in
+  // NCCL step state `state` (trace/record.h).
+  void Proxy(uint64_t comm, uint64_t seq, OpType op, int peer, bool send, int state, double t) {
+    RecordData r = Base(comm, seq, OpType::kProxyProgress, t);
+    r.peer = peer;
+    r.dtype = 1;
+    r.redop = state;
+    r.count = uint64_t{1} << 32;
+    r.aux = uint64_t{1} << 32;
+    r.group_id = static_cast<uint64_t>(At(t));
+    r.stream = (send ? kProxySend : 0) | uint64_t{4} << 8 | static_cast<uint64_t>(op) << 32;
+    w_->Append(r, false);
+  }
+  // A send's (receive's) device start.
+  void P2PStart(uint64_t comm, uint64_t seq, int peer, bool send, double t) {
+    RecordData r = Base(comm, seq, OpType::kP2pDeviceStart, t);
+    r.peer = peer;
+    r.redop = static_cast<int32_t>(send ? OpType::kSend : OpType::kRecv);
+    r.dtype = 0;
     w_->Append(r, false);
   }
   void Heartbeat(double t) { w_->Heartbeat(At(t)); }
@@ -223,6 +245,25 @@ extern "C" void FuzzSeeds(std::vector<std::string>* seeds) {
       ranks[r].Coll(kWorld, 1, OpType::kAllReduce, 0.1, Done::kPending);
     }
     ranks[0].Profiler(kWorld, OpType::kDeviceStart, 1, 0.11);
+    Add(ranks, 10, 0x14, seeds);
+  }
+  {  // Every member started #1; rank 0's send to 1 is on the wire, 1's receive waits for it; a
+     // send/recv pair of both started, stuck the same way (the stage of a stall).
+    ncclscope::testing::TempDir tmp;
+    auto ranks = Job(tmp.path(), 2);
+    for (int r = 0; r < 2; ++r) {
+      ranks[r].Profiler(kWorld, OpType::kProfilerAttach, 0, 0.05);
+      ranks[r].Coll(kWorld, 1, OpType::kAllReduce, 0.1, Done::kPending);
+      ranks[r].Profiler(kWorld, OpType::kDeviceStart, 1, 0.11);
+    }
+    ranks[0].Proxy(kWorld, 1, OpType::kAllReduce, 1, true, 9, 0.5);
+    ranks[1].Proxy(kWorld, 1, OpType::kAllReduce, 0, false, 10, 0.5);
+    ranks[0].P2P(kWorld, 1, OpType::kSend, 1, 0.6, Done::kPending);
+    ranks[1].P2P(kWorld, 1, OpType::kRecv, 0, 0.6, Done::kPending);
+    ranks[0].P2PStart(kWorld, 1, 1, true, 0.61);
+    ranks[1].P2PStart(kWorld, 1, 0, false, 0.61);
+    ranks[0].Proxy(kWorld, 1, OpType::kSend, 1, true, 9, 0.7);
+    ranks[1].Proxy(kWorld, 1, OpType::kRecv, 0, false, 10, 0.7);
     Add(ranks, 10, 0x14, seeds);
   }
 }
