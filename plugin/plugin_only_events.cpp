@@ -2,6 +2,7 @@
 // (plugin_only_recorder.h says what each event gives and in which order NCCL emits them).
 #include <cstdint>
 
+#include "plugin/nvtx_nccl_payload_calls.h"
 #include "plugin/plugin_only_names.h"
 #include "plugin/plugin_only_recorder.h"
 #include "plugin/plugin_only_state.h"
@@ -88,9 +89,20 @@ Handle* StartOp(Comm* c, const void* group, OpType op, size_t count, const char*
   return h;
 }
 
-// Appends the operation's record with sequence number seq (and `peer` for send/recv) and
-// publishes where it is.
-void WriteRecord(Handle& h, const Comm& c, uint64_t seq, int peer) noexcept {
+// The reduction op of the collective the calling thread is in, from NCCL's own NVTX range around
+// the API call (nvtx_nccl_payload_calls.h: NCCL 2.28.9 starts and stops the CollApi event inside
+// it, and launches an ungrouped call's Coll inside it too), when that range is the same function
+// on the same communicator (its commHash). -1 otherwise: NVTX not injected, NCCL_NVTX_DISABLE=1,
+// another NCCL's layout, or inside ncclGroupEnd.
+int32_t RedOpOfCurrentCall(OpType op, const Comm& c) noexcept {
+  NcclCallArgs a;
+  if (!CurrentNcclCallArgs(&a) || a.op != op || a.comm_hash != c.id) return -1;
+  return a.redop;
+}
+
+// Appends the operation's record with sequence number seq (and `peer` for send/recv, `redop` for
+// a reduction) and publishes where it is.
+void WriteRecord(Handle& h, const Comm& c, uint64_t seq, int peer, int32_t redop = -1) noexcept {
   Runtime* rt = LiveRuntime();
   if (rt == nullptr) return;
   const auto op = static_cast<OpType>(h.op.load(std::memory_order_relaxed));
@@ -101,6 +113,7 @@ void WriteRecord(Handle& h, const Comm& c, uint64_t seq, int peer) noexcept {
   d.count = h.count.load(std::memory_order_relaxed);
   d.stream = h.stream.load(std::memory_order_relaxed);
   d.dtype = h.dtype.load(std::memory_order_relaxed);
+  d.redop = redop;
   d.peer = trace::IsP2P(op) ? peer : h.root.load(std::memory_order_relaxed);
   d.t_enter_ns = h.t_enter_ns.load(std::memory_order_relaxed);
   d.t_exit_ns = h.t_exit_ns.load(std::memory_order_relaxed);
@@ -284,7 +297,7 @@ ncclResult_t StartEventV4(void* context, void** handle, void* descr) noexcept {
       if (!trace::IsCollective(op)) break;
       Handle* h = StartOp(c, e->parentObj, op, e->coll.count, e->coll.datatype, e->coll.root,
                           nullptr, false, now);
-      WriteRecord(*h, *c, NextCollSeq(*c), -1);
+      WriteRecord(*h, *c, NextCollSeq(*c), -1, RedOpOfCurrentCall(op, *c));
       Launched(*h, e->coll.seqNumber, e->coll.nChannels);
       *handle = h;
       break;
@@ -321,7 +334,7 @@ ncclResult_t StopEvent(void* handle) noexcept {
   h->t_exit_ns.store(ProbeNowNs(), std::memory_order_relaxed);
   const auto op = static_cast<OpType>(h->op.load(std::memory_order_relaxed));
   if (trace::IsCollective(op)) {
-    WriteRecord(*h, *c, NextCollSeq(*c), -1);
+    WriteRecord(*h, *c, NextCollSeq(*c), -1, RedOpOfCurrentCall(op, *c));
     h->stage.store(kStageRecorded, std::memory_order_release);
   }
   return ncclSuccess;

@@ -25,8 +25,10 @@
 //     GroupEndApiStart state, closed at the GroupApi stop; its result is unknown: ncclSuccess).
 //   - CollApi (v5): function, count, datatype, root and stream, on the calling thread inside the
 //     call. The collective's record is written at its stop (enqueued), numbered per communicator.
-//     The reduction op is in no event: records carry redop -1, so a desync on the reduction op
-//     needs the interposer. Calls NCCL drops before any event (count 0, 1-rank communicators,
+//     The reduction op is in no event: it comes from NCCL's own NVTX range around the call when
+//     libncclscope.so is also the NVTX injection (nvtx_nccl_payload_calls.h; same function and
+//     commHash required), else records carry redop -1 and a desync on the op needs the
+//     interposer. Calls NCCL drops before any event (count 0, 1-rank communicators,
 //     rejected arguments) take no number.
 //   - P2pApi (v5) has no peer; the P2p event at group end (parent: the P2pApi) does. A send or
 //     receive is recorded there, numbered per (communicator, peer, direction) in NCCL's order.
