@@ -25,7 +25,7 @@ const std::vector<NvtxContextName> kNames = {
     {kEval, "eval", "eval"},
 };
 
-Analysis AnalyzeSet(trace::TraceSet set, double now) {
+Analysis AnalyzeSet(const trace::TraceSet& set, double now) {
   static const FakeProbe running;
   hang_detector::AnalyzeOptions o = ConfirmAtOnce();
   o.now_wall_ns = JobBuilder::Wall(now);
