@@ -138,6 +138,9 @@ void LiveBackend::computeMs(double ms) {
 void LiveBackend::setLinkSlowdown(double factor) {
   ncclsimSetLinkSlowdown(factor);
 }
+void LiveBackend::setLinkHung() {
+  ncclsimSetLinkHung(1);
+}
 void LiveBackend::blockForever(const std::string& why) {
   sim::blockForever(why);
 }

@@ -79,7 +79,7 @@ constexpr std::array<std::pair<std::string_view, RedOp>, 6> kRedOps{{
     {"premulsum", RedOp::kPreMulSum},
 }};
 
-constexpr std::array<std::pair<std::string_view, FaultKind>, 17> kFaults{{
+constexpr std::array<std::pair<std::string_view, FaultKind>, 18> kFaults{{
     {"hang", FaultKind::kHang},
     {"stuck_before", FaultKind::kStuckBefore},
     {"skip", FaultKind::kSkip},
@@ -93,6 +93,7 @@ constexpr std::array<std::pair<std::string_view, FaultKind>, 17> kFaults{{
     {"send_first", FaultKind::kSendFirst},
     {"compute_slowdown", FaultKind::kComputeSlowdown},
     {"slow_link", FaultKind::kSlowLink},
+    {"hung_link", FaultKind::kHungLink},
     {"crash", FaultKind::kCrash},
     {"freeze", FaultKind::kFreeze},
     {"early_exit", FaultKind::kEarlyExit},

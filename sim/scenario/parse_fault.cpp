@@ -50,6 +50,9 @@ std::vector<std::string_view> keysFor(FaultKind kind) {
       return {"step", "until_step", "extra_ms", "factor"};
     case FaultKind::kSlowLink:
       return {"step", "until_step", "factor"};
+    case FaultKind::kHungLink:
+      // No until_step: what was sent while hung stays lost, so the job never gets past it.
+      return {"step"};
     case FaultKind::kCrash:
       return {"step", "op", "mode"};
     case FaultKind::kFreeze:
@@ -63,8 +66,8 @@ std::vector<std::string_view> keysFor(FaultKind kind) {
 
 bool opRequired(FaultKind kind) {
   return kind != FaultKind::kComputeSlowdown && kind != FaultKind::kSlowLink &&
-         kind != FaultKind::kCrash && kind != FaultKind::kFreeze && kind != FaultKind::kEarlyExit &&
-         kind != FaultKind::kNeverJoin;
+         kind != FaultKind::kHungLink && kind != FaultKind::kCrash && kind != FaultKind::kFreeze &&
+         kind != FaultKind::kEarlyExit && kind != FaultKind::kNeverJoin;
 }
 
 template <typename T, typename Parse>

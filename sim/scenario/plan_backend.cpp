@@ -76,7 +76,12 @@ CUresult PlanBackend::streamCreate(CUstream* stream) {
 
 CUresult PlanBackend::streamSynchronize(CUstream stream) {
   if (blocked_.count(stream) != 0) stop("a stream blocked by a hang fault never drains");
+  if (lines_.size() > hung_from_) stop("a rank whose links are hung never gets its sends through");
   return CUDA_SUCCESS;
+}
+
+void PlanBackend::setLinkHung() {
+  if (hung_from_ == SIZE_MAX) hung_from_ = lines_.size();
 }
 
 CUresult PlanBackend::blockStream(CUstream stream, const std::string& why) {

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <deque>
 #include <ostream>
 #include <set>
@@ -82,6 +83,9 @@ class PlanBackend final : public RankBackend {
 
   void sleepMs(double) override {}
   void setLinkSlowdown(double) override {}
+  // Calls issued from now on wait for sends that never arrive: the step's synchronize ends the
+  // plan (conservatively: an op that only receives would still complete).
+  void setLinkHung() override;
   [[noreturn]] void blockForever(const std::string& why) override;
   [[noreturn]] void crash(CrashMode mode, const std::string& why) override;
   void freeze(const std::string& why) override;
@@ -106,6 +110,7 @@ class PlanBackend final : public RankBackend {
   std::deque<std::string> comms_;
   std::deque<char> streams_;
   std::set<CUstream> blocked_;
+  size_t hung_from_ = SIZE_MAX;  // lines_.size() when the link hung
   std::vector<size_t> id_line_;  // per unique id handed out: its get_unique_id line, or SIZE_MAX
   int next_redop_ = ncclNumOps;
 };

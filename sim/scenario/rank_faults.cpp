@@ -13,6 +13,7 @@ bool isOpFault(FaultKind k) {
   switch (k) {
     case FaultKind::kComputeSlowdown:
     case FaultKind::kSlowLink:
+    case FaultKind::kHungLink:
     case FaultKind::kCrash:
     case FaultKind::kFreeze:
     case FaultKind::kEarlyExit:
@@ -115,6 +116,12 @@ double RankFaults::linkFactor(int step) const {
     if (f.kind == FaultKind::kSlowLink && activeAt(f, step) && mine(f)) factor *= f.factor;
   }
   return factor;
+}
+
+bool RankFaults::linkHung(int step) const {
+  return std::any_of(s_.faults.begin(), s_.faults.end(), [&](const FaultSpec& f) {
+    return f.kind == FaultKind::kHungLink && step >= f.step && mine(f);
+  });
 }
 
 bool groupDesynced(const Scenario& s, const JobLayout& job, int comm, int world_rank, int step,

@@ -28,6 +28,8 @@ class RankFaults {
   double computeMs(const ComputeSpec& base, int step) const;
   // Link slowdown in force during a step (1.0 = none); faults active together multiply.
   double linkFactor(int step) const;
+  // Whether this rank's links are hung during a step (a hung_link fault at or before it).
+  bool linkHung(int step) const;
 
  private:
   bool mine(const FaultSpec& f) const;

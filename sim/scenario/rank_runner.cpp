@@ -64,6 +64,11 @@ class Runner {
   }
 
   void setLink(int g) {
+    if (!link_hung_ && faults_.linkHung(g)) {
+      logLine(fmt::format("injecting hung_link at step {}: nothing this rank sends arrives", g));
+      b_.setLinkHung();
+      link_hung_ = true;
+    }
     const double factor = faults_.linkFactor(g);
     if (factor == link_factor_) return;
     logLine(fmt::format("slow_link: link slowdown x{} from step {}", factor, g));
@@ -233,6 +238,7 @@ class Runner {
   RankFaults faults_;
   RankComms comms_;
   double link_factor_ = 1.0;
+  bool link_hung_ = false;
 };
 
 }  // namespace

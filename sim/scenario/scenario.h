@@ -82,6 +82,7 @@ enum class FaultKind {
   kSendFirst,
   kComputeSlowdown,
   kSlowLink,
+  kHungLink,
   kCrash,
   kFreeze,
   kEarlyExit,

@@ -207,6 +207,10 @@ std::vector<Case> Catalogue(int ranks) {
       {"stuck-before", "missing", "dp", 2, {2}},
       // The profiler plugin's device start records single out the rank whose stream is blocked.
       {"hang", "device-stall", "tp", 3, {1}, false, "allreduce"},
+      // Every kernel started; the stuck allreduce was issued before any suspicion turned proxy
+      // detail on, so at the default NCCLSCOPE_PROFILER_PROXY its two ends tie (localized to the
+      // link with it always on: tests/e2e/stall_stage_e2e_test.cpp).
+      {"hung-link", "device-stall", "tp", 3, {0, 1}, false, "allreduce"},
       {"skip", "desync", "tp", 3, {3}},
       {"extra-op", "desync", "tp", 4, {1}},
       {"wrong-op", "desync", "tp", 3, {1}},

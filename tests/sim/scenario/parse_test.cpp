@@ -75,8 +75,9 @@ TEST(ScenarioParse, EveryFaultKind) {
     {"kind": "crash", "ranks": [1], "step": 1, "mode": "segfault"},
     {"kind": "freeze", "ranks": [1], "step": 1, "op": 2},
     {"kind": "early_exit", "ranks": [1], "step": 1},
-    {"kind": "never_join", "ranks": [1], "comm": "tp"}])"));
-  ASSERT_EQ(s.faults.size(), 17u);
+    {"kind": "never_join", "ranks": [1], "comm": "tp"},
+    {"kind": "hung_link", "ranks": [-1], "step": 1}])"));
+  ASSERT_EQ(s.faults.size(), 18u);
   EXPECT_EQ(s.faults[1].ranks, (std::vector<int>{0, -1}));
   EXPECT_EQ(s.faults[3].extra->kind, OpKind::kAllGather);
   EXPECT_EQ(*s.faults[4].count, 16u);
@@ -92,6 +93,10 @@ TEST(ScenarioParse, EveryFaultKind) {
   EXPECT_FALSE(s.faults[13].op.has_value());
   EXPECT_EQ(*s.faults[14].op, 2);
   EXPECT_EQ(s.faults[16].comm, "tp");
+  EXPECT_EQ(s.faults[17].kind, FaultKind::kHungLink);
+  EXPECT_EQ(s.faults[17].ranks, (std::vector<int>{-1}));
+  EXPECT_EQ(s.faults[17].step, 1);
+  EXPECT_FALSE(s.faults[17].op.has_value());
 }
 
 TEST(ScenarioParse, CommentsAreAllowedEverywhere) {

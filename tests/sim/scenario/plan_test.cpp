@@ -153,6 +153,19 @@ TEST_F(RankPlan, HangIssuesTheRestOfItsStepThenStops) {
   EXPECT_EQ(p.calls.back().at("step"), 2);
 }
 
+// Its sends of step 2 never arrive, so the step's synchronize never returns; a rank whose link
+// is fine has a plan of its own to the end.
+TEST_F(RankPlan, HungLinkIssuesItsStepThenStops) {
+  const Plan p = planOf("hung-link.json", 1, 4);
+  ASSERT_FALSE(p.stop.is_null());
+  EXPECT_EQ(p.stop.at("step"), 2);
+  EXPECT_NE(p.stop.at("why").get<std::string>().find("links are hung"), std::string::npos);
+  EXPECT_EQ(at(p, 2, 0).size(), 1u);
+  EXPECT_FALSE(at(p, 2, 1).empty());
+  EXPECT_EQ(p.calls.back().at("step"), 2);
+  EXPECT_TRUE(planOf("hung-link.json", 0, 4).stop.is_null());
+}
+
 TEST_F(RankPlan, NeverJoinStopsBeforeTheCreation) {
   const Plan p = planOf("never-join.json", 1, 4);
   ASSERT_FALSE(p.stop.is_null());

@@ -20,7 +20,8 @@ const char* kScenario = R"({
     {"kind": "hang", "ranks": [0], "step": 1, "op": 1},
     {"kind": "crash", "ranks": [3], "step": 3},
     {"kind": "freeze", "ranks": [3], "step": 2, "op": 1},
-    {"kind": "never_join", "ranks": [-2], "comm": "tp"}]})";
+    {"kind": "never_join", "ranks": [-2], "comm": "tp"},
+    {"kind": "hung_link", "ranks": [-1], "step": 2}]})";
 
 TEST(RankFaults, ComputeTimeFollowsOverridesAndSlowdowns) {
   const Scenario s = testing::parse(kScenario);
@@ -51,6 +52,13 @@ TEST(RankFaults, WhichFaultsApplyWhere) {
   EXPECT_TRUE(RankFaults(s, 2, 4).neverJoins("tp"));
   EXPECT_FALSE(RankFaults(s, 2, 4).neverJoins("world"));
   EXPECT_FALSE(RankFaults(s, 3, 4).neverJoins("tp"));
+  // A hung link stays hung from its step on, on its rank only; it is no per-op fault.
+  EXPECT_FALSE(RankFaults(s, 3, 4).linkHung(1));
+  EXPECT_TRUE(RankFaults(s, 3, 4).linkHung(2));
+  EXPECT_TRUE(RankFaults(s, 3, 4).linkHung(3));
+  EXPECT_FALSE(RankFaults(s, 2, 4).linkHung(3));
+  EXPECT_TRUE(RankFaults(s, 3, 4).opFaults(2, 0).empty());
+  EXPECT_EQ(RankFaults(s, 3, 4).linkFactor(3), 1.0);
 }
 
 // Rank 2 skipping a tp op disturbs its tp group {2,3} from that op on, nothing else.

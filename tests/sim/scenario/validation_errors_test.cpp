@@ -89,7 +89,29 @@ INSTANTIATE_TEST_SUITE_P(
                 "faults[0].until_step: ends before it starts"},
         BadCase{R"({"faults": [{"kind": "never_join", "ranks": [1], "comm": "pp"}],
                  "steps": [{"ops": []}]})",
-                "faults[0].comm: unknown communicator 'pp'"}));
+                "faults[0].comm: unknown communicator 'pp'"},
+        // A hung link never recovers (what it sent is lost): no until_step, no op.
+        BadCase{R"({"faults": [{"kind": "hung_link", "ranks": [1], "step": 0, "until_step": 2}],
+                 "steps": [{"ops": []}]})",
+                "faults[0].until_step: unknown key for a hung_link fault (allowed: kind, ranks, "
+                "step)"},
+        BadCase{R"({"faults": [{"kind": "hung_link", "ranks": [1], "step": 0, "op": 0}],
+                 "steps": [{"ops": []}]})",
+                "faults[0].op: unknown key for a hung_link fault"},
+        BadCase{R"({"faults": [{"kind": "hung_link", "ranks": [1]}], "steps": [{"ops": []}]})",
+                "faults[0].step: required key is missing"},
+        BadCase{R"({"faults": [{"kind": "hung_link", "ranks": [1], "step": -1}],
+                 "steps": [{"ops": []}]})",
+                "faults[0].step: "},
+        BadCase{R"({"faults": [{"kind": "hung_link", "ranks": [1], "step": "2"}],
+                 "steps": [{"ops": []}]})",
+                "faults[0].step: "},
+        BadCase{R"({"faults": [{"kind": "hung_link", "ranks": [1], "step": 4}],
+                 "steps": [{"ops": []}]})",
+                "faults[0].step: step 4 does not exist"},
+        BadCase{R"({"faults": [{"kind": "hung_lnk", "ranks": [1], "step": 0}],
+                 "steps": [{"ops": []}]})",
+                "faults[0].kind: unknown fault kind 'hung_lnk'"}));
 
 TEST(ScenarioErrors, FaultsMustFitTheirOp) {
   struct Case {
