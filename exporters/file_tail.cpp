@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "exporters/operation_size.h"
+#include "trace/nvtx_names.h"
 
 namespace ncclscope::exporters {
 
@@ -79,6 +80,10 @@ class FileTail::Visitor final : public trace::RingVisitor {
   }
 
   void New(const trace::StoredRecord& r) {
+    if (trace::NvtxNames::IsNameRecord(r.data)) {
+      events_->NvtxName(r);
+      return;
+    }
     if (!IsOperation(static_cast<trace::OpType>(r.data.op))) return;
     events_->Issued(r);
     const int64_t done = r.data.t_device_done_ns;

@@ -15,7 +15,8 @@
 
 namespace ncclscope::exporters {
 
-// What a Poll found, in writer order. Only operations (collectives, send/recv) are reported.
+// What a Poll found, in writer order. Only operations (collectives, send/recv) and the names of
+// their NVTX contexts are reported.
 class TailEvents {
  public:
   virtual ~TailEvents() = default;
@@ -30,6 +31,9 @@ class TailEvents {
   virtual void Completed(const trace::StoredRecord& record, bool was_pending) = 0;
   // A pending operation whose completion will never be seen (untracked, or overwritten).
   virtual void Abandoned(const trace::StoredRecord& record) = 0;
+  // A record naming an NVTX context (trace/record.h, "NVTX context"), before the operations that
+  // use it. Not an operation: nothing else is told of it.
+  virtual void NvtxName(const trace::StoredRecord& /*record*/) {}
 };
 
 class FileTail {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -124,8 +125,16 @@ void AddHistograms(const NodeView& view, std::vector<MetricFamily>* out) {
 
 void AddRankFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
   Rows operations, bytes, inflight, issued, completed, lateness, score, progress, lost, up;
-  std::map<std::string, Labels> info;  // by rank: the newest process's labels
+  Rows phase_operations, phase_seconds;
+  std::map<std::string, Labels> info;                   // by rank: the newest process's labels
+  std::map<std::string, std::optional<uint64_t>> step;  // by rank: the newest process's step
   for (const FileView& f : view.files) {
+    for (const PhaseRow& p : f.phases) {
+      phase_operations.Add({f.rank, p.comm, p.phase}, static_cast<double>(p.operations));
+      phase_seconds.Add({f.rank, p.comm, p.phase}, p.seconds);
+    }
+    // A restarted rank that has not reached a step yet has none: not its predecessor's.
+    step[f.rank] = f.step;
     for (const OpRow& o : f.ops) {
       operations.Add({f.rank, o.comm, o.op}, static_cast<double>(o.operations));
       bytes.Add({f.rank, o.comm, o.op}, static_cast<double>(o.bytes));
@@ -155,6 +164,10 @@ void AddRankFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
   }
   Rows info_rows;
   for (const auto& [rank, labels] : info) info_rows.Set(labels, 1);
+  Rows step_rows;
+  for (const auto& [rank, s] : step) {
+    if (s) step_rows.Set({rank}, static_cast<double>(*s));
+  }
 
   const std::vector<std::string> rco = {"rank", "comm", "op"};
   const std::vector<std::string> rc = {"rank", "comm"};
@@ -192,6 +205,22 @@ void AddRankFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
       Family("ncclscope_rank_info", "Always 1: joins ranks with dcgm-exporter (Hostname, UUID)",
              MetricType::Gauge, {"rank", "local_rank", "world_size", "Hostname", "UUID", "job_id"},
              info_rows));
+  // NVTX (docs/nvtx.md): no family at all for a job whose calls carry no context.
+  if (!phase_operations.rows().empty()) {
+    const std::vector<std::string> rcp = {"rank", "comm", "phase"};
+    out->push_back(Family("ncclscope_phase_operations_total",
+                          "Completed operations by the NVTX phase they were called in (none: "
+                          "outside any phase; other: a phase past the first 8 names)",
+                          MetricType::Counter, rcp, phase_operations));
+    out->push_back(Family("ncclscope_phase_operation_seconds_total",
+                          "Enqueue to device completion of those operations, summed",
+                          MetricType::Counter, rcp, phase_seconds));
+  }
+  if (!step_rows.rows().empty()) {
+    out->push_back(Family("ncclscope_rank_step",
+                          "NVTX step of the rank's newest operation made inside a step range",
+                          MetricType::Gauge, {"rank"}, step_rows));
+  }
 }
 
 // Verdicts of one view: `scope` "node" (this node's ring files) or "job" (the job correlated from

@@ -21,6 +21,11 @@ struct OpTotals {
   uint64_t bytes = 0;
 };
 
+struct PhaseTotals {
+  uint64_t operations = 0;
+  double seconds = 0;
+};
+
 struct CommProgress {
   uint64_t last_issued_seq = 0;
   uint64_t last_completed_seq = 0;
@@ -50,6 +55,8 @@ class NodeAggregator::FileState final : public TailEvents {
   const trace::RingInfo& info() const { return info_; }
   const std::map<std::pair<uint64_t, uint32_t>, OpTotals>& ops() const { return ops_; }
   const std::map<uint64_t, CommProgress>& comms() const { return comms_; }
+  const std::map<std::pair<uint64_t, uint16_t>, PhaseTotals>& phases() const { return phases_; }
+  const FileNvtx& nvtx() const { return nvtx_; }
   int64_t last_done_ns() const { return last_done_ns_; }
   int64_t heartbeat_moved_at() const { return heartbeat_moved_at_; }
   bool readable() const { return readable_; }
@@ -60,6 +67,8 @@ class NodeAggregator::FileState final : public TailEvents {
     ops_.clear();
     comms_.clear();
     stream_done_.clear();
+    phases_.clear();
+    nvtx_.Reset();
     last_done_ns_ = 0;
   }
 
@@ -78,6 +87,7 @@ class NodeAggregator::FileState final : public TailEvents {
 
   void Issued(const trace::StoredRecord& record) override {
     const trace::RecordData& r = record.data;
+    nvtx_.Issued(r.reserved);  // a call NCCL refused was still made in its step
     if (!Accepted(r)) return;
     Entry& e = Lookup(r.comm_id, r.op);
     const uint64_t bytes = OperationBytes(r, e.nranks);
@@ -107,6 +117,9 @@ class NodeAggregator::FileState final : public TailEvents {
     e.histograms->duration_s.Observe(duration_s, node_->duration_bounds_);
     e.histograms->duration_by_size_s[SizeClassOf(OperationBytes(r, e.nranks))].Observe(
         duration_s, node_->duration_by_size_bounds_);
+    PhaseTotals& phase = phases_[{r.comm_id, nvtx_.PhaseOf(r.reserved, &node_->phase_labels_)}];
+    ++phase.operations;
+    phase.seconds += duration_s;
     // Device work starts when the call enqueues it or when the stream's previous work ends,
     // whichever is later: a rank that waited on its own earlier work was not waiting for peers.
     int64_t& stream_done = stream_done_[r.stream];
@@ -124,6 +137,8 @@ class NodeAggregator::FileState final : public TailEvents {
     if (c.inflight > 0) --c.inflight;
   }
 
+  void NvtxName(const trace::StoredRecord& record) override { nvtx_.Name(record.data); }
+
  private:
   NodeAggregator* node_;
   uint32_t id_;
@@ -132,6 +147,10 @@ class NodeAggregator::FileState final : public TailEvents {
   std::map<std::pair<uint64_t, uint32_t>, OpTotals> ops_;
   std::map<uint64_t, CommProgress> comms_;
   std::unordered_map<uint64_t, int64_t> stream_done_;
+  FileNvtx nvtx_;
+  // Completed operations by (comm id, phase label), counted from the start whether or not the
+  // file carries contexts yet, so the series a file gets once it does hold all of its operations.
+  std::map<std::pair<uint64_t, uint16_t>, PhaseTotals> phases_;
   // Where the records of one (comm, op) are counted, so that thousands of records per scrape
   // search the maps once per (comm, op) and poll, not once each (docs/performance.md). Map nodes
   // stay put; Reset clears the maps and the cache, Header the cache (nranks may change).
@@ -253,6 +272,13 @@ FileView NodeAggregator::ViewOf(FileState& f) {
     v.comms.push_back({CommLabel(comm), progress.last_issued_seq, progress.last_completed_seq,
                        progress.inflight, late.seconds, late.score});
   }
+  if (f.nvtx().has_context()) {
+    for (const auto& [key, totals] : f.phases()) {
+      v.phases.push_back({CommLabel(key.first), phase_labels_.Label(key.second), totals.operations,
+                          totals.seconds});
+    }
+  }
+  v.step = f.nvtx().step();
   const uint64_t lost[kLostReasonCount] = {info.overwritten, info.dropped_records,
                                            info.dropped_comms, info.untracked_completions,
                                            info.unknown_comm_records};

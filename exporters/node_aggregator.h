@@ -16,6 +16,7 @@
 #include "exporters/arrival_lateness.h"
 #include "exporters/comm_labels.h"
 #include "exporters/node_view.h"
+#include "exporters/nvtx_phases.h"
 #include "exporters/ring_source.h"
 #include "exporters/size_classes.h"
 #include "hang_detector/process_probe.h"
@@ -68,6 +69,7 @@ class NodeAggregator {
   std::unordered_map<uint64_t, std::string> comm_names_;  // first non-empty name seen
   std::unordered_map<uint64_t, int> comm_ranks_;
   CommLabels labels_;
+  PhaseLabels phase_labels_;
   ArrivalLateness lateness_;
   struct OpHistograms {
     BucketCounts duration_s, size_bytes;

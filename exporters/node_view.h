@@ -34,6 +34,14 @@ struct CommRow {
   double straggler_score = 0;
 };
 
+// Completed operations of one (comm, phase) label pair: how many, and their enqueue to device
+// completion summed.
+struct PhaseRow {
+  std::string comm, phase;
+  uint64_t operations = 0;
+  double seconds = 0;
+};
+
 // One ring file (one process). Several files can carry the same rank (a restarted process):
 // counters add up, gauges come from the newest file.
 struct FileView {
@@ -44,6 +52,8 @@ struct FileView {
   std::vector<OpRow> ops;
   std::vector<CommRow> comms;
   uint64_t lost[kLostReasonCount] = {};
+  std::vector<PhaseRow> phases;  // empty when no operation of the file carried an NVTX context
+  std::optional<uint64_t> step;  // the NVTX step of its newest operation made in one
 };
 
 struct HistogramRow {
