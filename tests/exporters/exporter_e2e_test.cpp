@@ -3,6 +3,7 @@
 // verdict series within seconds, a taken port is a clear error, only GET does anything.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include "tests/exporters/scrape_text.h"
 #include "tests/exporters/snapshot_source.h"
 #include "tests/hang_detector/job_builder.h"
+#include "tests/hang_detector/nvtx_records.h"
 
 namespace ncclscope::testing {
 namespace {
@@ -108,6 +110,53 @@ TEST(ExporterE2E, CountersEqualWhatTheJobDid) {
   EXPECT_EQ(uuids.size(), static_cast<size_t>(kRanks)) << text;
 }
 
+TEST(ExporterE2E, TimeInEachPhaseAndEachRanksStepComeFromTheScenariosNvtxRanges) {
+  // The scenario runner opens "step G" around each step and the step's name (forward, backward,
+  // optimizer) inside it (sim/scenario/rank_runner.cpp); `ncclscope sim` injects the probe's NVTX
+  // side, so every call carries its phase.
+  ScratchDir scratch;
+  const std::string dir = scratch / "trace";
+  Exporter exporter(scratch, dir);
+  constexpr int kRanks = 4;
+  const ProcessResult sim = RunSim("healthy.json", kRanks, dir, 60);
+  ASSERT_EQ(sim.exit_code, 0) << sim.out << sim.err;
+  const std::string text = exporter.Metrics();
+  const nlohmann::json scenario =
+      nlohmann::json::parse(std::ifstream(ScenarioPath("healthy.json")));
+  const nlohmann::json& steps = scenario.at("steps");
+  for (int r = 0; r < kRanks; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const std::string rank = std::to_string(r);
+    std::map<std::pair<std::string, std::string>, int> planned;  // (comm, phase) -> operations
+    int last_step = -1;
+    for (const auto& call : LoadPlan(ScenarioPath("healthy.json"), r, kRanks).calls) {
+      if (!IsOperation(call.at("op"))) continue;
+      const int g = call.at("step").get<int>();
+      ASSERT_GE(g, 0) << "an operation outside the training loop: " << call.dump();
+      const std::string phase = steps.at(g % steps.size()).at("name");
+      ++planned[{call.at("comm").get<std::string>(), phase}];
+      last_step = std::max(last_step, g);
+    }
+    ASSERT_FALSE(planned.empty());
+    int total = 0;
+    for (const auto& [key, n] : planned) {
+      EXPECT_EQ(Value(text, "ncclscope_phase_operations_total{rank=\"" + rank + "\",comm=\"" +
+                                key.first + "\",phase=\"" + key.second + "\"}"),
+                n)
+          << key.first << " " << key.second << "\n"
+          << text;
+      EXPECT_GT(Value(text, "ncclscope_phase_operation_seconds_total{rank=\"" + rank +
+                                "\",comm=\"" + key.first + "\",phase=\"" + key.second + "\"}")
+                    .value_or(-1.0),
+                0);
+      total += n;
+    }
+    // Every operation is in one of the scenario's phases: none outside, none unknown.
+    EXPECT_EQ(Sum(text, "ncclscope_phase_operations_total", {{"rank", rank}}), total);
+    EXPECT_EQ(Value(text, "ncclscope_rank_step{rank=\"" + rank + "\"}"), last_step);
+  }
+}
+
 // CI installs promtool (Debian package `prometheus`, scripts/install-deps.sh): missing, it fails.
 std::string Promtool() {
   for (const char* path : {"/usr/bin/promtool", "/usr/local/bin/promtool"}) {
@@ -126,6 +175,8 @@ TEST(ExporterE2E, PromtoolAcceptsARealScrape) {
   ASSERT_EQ(RunSim("healthy.json", 4, dir, 60).exit_code, 0);
   const std::string text = exporter.Metrics();
   ASSERT_NE(text.find("ncclscope_operation_duration_seconds_bucket"), std::string::npos);
+  ASSERT_NE(text.find("ncclscope_phase_operation_seconds_total{"), std::string::npos);
+  ASSERT_NE(text.find("ncclscope_rank_step{"), std::string::npos);
   std::ofstream(scratch / "scrape.txt") << text;
   const ProcessResult check =
       RunProcess({"sh", "-c", promtool + " check metrics < " + (scratch / "scrape.txt")}, {}, 60);
@@ -137,12 +188,18 @@ TEST(ExporterE2E, PromtoolAcceptsEscapedLabelValues) {
   ASSERT_FALSE(promtool.empty()) << "promtool not found: install the Debian package 'prometheus'";
   JobBuilder job(1);
   const uint64_t odd = job.Comm("quote\" backslash\\ newline\n end", {0});
-  job.Coll(0, odd, trace::OpType::kAllReduce, 0.0, Done::kCompleted);
+  job.Coll(0, odd, trace::OpType::kAllReduce, 0.0, Done::kCompleted).reserved = NvtxWord(3, 1);
+  job.Coll(0, odd, trace::OpType::kAllReduce, 0.1, Done::kCompleted).reserved = NvtxWord(3, 2);
   SnapshotSource source;
   source.set = job.Build();
+  // Phase names are the program's: quotes, backslashes, newlines, and a name the probe cut inside
+  // a UTF-8 character (Prometheus refuses label values that are not UTF-8).
+  AddNameRecords(&source.set, {{1, "fwd \"q\" \\ \n end", ""}, {2, "caf\xC3", ""}});
   exporters::NodeAggregator aggregator(&source, {});
   ScratchDir scratch;
-  std::ofstream(scratch / "scrape.txt") << Scrape(aggregator);
+  const std::string text = Scrape(aggregator);
+  ASSERT_NE(text.find("ncclscope_phase_operations_total{"), std::string::npos) << text;
+  std::ofstream(scratch / "scrape.txt") << text;
   const ProcessResult check =
       RunProcess({"sh", "-c", promtool + " check metrics < " + (scratch / "scrape.txt")}, {}, 60);
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
