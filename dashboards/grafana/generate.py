@@ -343,6 +343,25 @@ def job_overview():
                           "rank {{rank}}", instant=True)],
                   8, 9, options=BARS, min_max=(0, 1)),
 
+            row("Training phases (NVTX)"),
+            panel("timeseries", "Time in operations per phase",
+                  "Which part of the training step spends its time in NCCL? Per rank, the "
+                  "seconds per second its operations took (enqueue to device completion) in each "
+                  "NVTX phase its code opened (forward, backward, optimizer; none: outside any), "
+                  "averaged over the ranks. Empty when the job runs without the NVTX injection "
+                  "(docs/nvtx.md).",
+                  "percentunit",
+                  [target("avg by (phase) (sum by (instance, rank, phase) (rate("
+                          f"ncclscope_phase_operation_seconds_total{{{SELC}}}[$__rate_interval])))",
+                          "{{phase}}")],
+                  16, 8, options=LEGEND_LIST, custom=LINE),
+            panel("timeseries", "Training step per rank",
+                  "Is every rank in the same step? The NVTX step of each rank's newest "
+                  "operation: a rank whose line stops while the others climb is behind; the "
+                  "verdicts name its step and phase.",
+                  "none", [target(f"max by (rank) (ncclscope_rank_step{{{SEL}}})", "rank {{rank}}")],
+                  8, 8, options=LEGEND_LIST, custom=STEPS, decimals=0),
+
             row("Trace completeness"),
             panel("timeseries", "Records lost per interval",
                   "Is the probe losing records, where and why? Records lost per rank and reason "
