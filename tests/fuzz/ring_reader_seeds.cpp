@@ -44,7 +44,7 @@ void NvtxSeed(const ncclscope::testing::TempDir& tmp, std::vector<std::string>* 
     r.seq = i + 1;
     r.count = 256;
     r.dtype = 7;
-    r.t_enter_ns = 1000000 * (i + 1);
+    r.t_enter_ns = int64_t{1000000} * (i + 1);
     r.t_exit_ns = r.t_enter_ns + 1000;
     r.reserved = NvtxReservedWord(NvtxStepField(i / 4), i % 4);  // context 0: outside a phase
     w->CompleteDevice(w->Append(r, true), r.t_enter_ns + 500000);
