@@ -117,9 +117,14 @@ class NodeAggregator::FileState final : public TailEvents {
     e.histograms->duration_s.Observe(duration_s, node_->duration_bounds_);
     e.histograms->duration_by_size_s[SizeClassOf(OperationBytes(r, e.nranks))].Observe(
         duration_s, node_->duration_by_size_bounds_);
-    PhaseTotals& phase = phases_[{r.comm_id, nvtx_.PhaseOf(r.reserved, &node_->phase_labels_)}];
-    ++phase.operations;
-    phase.seconds += duration_s;
+    // Calls of one (comm, op) come in runs of one phase: the map is searched when it changes.
+    const uint16_t label = nvtx_.PhaseOf(r.reserved, &node_->phase_labels_);
+    if (e.phase == nullptr || e.phase_label != label) {
+      e.phase = &phases_[{r.comm_id, label}];
+      e.phase_label = label;
+    }
+    ++e.phase->operations;
+    e.phase->seconds += duration_s;
     // Device work starts when the call enqueues it or when the stream's previous work ends,
     // whichever is later: a rank that waited on its own earlier work was not waiting for peers.
     int64_t& stream_done = stream_done_[r.stream];
@@ -162,6 +167,8 @@ class NodeAggregator::FileState final : public TailEvents {
     OpTotals* totals = nullptr;
     OpHistograms* histograms = nullptr;
     CommProgress* progress = nullptr;
+    uint16_t phase_label = 0;  // the phase label `phase` counts, when set
+    PhaseTotals* phase = nullptr;
   };
   Entry& Lookup(uint64_t comm, uint32_t op) {
     Entry& e = cache_[(comm * 0x9E3779B97F4A7C15ULL + op) >> (64 - kCacheBits)];
@@ -172,7 +179,9 @@ class NodeAggregator::FileState final : public TailEvents {
          node_->CommRanks(comm),
          &ops_[{comm, op}],
          &node_->histograms_[{comm, op}],
-         &comms_[comm]};
+         &comms_[comm],
+         0,
+         nullptr};
     return e;
   }
   static constexpr int kCacheBits = 6;
