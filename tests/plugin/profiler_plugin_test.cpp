@@ -267,6 +267,11 @@ TEST_F(ProfilerPlugin, ANameThatIsNotTheCommunicatorsLeavesCollectivesUnnumbered
 }
 
 TEST_F(ProfilerPlugin, InitOutsideAnyCreationOptsOutAndLeavesTheMaskAlone) {
+  // The interposer records (an interposed call created the runtime), but saw no creation on this
+  // thread. Without any interposed call first the profiler would record alone (plugin-only mode,
+  // plugin_only_test.cpp).
+  ncclUniqueId uid;
+  ASSERT_EQ(ncclGetUniqueId(&uid), ncclSuccess);
   void* ctx = &g_nccl;
   int mask = 0;
   ASSERT_EQ(ncclProfiler_v5.init(&ctx, 1, &mask, nullptr, 1, 4, 0, nullptr), ncclSuccess);
