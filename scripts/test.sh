@@ -71,25 +71,29 @@ if [ "${1:-}" = "--quick" ]; then
 fi
 
 # Tests labelled "unit" run in-process or fork their own children; preload tests are left out
-# because a sanitized libncclscope.so cannot be preloaded into unsanitized programs.
+# because a sanitized libncclscope.so cannot be preloaded into unsanitized programs. Every fuzz
+# target must be in this list: ctest -L unit runs them by name and fails on one not built.
 begin_stage "ASan+UBSan: configure + build (unit test targets)"
 configure_and_build build-asan \
   "trace_tests plugin_tests plugin_recording_test plugin_profiler_test plugin_profiler_abi_test \
    ring_reader_fuzz sim_emulator_tests sim_profiler_events_test sim_scenario_tests \
    hang_detector_tests watchdog_tests exporters_tests exporter_fuzz correlator_fuzz scenario_fuzz \
-   digest_tests digest_fuzz watchdog_decision_fuzz peer_sources_fuzz" \
+   digest_tests digest_fuzz watchdog_decision_fuzz peer_sources_fuzz plugin_only_test \
+   plugin_profiler_p2p_test plugin_nvtx_test plugin_nvtx_nccl_payload_test plugin_cupti_test \
+   nvtx_fuzz nvtx_nccl_payload_fuzz" \
   -DNCCLSCOPE_SANITIZE=address,undefined "${sanitizer_flags[@]}"
 begin_stage "ASan+UBSan: unit tests"
 ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit
 
 # Run as whole binaries: they hold every test of the ring and of the probe's lock-free parts.
 begin_stage "TSan: configure + build (ring and probe tests)"
-configure_and_build build-tsan "trace_tests plugin_tests plugin_profiler_test" \
+configure_and_build build-tsan "trace_tests plugin_tests plugin_profiler_test plugin_profiler_p2p_test" \
   -DNCCLSCOPE_SANITIZE=thread "${sanitizer_flags[@]}"
 begin_stage "TSan: ring and probe tests"
 build-tsan/bin/trace_tests
 build-tsan/bin/plugin_tests
 build-tsan/bin/plugin_profiler_test
+build-tsan/bin/plugin_profiler_p2p_test
 
 begin_stage "lint: clang-format, clang-tidy on changed code"
 scripts/lint.sh build
