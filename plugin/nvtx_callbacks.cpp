@@ -115,8 +115,7 @@ int DomainPush(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
     const wchar_t* wide = nullptr;
     const char* name = MessageName(a, &len, &wide);
     NoteNcclRange(name, len);
-    NcclRangePush(a);  // the call's arguments, when its payload is 2.28.9's
-    level = static_cast<int>(ThreadRanges().nccl_depth++);
+    level = NcclRangePush(a);  // keeps the call's arguments, when its payload is 2.28.9's
   }
   return g_nvtx_next.domain_push != nullptr ? g_nvtx_next.domain_push(domain, a) : level;
 }
@@ -124,12 +123,10 @@ int DomainPush(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
 int DomainPop(nvtxDomainHandle_t domain) {
   const uint8_t slot = DomainSlot(domain);
   int level = -1;
-  NvtxThreadRanges& t = ThreadRanges();
   if (slot != kUnstackedDomain) {
-    level = NvtxPop(t, slot);
-  } else if (t.nccl_depth != 0 && IsNcclDomain(domain)) {
-    level = static_cast<int>(--t.nccl_depth);
-    NcclRangePop();
+    level = NvtxPop(ThreadRanges(), slot);
+  } else if (IsNcclDomain(domain)) {
+    level = NcclRangePop();
   }
   return g_nvtx_next.domain_pop != nullptr ? g_nvtx_next.domain_pop(domain) : level;
 }

@@ -43,9 +43,10 @@ std::atomic<uint64_t> g_schemas_differ{0};
 
 }  // namespace
 
-void NcclRangePush(const nvtxEventAttributes_t* a) noexcept {
+int NcclRangePush(const nvtxEventAttributes_t* a) noexcept {
   NcclCalls& t = Calls();
-  Frame& f = t.frames[t.depth++ & (kRing - 1)];
+  const uint32_t level = t.depth++;
+  Frame& f = t.frames[level & (kRing - 1)];
   NcclCallArgs args;
   const NcclDecode d = DecodeNcclPayload(a, NcclSchemas(), &args);
   f.valid = d == NcclDecode::kDecoded ? 1 : 0;
@@ -56,15 +57,19 @@ void NcclRangePush(const nvtxEventAttributes_t* a) noexcept {
     f.peer = args.peer;
     f.redop = args.redop;
     f.op = static_cast<uint16_t>(args.op);
-    g_decoded.fetch_add(1, std::memory_order_relaxed);
+    // A plain load and store, not a locked add: this runs on every NCCL call, and a diagnostic
+    // count may lose an increment when two threads decode at once.
+    g_decoded.store(g_decoded.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   } else if (d == NcclDecode::kRefused) {
-    g_refused.fetch_add(1, std::memory_order_relaxed);
+    g_refused.fetch_add(1, std::memory_order_relaxed);  // rare
   }
+  return static_cast<int>(level);
 }
 
-void NcclRangePop() noexcept {
+int NcclRangePop() noexcept {
   NcclCalls& t = Calls();
-  if (t.depth != 0) --t.depth;
+  if (t.depth == 0) return -1;
+  return static_cast<int>(--t.depth);
 }
 
 bool CurrentNcclCallArgs(NcclCallArgs* out) noexcept {

@@ -25,13 +25,15 @@ namespace ncclscope::plugin {
 bool CurrentNcclCallArgs(NcclCallArgs* out) noexcept;
 
 // A range of the NCCL domain begins or ends on the calling thread (nvtx_callbacks.cpp, and the
-// payload extension's nvtxRangePopPayload). Hot path.
-void NcclRangePush(const nvtxEventAttributes_t* a) noexcept;
-void NcclRangePop() noexcept;
+// payload extension's nvtxRangePopPayload). Return the range's 0-based nesting level among the
+// thread's NCCL ranges, as nvtxDomainRangePush/Pop do (pop: -1 when none is open). Hot path: one
+// thread-local lookup each.
+int NcclRangePush(const nvtxEventAttributes_t* a) noexcept;
+int NcclRangePop() noexcept;
 
 // What the decoder made of NCCL's ranges, process-wide (tests, docs' claims). Thread-safe.
 struct NcclPayloadCounts {
-  uint64_t decoded = 0;       // calls read
+  uint64_t decoded = 0;       // calls read (may miss a few when threads push at the same time)
   uint64_t refused = 0;       // extended payloads not laid out as 2.28.9's
   uint64_t schemas_seen = 0;  // NCCL call schemas whose registration reached the injection
   uint64_t schemas_differ = 0;

@@ -54,14 +54,12 @@ uint64_t SchemaRegister(nvtxDomainHandle_t domain, const nvtxPayloadSchemaAttr_t
 // creation calls' ranges with it once they succeeded: src/include/nvtx.h,
 // ncclOptionalNvtxPayloadRange); the payload itself is not read.
 int PopPayload(nvtxDomainHandle_t domain, const nvtxPayloadData_t* data, size_t count) {
-  NvtxThreadRanges& t = ThreadRanges();
   const uint8_t slot = DomainSlot(domain);
   int level = -1;
   if (slot != kUnstackedDomain) {
-    level = NvtxPop(t, slot);
-  } else if (t.nccl_depth != 0 && IsNcclDomain(domain)) {
-    level = static_cast<int>(--t.nccl_depth);
-    NcclRangePop();
+    level = NvtxPop(ThreadRanges(), slot);
+  } else if (IsNcclDomain(domain)) {
+    level = NcclRangePop();
   }
   if (PopPayloadFn next = g_next_pop.load(std::memory_order_acquire)) {
     return next(domain, data, count);

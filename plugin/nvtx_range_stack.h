@@ -29,8 +29,8 @@ struct NvtxFrame {
 
 // Trivially constructible, like ThreadState: a `__thread` needs no constructor or exit hook.
 struct NvtxThreadRanges {
-  uint32_t depth;       // pushes minus pops of this thread (may exceed kNvtxStackDepth)
-  uint32_t nccl_depth;  // ranges of NCCL's own "NCCL" domain open on this thread (never stored)
+  uint32_t depth;  // pushes minus pops of this thread (may exceed kNvtxStackDepth); NCCL's own
+                   // "NCCL" domain is counted apart (nvtx_nccl_payload_calls.h)
   NvtxFrame frames[kNvtxStackDepth];
 };
 

@@ -35,6 +35,11 @@ F Symbol(const char* library, const char* name) {
   return h != nullptr ? reinterpret_cast<F>(dlsym(h, name)) : nullptr;
 }
 
+template <typename F>
+F Load(void* library, const char* name) {
+  return reinterpret_cast<F>(dlsym(library, name));
+}
+
 struct Counts {
   unsigned long long decoded, refused, schemas, differ;
 };
@@ -73,9 +78,11 @@ const long long* ToolSeen(int i) {
 }
 #endif
 
-constexpr long long kOpAllReduce = 1, kOpBroadcast = 2, kOpReduce = 3, kOpAllGather = 4,
-                    kOpReduceScatter = 5, kOpAlltoAll = 6, kOpGather = 7, kOpScatter = 8,
-                    kOpSend = 20, kOpRecv = 21;  // trace::OpType
+constexpr long long kOpAllReduce = 1, kOpRecv = 21;  // trace::OpType
+#ifdef FAKE_TOOL
+constexpr long long kOpBroadcast = 2, kOpReduce = 3, kOpAllGather = 4, kOpReduceScatter = 5,
+                    kOpAlltoAll = 6, kOpGather = 7, kOpScatter = 8, kOpSend = 20;
+#endif
 
 // Runs first (gtest keeps declaration order): the later test registers a differing schema in an
 // "NCCL" domain on purpose, which refuses that id for the rest of the process.
@@ -84,18 +91,16 @@ TEST(NcclPayloadInjection, RealNcclCallsAreDecodedAndTheirSchemasMatch2289) {
   if (access(path, R_OK) != 0) GTEST_SKIP() << path << " is absent";
   void* nccl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(nccl, nullptr) << dlerror();
-#define NCCL_FN(name) reinterpret_cast<decltype(&name)>(dlsym(nccl, #name))
-  auto all_reduce = NCCL_FN(ncclAllReduce);
-  auto reduce = NCCL_FN(ncclReduce);
-  auto reduce_scatter = NCCL_FN(ncclReduceScatter);
-  auto broadcast = NCCL_FN(ncclBroadcast);
-  auto all_gather = NCCL_FN(ncclAllGather);
-  auto alltoall = NCCL_FN(ncclAlltoAll);
-  auto gather = NCCL_FN(ncclGather);
-  auto scatter = NCCL_FN(ncclScatter);
-  auto send = NCCL_FN(ncclSend);
-  auto recv = NCCL_FN(ncclRecv);
-#undef NCCL_FN
+  auto all_reduce = Load<decltype(&ncclAllReduce)>(nccl, "ncclAllReduce");
+  auto reduce = Load<decltype(&ncclReduce)>(nccl, "ncclReduce");
+  auto reduce_scatter = Load<decltype(&ncclReduceScatter)>(nccl, "ncclReduceScatter");
+  auto broadcast = Load<decltype(&ncclBroadcast)>(nccl, "ncclBroadcast");
+  auto all_gather = Load<decltype(&ncclAllGather)>(nccl, "ncclAllGather");
+  auto alltoall = Load<decltype(&ncclAlltoAll)>(nccl, "ncclAlltoAll");
+  auto gather = Load<decltype(&ncclGather)>(nccl, "ncclGather");
+  auto scatter = Load<decltype(&ncclScatter)>(nccl, "ncclScatter");
+  auto send = Load<decltype(&ncclSend)>(nccl, "ncclSend");
+  auto recv = Load<decltype(&ncclRecv)>(nccl, "ncclRecv");
   ASSERT_TRUE(all_reduce && reduce && reduce_scatter && broadcast && all_gather && alltoall &&
               gather && scatter && send && recv);
   const Counts before = Probe();
@@ -130,16 +135,16 @@ TEST(NcclPayloadInjection, RealNcclCallsAreDecodedAndTheirSchemasMatch2289) {
   ASSERT_EQ(tool.seen - tool_before.seen, 10) << "one NCCL push per call reached the tool";
   // What the tool read from ncclscope inside each push: op, commHash, bytes, root, peer, redop.
   const long long want[10][6] = {
-      {kOpAllReduce, 0, 256 * 4, -1, -1, ncclMax},
-      {kOpReduce, 0, 10 * 8, 3, -1, ncclAvg},
-      {kOpReduceScatter, 0, 6 * 4, -1, -1, ncclProd},
-      {kOpBroadcast, 0, 7 * 2, 1, -1, -1},
+      {kOpAllReduce, 0, 256LL * 4, -1, -1, ncclMax},
+      {kOpReduce, 0, 10LL * 8, 3, -1, ncclAvg},
+      {kOpReduceScatter, 0, 6LL * 4, -1, -1, ncclProd},
+      {kOpBroadcast, 0, 7LL * 2, 1, -1, -1},
       {kOpAllGather, 0, 5, -1, -1, -1},
-      {kOpAlltoAll, 0, 9 * 8, -1, -1, -1},
-      {kOpGather, 0, 3 * 2, 2, -1, -1},
-      {kOpScatter, 0, 4 * 4, 5, -1, -1},
+      {kOpAlltoAll, 0, 9LL * 8, -1, -1, -1},
+      {kOpGather, 0, 3LL * 2, 2, -1, -1},
+      {kOpScatter, 0, 4LL * 4, 5, -1, -1},
       {kOpSend, 0, 11, -1, 6, -1},
-      {kOpRecv, 0, 12 * 4, -1, 7, -1},
+      {kOpRecv, 0, 12LL * 4, -1, 7, -1},
   };
   for (int i = 0; i < 10; ++i) {
     const long long* seen = ToolSeen(tool_before.seen + i);
