@@ -29,17 +29,10 @@ Runtime* LiveRuntime() noexcept {
   return rt == kRuntimeOff ? nullptr : rt;
 }
 
-// Our handle of `kind` behind p, or null.
-Handle* Ours(const void* p, uint32_t kind) noexcept {
-  Handle* h = HandleOf(p);
-  return h != nullptr && h->tag.load(std::memory_order_acquire) == (kHandleTag | kind) ? h
-                                                                                       : nullptr;
-}
-
 // The operation handle a Coll/P2p/KernelCh event's parentObj names, when it is one of ours of the
 // same communicator.
 Handle* OpParent(const void* parent, const Comm* c) noexcept {
-  Handle* h = Ours(parent, kKindOp);
+  Handle* h = HandleOfKind(parent, kKindOp);
   return h != nullptr && h->comm.load(std::memory_order_relaxed) == c ? h : nullptr;
 }
 
@@ -73,7 +66,7 @@ Handle* StartGroup(Comm* c, bool user_group) noexcept {
 Handle* StartOp(Comm* c, const void* group, OpType op, size_t count, const char* dtype, int root,
                 void* stream, bool graph_captured, int64_t now) noexcept {
   Handle* h = NewHandle(kKindOp, c);
-  if (const Handle* g = Ours(group, kKindGroup)) {
+  if (const Handle* g = HandleOfKind(group, kKindGroup)) {
     h->group_id.store(g->group_id.load(std::memory_order_relaxed), std::memory_order_relaxed);
     h->group_flags.store(g->group_flags.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
@@ -100,9 +93,17 @@ int32_t RedOpOfCurrentCall(OpType op, const Comm& c) noexcept {
   return a.redop;
 }
 
+}  // namespace
+
+Handle* HandleOfKind(const void* p, uint32_t kind) noexcept {
+  Handle* h = HandleOf(p);
+  return h != nullptr && h->tag.load(std::memory_order_acquire) == (kHandleTag | kind) ? h
+                                                                                       : nullptr;
+}
+
 // Appends the operation's record with sequence number seq (and `peer` for send/recv, `redop` for
 // a reduction) and publishes where it is.
-void WriteRecord(Handle& h, const Comm& c, uint64_t seq, int peer, int32_t redop = -1) noexcept {
+void WriteRecord(Handle& h, const Comm& c, uint64_t seq, int peer, int32_t redop) noexcept {
   Runtime* rt = LiveRuntime();
   if (rt == nullptr) return;
   const auto op = static_cast<OpType>(h.op.load(std::memory_order_relaxed));
@@ -130,6 +131,8 @@ uint64_t NextCollSeq(Comm& c) noexcept {
   return c.coll_seq.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
+namespace {
+
 // 0 when the peer is out of range (NCCL rejects such a call before any event; kept defensive).
 uint64_t NextP2pSeq(Comm& c, OpType op, int peer) noexcept {
   if (peer < 0 || peer >= c.nranks) return 0;
@@ -144,14 +147,17 @@ void Launched(Handle& h, uint64_t nccl_seq, uint8_t channels) noexcept {
   h.stage.store(kStageLaunched, std::memory_order_release);
 }
 
-// A send or receive at its P2p event, which carries the peer.
+// A send or receive at its P2p event, which carries the peer; a part of a collective launched.
 Handle* OnP2p(Comm& c, Handle& h, int peer, uint8_t channels) noexcept {
   const auto op = static_cast<OpType>(h.op.load(std::memory_order_relaxed));
   if (!trace::IsP2P(op)) return nullptr;
+  if (PartLaunched(h, channels)) return &h;
   WriteRecord(h, c, NextP2pSeq(c, op, peer), peer);
   Launched(h, 0, channels);
   return &h;
 }
+
+}  // namespace
 
 // The first kernel channel of an operation to start: its device_start (collective) or
 // p2p_device_start (send/recv) record, in the fields the interposer mode's profiler writes them
@@ -179,12 +185,25 @@ void WriteStartMarker(const Handle& h, const Comm& c, uint8_t channel, uint64_t 
   GetCounters().markers.fetch_add(1, std::memory_order_relaxed);
 }
 
+bool CompleteDeviceOf(const Handle& h) noexcept {
+  Runtime* rt = LiveRuntime();
+  if (rt == nullptr ||
+      !rt->ring->CompleteDevice(h.slot.load(std::memory_order_relaxed), ProbeNowNs())) {
+    return false;
+  }
+  GetCounters().completions.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+namespace {
+
 // KernelCh start: the operation's handle serves as the channel's handle too, so its stop comes
 // back to the operation.
 Handle* OnKernelChannel(Comm& c, const void* parent, uint8_t channel, uint64_t gpu_ns) noexcept {
   Handle* h = OpParent(parent, &c);
   if (h == nullptr || h->stage.load(std::memory_order_acquire) != kStageLaunched) return nullptr;
-  if (h->started.fetch_add(1, std::memory_order_relaxed) == 0) {
+  if (h->started.fetch_add(1, std::memory_order_relaxed) == 0 &&
+      !PartChannelStarted(*h, channel, gpu_ns)) {
     WriteStartMarker(*h, c, channel, gpu_ns);
   }
   return h;
@@ -195,15 +214,12 @@ Handle* OnKernelChannel(Comm& c, const void* parent, uint8_t channel, uint64_t g
 void OnKernelChannelStop(Handle& h) noexcept {
   if (h.stage.load(std::memory_order_acquire) != kStageLaunched) return;
   const uint32_t stopped = h.stopped.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (PartChannelStopped(h)) return;
   if (stopped != h.channels.load(std::memory_order_relaxed) ||
       !h.tracked.load(std::memory_order_relaxed)) {
     return;
   }
-  Runtime* rt = LiveRuntime();
-  if (rt != nullptr &&
-      rt->ring->CompleteDevice(h.slot.load(std::memory_order_relaxed), ProbeNowNs())) {
-    GetCounters().completions.fetch_add(1, std::memory_order_relaxed);
-  }
+  CompleteDeviceOf(h);
 }
 
 // GroupEndApiStart of a user group: the thread entered its outermost ncclGroupEnd, which may
@@ -255,8 +271,10 @@ ncclResult_t StartEventV5(void* context, void** handle, void* descr) noexcept {
     case prof_abi::kP2pApi: {
       const OpType op = OpOfFunc(e->p2pApi.func);
       if (!trace::IsP2P(op)) break;
-      *handle = StartOp(c, e->parentObj, op, e->p2pApi.count, e->p2pApi.datatype, -1,
-                        e->p2pApi.stream, e->p2pApi.graphCaptured, ProbeNowNs());
+      Handle* h = StartOp(c, e->parentObj, op, e->p2pApi.count, e->p2pApi.datatype, -1,
+                          e->p2pApi.stream, e->p2pApi.graphCaptured, ProbeNowNs());
+      JoinWhole(*c, e->parentObj, *h);
+      *handle = h;
       break;
     }
     case prof_abi::kColl: {
@@ -323,15 +341,16 @@ ncclResult_t StartEventV4(void* context, void** handle, void* descr) noexcept {
 // in call order), a send/receive learns its exit time (its record waits for the peer, at P2p).
 // The other stops (Coll, P2p, KernelCh after its KernelChStop state) carry nothing.
 ncclResult_t StopEvent(void* handle) noexcept {
-  if (Handle* g = Ours(handle, kKindGroup)) {
+  if (Handle* g = HandleOfKind(handle, kKindGroup)) {
     CloseGroupEnd(*g);
     return ncclSuccess;
   }
-  Handle* h = Ours(handle, kKindOp);
+  Handle* h = HandleOfKind(handle, kKindOp);
   if (h == nullptr || h->stage.load(std::memory_order_acquire) != kStageApi) return ncclSuccess;
   Comm* c = h->comm.load(std::memory_order_relaxed);
   if (c == nullptr) return ncclSuccess;
   h->t_exit_ns.store(ProbeNowNs(), std::memory_order_relaxed);
+  if (PartStopped(*h)) return ncclSuccess;
   const auto op = static_cast<OpType>(h->op.load(std::memory_order_relaxed));
   if (trace::IsCollective(op)) {
     WriteRecord(*h, *c, NextCollSeq(*c), -1, RedOpOfCurrentCall(op, *c));
@@ -342,9 +361,9 @@ ncclResult_t StopEvent(void* handle) noexcept {
 
 ncclResult_t RecordEventState(void* handle, int state, prof_abi::StateArgsV4* /*args*/) noexcept {
   if (state == kStateKernelChStop) {
-    if (Handle* h = Ours(handle, kKindOp)) OnKernelChannelStop(*h);
+    if (Handle* h = HandleOfKind(handle, kKindOp)) OnKernelChannelStop(*h);
   } else if (state == kStateGroupEndApiStart) {
-    if (Handle* g = Ours(handle, kKindGroup)) OpenGroupEnd(*g);
+    if (Handle* g = HandleOfKind(handle, kKindGroup)) OpenGroupEnd(*g);
   }
   return ncclSuccess;
 }

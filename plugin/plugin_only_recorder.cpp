@@ -133,6 +133,12 @@ Handle* NewHandle(uint32_t kind, Comm* c) noexcept {
   h.channels.store(1, std::memory_order_relaxed);
   h.started.store(0, std::memory_order_relaxed);
   h.stopped.store(0, std::memory_order_relaxed);
+  h.whole.store(nullptr, std::memory_order_relaxed);
+  h.parts.store(0, std::memory_order_relaxed);
+  h.parts_joined.store(0, std::memory_order_relaxed);
+  h.parts_stopped.store(0, std::memory_order_relaxed);
+  h.parts_launched.store(0, std::memory_order_relaxed);
+  h.done.store(false, std::memory_order_relaxed);
   h.tag.store(kHandleTag | kind, std::memory_order_release);
   return &h;
 }

@@ -33,9 +33,12 @@
 //   - P2pApi (v5) has no peer; the P2p event at group end (parent: the P2pApi) does. A send or
 //     receive is recorded there, numbered per (communicator, peer, direction) in NCCL's order.
 //     AlltoAll, Gather and Scatter run through this path in NCCL 2.28 (one P2pApi per part,
-//     function "Send"/"Recv", the peer included), so they are recorded as their sends and
-//     receives (one per peer, itself included), never as one collective: a rank's parts still
-//     match its peers' parts, but which collective they made up is lost.
+//     function "Send"/"Recv", the peer included). Inside NCCL's own NVTX range of the call
+//     (libncclscope.so as the NVTX injection) the parts make one collective record, numbered with
+//     the other collectives, completed when all parts' channels stopped (plugin_only_parts.cpp);
+//     without it (NCCL_NVTX_DISABLE=1, no injection) they are recorded as their sends and
+//     receives (one per peer, itself included): a rank's parts still match its peers' parts, but
+//     which collective they made up is lost.
 //   - KernelCh (parent: Coll or P2p): the first channel's start writes a device_start
 //     (collective) or p2p_device_start (send/recv) record; the record's device completion is
 //     stamped when all nChannels channels reached KernelChStop, with the host time the last one

@@ -67,6 +67,16 @@ struct Handle {
   std::atomic<uint32_t> channels{1};
   std::atomic<uint32_t> started{0};
   std::atomic<uint32_t> stopped{0};
+  // AlltoAll, Gather and Scatter, which NCCL 2.28.9 runs as Send/Recv parts (one P2pApi each):
+  // a part's `whole` is the collective's handle (the call's one record); a group's `whole` is the
+  // collective its next parts join. On the whole, `channels`, `started` and `stopped` add up its
+  // parts' kernel channels (channels from 0, growing as parts launch).
+  std::atomic<Handle*> whole{nullptr};
+  std::atomic<uint32_t> parts{0};           // the parts NCCL appends for this rank
+  std::atomic<uint32_t> parts_joined{0};    // P2pApi events seen
+  std::atomic<uint32_t> parts_stopped{0};   // P2pApi stops seen: the last one records the call
+  std::atomic<uint32_t> parts_launched{0};  // P2p events seen
+  std::atomic<bool> done{false};            // the device completion was stamped
 };
 
 inline constexpr uint64_t kHandleTag = 0x4f4c'4e50'0000'0000ULL;  // "PNLO" in the high half
@@ -87,6 +97,29 @@ Handle* HandleOf(const void* handle) noexcept;
 // time a slot comes round again its operation has long been launched and finished (or is hung,
 // and then sends no more events). Thread-safe, lock-free; the pool exists once a context does.
 Handle* NewHandle(uint32_t kind, Comm* c) noexcept;
+
+// The event-path pieces shared by plugin_only_events.cpp and plugin_only_parts.cpp. Hot path: no
+// lock, no allocation.
+// Our handle of `kind` behind p, or null.
+Handle* HandleOfKind(const void* p, uint32_t kind) noexcept;
+// Appends h's record with sequence number seq (`peer` for send/recv, `redop` for a reduction) and
+// keeps its slot, seq and peer in h.
+void WriteRecord(Handle& h, const Comm& c, uint64_t seq, int peer, int32_t redop = -1) noexcept;
+uint64_t NextCollSeq(Comm& c) noexcept;
+// The device_start / p2p_device_start record of h's first kernel channel.
+void WriteStartMarker(const Handle& h, const Comm& c, uint8_t channel, uint64_t gpu_ns) noexcept;
+// Stamps h's record's device completion; false when the ring refused it (no runtime, overwritten).
+bool CompleteDeviceOf(const Handle& h) noexcept;
+
+// AlltoAll, Gather and Scatter as one collective record each (plugin_only_parts.cpp). Each returns
+// false when `part` is no part of such a call, and the caller goes on as for a send or receive.
+// A P2pApi event opened `part` under `group`: it joins the call the thread is in when NCCL's NVTX
+// range says that call is an AlltoAll, Gather or Scatter on c.
+void JoinWhole(Comm& c, const void* group, Handle& part) noexcept;
+bool PartStopped(Handle& part) noexcept;                     // its P2pApi stop
+bool PartLaunched(Handle& part, uint8_t channels) noexcept;  // its P2p event
+bool PartChannelStarted(const Handle& part, uint8_t channel, uint64_t gpu_ns) noexcept;
+bool PartChannelStopped(const Handle& part) noexcept;  // one of its KernelChStop states
 
 // Counters behind GetStats.
 struct Counters {
