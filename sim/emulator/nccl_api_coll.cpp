@@ -1,12 +1,16 @@
-// Exported collective and point-to-point entry points: validate, record, return at once.
+// Exported collective and point-to-point entry points: validate, record, return at once. Each
+// brackets itself with NCCL's NVTX range, pushed before any check as in NCCL (nvtx_ranges.h).
 #include <cstring>
 #include <mutex>
 
 #include "sim/emulator/api_support.h"
 #include "sim/emulator/group.h"
+#include "sim/emulator/nvtx_ranges.h"
 #include "sim/emulator/op_desc.h"
 
 using ncclsim::failWith;
+using ncclsim::NvtxApiRange;
+using ncclsim::NvtxCall;
 using ncclsim::OpDesc;
 using ncclsim::OpKind;
 using ncclsim::RedKind;
@@ -74,18 +78,21 @@ extern "C" {
 ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                             cudaStream_t stream) {
+  const NvtxApiRange range(NvtxCall::kAllReduce, comm, count, datatype, 0, op);
   return submit(OpKind::kAllReduce, sendbuff, recvbuff, count, datatype, 0, op, true, comm, stream);
 }
 
 ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count,
                          ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
                          cudaStream_t stream) {
+  const NvtxApiRange range(NvtxCall::kReduce, comm, count, datatype, root, op);
   return submit(OpKind::kReduce, sendbuff, recvbuff, count, datatype, root, op, true, comm, stream);
 }
 
 ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                 ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                 cudaStream_t stream) {
+  const NvtxApiRange range(NvtxCall::kReduceScatter, comm, recvcount, datatype, 0, op);
   return submit(OpKind::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, 0, op, true, comm,
                 stream);
 }
@@ -93,6 +100,7 @@ ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t rec
 ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                             ncclDataType_t datatype, int root, ncclComm_t comm,
                             cudaStream_t stream) {
+  const NvtxApiRange range(NvtxCall::kBroadcast, comm, count, datatype, root, ncclSum);
   return submit(OpKind::kBroadcast, sendbuff, recvbuff, count, datatype, root, ncclSum, false, comm,
                 stream);
 }
@@ -104,36 +112,42 @@ ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int r
 
 ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                             ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  const NvtxApiRange range(NvtxCall::kAllGather, comm, sendcount, datatype, 0, ncclSum);
   return submit(OpKind::kAllGather, sendbuff, recvbuff, sendcount, datatype, 0, ncclSum, false,
                 comm, stream);
 }
 
 ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  const NvtxApiRange range(NvtxCall::kAlltoAll, comm, count, datatype, 0, ncclSum);
   return submit(OpKind::kAlltoAll, sendbuff, recvbuff, count, datatype, 0, ncclSum, false, comm,
                 stream);
 }
 
 ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count,
                          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  const NvtxApiRange range(NvtxCall::kGather, comm, count, datatype, root, ncclSum);
   return submit(OpKind::kGather, sendbuff, recvbuff, count, datatype, root, ncclSum, false, comm,
                 stream);
 }
 
 ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count,
                           ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  const NvtxApiRange range(NvtxCall::kScatter, comm, count, datatype, root, ncclSum);
   return submit(OpKind::kScatter, sendbuff, recvbuff, count, datatype, root, ncclSum, false, comm,
                 stream);
 }
 
 ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                        ncclComm_t comm, cudaStream_t stream) {
+  const NvtxApiRange range(NvtxCall::kSend, comm, count, datatype, peer, ncclSum);
   return submit(OpKind::kSend, sendbuff, nullptr, count, datatype, peer, ncclSum, false, comm,
                 stream);
 }
 
 ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                        ncclComm_t comm, cudaStream_t stream) {
+  const NvtxApiRange range(NvtxCall::kRecv, comm, count, datatype, peer, ncclSum);
   return submit(OpKind::kRecv, nullptr, recvbuff, count, datatype, peer, ncclSum, false, comm,
                 stream);
 }

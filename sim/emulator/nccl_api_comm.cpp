@@ -8,6 +8,7 @@
 #include "sim/emulator/bootstrap.h"
 #include "sim/emulator/comm.h"
 #include "sim/emulator/group.h"
+#include "sim/emulator/nvtx_ranges.h"
 #include "sim/emulator/profiler.h"
 
 using ncclsim::failWith;
@@ -17,6 +18,7 @@ namespace {
 // Within a group, creation only publishes arrival; the outermost ncclGroupEnd waits for the others.
 ncclResult_t createComm(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, int dev,
                         const char* name = nullptr) {
+  ncclsim::nvtxInitOnce();  // NCCL: the creation calls -> ncclInit
   if (out == nullptr) return failWith(ncclInvalidArgument, "comm pointer is NULL");
   if (nranks < 1 || rank < 0 || rank >= nranks) {
     return failWith(ncclInvalidArgument, "invalid rank %d of %d", rank, nranks);
@@ -63,6 +65,7 @@ ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myra
 
 // All ranks in this process, one per device: every rank first announces itself, then all wait.
 ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  ncclsim::nvtxInitOnce();
   if (comms == nullptr || ndev < 1) return failWith(ncclInvalidArgument, "invalid ndev %d", ndev);
   ncclUniqueId id = ncclsim::makeUniqueId();
   for (int i = 0; i < ndev; ++i) {

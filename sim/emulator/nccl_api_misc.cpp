@@ -7,6 +7,7 @@
 #include "sim/emulator/api_support.h"
 #include "sim/emulator/comm.h"
 #include "sim/emulator/group.h"
+#include "sim/emulator/nvtx_ranges.h"
 
 using ncclsim::failWith;
 
@@ -31,6 +32,7 @@ ncclResult_t pncclGetVersion(int* version) {
 }
 
 ncclResult_t pncclGetUniqueId(ncclUniqueId* uniqueId) {
+  ncclsim::nvtxInitOnce();  // NCCL: ncclGetUniqueId -> ncclInit
   if (uniqueId == nullptr) return failWith(ncclInvalidArgument, "uniqueId is NULL");
   *uniqueId = ncclsim::makeUniqueId();
   return ncclSuccess;
