@@ -51,6 +51,9 @@ class PluginOnlyJob {
     if (pid_ == 0) {
       setenv("NCCL_PROFILER_PLUGIN", NCCLSCOPE_TEST_PROBE_LIBRARY, 1);
       unsetenv("LD_PRELOAD");
+      // Nor the NVTX injection: NCCL's own ranges (the reduction op) are the subject of
+      // tests/e2e/plugin_only_nvtx_redop_test.cpp.
+      unsetenv("NVTX_INJECTION64_PATH");
       const int devnull = open("/dev/null", O_WRONLY);
       dup2(devnull, 1);
       dup2(devnull, 2);
@@ -187,9 +190,11 @@ TEST_P(PluginOnlyWatchdog, PublishesTheSuspectWhileTheJobHangs) {
 INSTANTIATE_TEST_SUITE_P(Shipped, PluginOnlyWatchdog, ::testing::Values("hang"));
 
 // What only the interposer sees. The reduction op is in no profiler event, so ranks that disagree
-// only on it are not a desync here. A communicator enters the ring at the profiler's init, which
-// NCCL calls after the creation's bootstrap: ranks stuck in ncclCommSplit before it (never-join)
-// show nothing, and a job whose world communicator never forms has no ring file at all.
+// only on it are not a desync here, where libncclscope.so is not the NVTX injection too (with it,
+// NCCL's range around the call gives the op: tests/e2e/plugin_only_nvtx_redop_test.cpp). A
+// communicator enters the ring at the profiler's init, which NCCL calls after the creation's
+// bootstrap: ranks stuck in ncclCommSplit before it (never-join) show nothing, and a job whose
+// world communicator never forms has no ring file at all.
 class NeedsTheInterposer : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
 
 TEST_P(NeedsTheInterposer, ThePluginAloneDoesNotGiveTheVerdict) {
