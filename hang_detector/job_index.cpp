@@ -314,7 +314,9 @@ std::string DescribeDifference(const OpSignature& a, const OpSignature& b) {
   }
   if (a.count != b.count) add("count", std::to_string(a.count), std::to_string(b.count));
   if (a.dtype != b.dtype) add("dtype", trace::DataTypeName(a.dtype), trace::DataTypeName(b.dtype));
-  if (a.redop != b.redop) add("redop", trace::RedOpName(a.redop), trace::RedOpName(b.redop));
+  if (a.redop != b.redop && a.redop >= 0 && b.redop >= 0) {
+    add("redop", trace::RedOpName(a.redop), trace::RedOpName(b.redop));
+  }
   if (a.root != b.root) add("root", std::to_string(a.root), std::to_string(b.root));
   return out;
 }

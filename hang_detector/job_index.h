@@ -160,10 +160,16 @@ class JobIndex {
 struct OpSignature {
   uint32_t op = 0;
   int32_t dtype = -1;
-  int32_t redop = -1;
-  int32_t root = -1;  // rooted collectives only
+  int32_t redop = -1;  // reducing collectives only; -1 there: unknown
+  int32_t root = -1;   // rooted collectives only
   uint64_t count = 0;
-  bool operator==(const OpSignature&) const = default;
+  // An unknown reduction op agrees with any: a rank recorded by the profiler alone (no interposer)
+  // knows it only from NCCL's NVTX range, which one rank may lack (NCCL_NVTX_DISABLE=1 there), and
+  // "unknown" must never read as a different operation.
+  bool operator==(const OpSignature& o) const {
+    return op == o.op && dtype == o.dtype && root == o.root && count == o.count &&
+           (redop == o.redop || redop < 0 || o.redop < 0);
+  }
 };
 // What members of one collective (or a send and its receive) must agree on; read from the interned
 // shape, so the per-sequence scans never rebuild a record.

@@ -94,6 +94,33 @@ TEST(Collectives, DesyncNamesEveryDifferingField) {
   EXPECT_NE(v.summary.find("root 0 vs 1"), std::string::npos) << v.summary;
 }
 
+// A rank recorded by the profiler alone knows the reduction op only from NCCL's NVTX range; where
+// that is off (NCCL_NVTX_DISABLE=1 on one node) its record says -1, which is no disagreement.
+TEST(Collectives, AnUnknownReductionOpAgreesWithAnyButTwoKnownOnesMustMatch) {
+  uint64_t world;
+  JobBuilder job = Warmed(&world);
+  for (int r = 0; r < 4; ++r) {
+    auto& rec = job.Coll(r, world, OpType::kAllReduce, 1.0, Done::kCompleted);
+    if (r == 1) rec.redop = -1;
+  }
+  job.HeartbeatAll(2);
+  EXPECT_EQ(First(AnalyzeAt(job, 2)).cls, VerdictClass::kHealthy);
+
+  for (int r = 0; r < 4; ++r) {
+    auto& rec = job.Coll(r, world, OpType::kAllReduce, 2.5, Done::kPending);
+    if (r == 1) rec.redop = -1;
+    if (r == 3) rec.redop = 2;  // max, where the others sum
+  }
+  job.HeartbeatAll(4.5);
+  const Analysis a = AnalyzeAt(job, 4.5);
+  const Verdict& v = First(a);
+  EXPECT_EQ(v.cls, VerdictClass::kDesync);
+  EXPECT_EQ(v.seq, 4u);
+  EXPECT_EQ(v.culprits, std::vector<int>{3});
+  EXPECT_NE(v.summary.find("redop sum vs max"), std::string::npos) << v.summary;
+  EXPECT_EQ(v.summary.find("unknown"), std::string::npos) << v.summary;
+}
+
 TEST(Collectives, TwoRankDisagreementIsATie) {
   JobBuilder job(2);
   const uint64_t pair = job.Comm("pair", {0, 1});
