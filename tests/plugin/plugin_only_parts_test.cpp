@@ -19,6 +19,7 @@
 #include "plugin/nvtx_nccl_payload_calls.h"
 #include "plugin/profiler_abi.h"
 #include "tests/plugin/nccl_nvtx_payloads.h"
+#include "tests/plugin/own_ring.h"
 #include "trace/ring_reader.h"
 
 extern "C" const ncclscope::plugin::prof_abi::TableV5 ncclProfiler_v5;
@@ -38,18 +39,7 @@ constexpr int kGroupStartApiStop = 23;
 constexpr int kGroupEndApiStart = 24;
 
 std::vector<trace::RecordData> RecordsOf(OpType op, uint64_t comm_id) {
-  std::vector<trace::RecordData> out;
-  std::string error;
-  for (const std::string& path : trace::ListRingFiles(g_dir->path(), &error)) {
-    auto snap = trace::ReadRingFile(path, &error);
-    if (!snap || snap->pid != getpid()) continue;
-    for (const trace::StoredRecord& r : snap->records) {
-      if (r.data.op == static_cast<uint32_t>(op) && r.data.comm_id == comm_id) {
-        out.push_back(r.data);
-      }
-    }
-  }
-  return out;
+  return ncclscope::testing::RecordsOf(g_dir->path(), op, comm_id);
 }
 
 struct Part {

@@ -18,6 +18,7 @@
 #include "plugin/plugin_only_recorder.h"
 #include "plugin/profiler_abi.h"
 #include "plugin/runtime.h"
+#include "tests/plugin/own_ring.h"
 #include "trace/ring_reader.h"
 
 extern "C" const ncclscope::plugin::prof_abi::TableV5 ncclProfiler_v5;
@@ -34,21 +35,11 @@ constexpr int kGroupStartApiStop = 23;
 constexpr int kGroupEndApiStart = 24;
 
 trace::RingSnapshot OwnRing() {
-  std::string error;
-  for (const std::string& path : trace::ListRingFiles(g_dir->path(), &error)) {
-    auto snap = trace::ReadRingFile(path, &error);
-    if (snap && snap->pid == getpid()) return *snap;
-  }
-  ADD_FAILURE() << "no ring file in " << g_dir->path() << ": " << error;
-  return {};
+  return ncclscope::testing::OwnRing(g_dir->path());
 }
 
 std::vector<trace::RecordData> RecordsOf(OpType op, uint64_t comm_id) {
-  std::vector<trace::RecordData> out;
-  for (const trace::StoredRecord& r : OwnRing().records) {
-    if (r.data.op == static_cast<uint32_t>(op) && r.data.comm_id == comm_id) out.push_back(r.data);
-  }
-  return out;
+  return ncclscope::testing::RecordsOf(g_dir->path(), op, comm_id);
 }
 
 // One communicator as NCCL (v5 table) sees it, and the events NCCL emits for its operations.

@@ -25,6 +25,7 @@
 #include "plugin/proxy_mask.h"
 #include "plugin/proxy_progress.h"
 #include "plugin/runtime.h"
+#include "tests/plugin/own_ring.h"
 #include "trace/identity.h"
 #include "trace/ring_reader.h"
 
@@ -170,22 +171,8 @@ void OnAllReduce(void*, int, int) {
   g_nccl.last_coll = Start5(c);
 }
 
-trace::RingSnapshot OwnRing() {
-  std::string error;
-  for (const std::string& path : trace::ListRingFiles(g_dir->path(), &error)) {
-    auto snap = trace::ReadRingFile(path, &error);
-    if (snap && snap->pid == getpid()) return *snap;
-  }
-  ADD_FAILURE() << "no ring file in " << g_dir->path() << ": " << error;
-  return {};
-}
-
 std::vector<trace::RecordData> RecordsOf(OpType op, uint64_t comm_id) {
-  std::vector<trace::RecordData> out;
-  for (const trace::StoredRecord& r : OwnRing().records) {
-    if (r.data.op == static_cast<uint32_t>(op) && r.data.comm_id == comm_id) out.push_back(r.data);
-  }
-  return out;
+  return ncclscope::testing::RecordsOf(g_dir->path(), op, comm_id);
 }
 
 // One tick of the background thread's publishing.

@@ -13,6 +13,7 @@
 #include "../trace/temp_dir.h"
 #include "plugin/profiler_abi.h"
 #include "plugin/profiler_plugin.h"
+#include "tests/plugin/own_ring.h"
 #include "trace/identity.h"
 #include "trace/ring_reader.h"
 
@@ -127,22 +128,8 @@ void OnAllReduce(void* /*arg*/, int /*rank*/, int /*nranks*/) {
   EmitCollective();
 }
 
-trace::RingSnapshot OwnRing() {
-  std::string error;
-  for (const std::string& path : trace::ListRingFiles(g_dir->path(), &error)) {
-    auto snap = trace::ReadRingFile(path, &error);
-    if (snap && snap->pid == getpid()) return *snap;
-  }
-  ADD_FAILURE() << "no ring file in " << g_dir->path() << ": " << error;
-  return {};
-}
-
 std::vector<trace::RecordData> RecordsOf(OpType op, uint64_t comm_id) {
-  std::vector<trace::RecordData> out;
-  for (const StoredRecord& r : OwnRing().records) {
-    if (r.data.op == static_cast<uint32_t>(op) && r.data.comm_id == comm_id) out.push_back(r.data);
-  }
-  return out;
+  return ncclscope::testing::RecordsOf(g_dir->path(), op, comm_id);
 }
 
 class ProfilerPlugin : public ::testing::Test {

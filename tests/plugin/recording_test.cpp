@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "../trace/temp_dir.h"
+#include "tests/plugin/own_ring.h"
 #include "trace/identity.h"
 #include "trace/ring_layout.h"
 #include "trace/ring_reader.h"
@@ -27,13 +28,7 @@ using trace::OpType;
 using trace::StoredRecord;
 
 trace::RingSnapshot OwnRing(pid_t pid = getpid()) {
-  std::string error;
-  for (const std::string& path : trace::ListRingFiles(g_dir->path(), &error)) {
-    auto snap = trace::ReadRingFile(path, &error);
-    if (snap && snap->pid == pid) return *snap;
-  }
-  ADD_FAILURE() << "no ring file of pid " << pid << " in " << g_dir->path() << ": " << error;
-  return {};
+  return ncclscope::testing::OwnRing(g_dir->path(), pid);
 }
 
 std::vector<StoredRecord> RecordsOf(OpType op, uint64_t comm_id) {
