@@ -75,7 +75,7 @@
   X(profiler_proxy, Enum, "suspect", "off|suspect|always",                                        \
     "Proxy detail of the profiler plugin (NCCL's ProxyOp/ProxyStep events: where each network "   \
     "transfer stands, per channel and peer): always, only while the watchdog suspects a hang "    \
-    "(operations issued from then on), or off. The default events (API, Coll, P2p, KernelCh) "   \
+    "(operations issued from then on), or off. The default events (API, Coll, P2p, KernelCh) "    \
     "are always asked for.")                                                                      \
   X(on_hang, Enum, "report", "report|abort",                                                      \
     "On a confirmed hang: report (verdict.json, stderr), or also ncclCommAbort this rank's "      \

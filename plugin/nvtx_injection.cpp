@@ -186,8 +186,7 @@ NCCLSCOPE_API int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get) {
 NCCLSCOPE_API int InitializeInjectionNvtxExtension(void* module_info) {
   try {
     std::call_once(g_setup_once, Setup);
-    return ncclscope::plugin::AttachNvtxExtension(module_info, g_state.forward_ext,
-                                                  g_state.record);
+    return ncclscope::plugin::AttachNvtxExtension(module_info, g_state.forward_ext, g_state.record);
   } catch (...) {
     return 0;
   }
