@@ -28,7 +28,6 @@ namespace {
 
 namespace abi = prof_abi;
 using trace::OpType;
-using trace::StoredRecord;
 
 ncclscope::testing::TempDir* g_dir = nullptr;
 
