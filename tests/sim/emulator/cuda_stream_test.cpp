@@ -8,6 +8,7 @@
 
 #include <cuda.h>
 
+#include "sim/emulator/backoff_wait.h"
 #include "sim/emulator/sim_stream.h"
 #include "tests/sim/emulator/child_check.h"
 #include "tests/sim/emulator/rank_harness.h"
@@ -46,17 +47,23 @@ TEST(CudaStreams, EventIsNotReadyUntilTheStreamPassesIt) {
     CHILD_CHECK(cuEventRecord(start, s) == CUDA_SUCCESS);
     CHILD_CHECK(cuLaunchHostFunc(s, Gate::wait, &gate) == CUDA_SUCCESS);
     CHILD_CHECK(cuEventRecord(end, s) == CUDA_SUCCESS);
+    // The stream's worker may reach `start` late under load, so the lower bound on the elapsed
+    // time is measured from the moment the host saw `start` passed, not from the record call.
+    CHILD_CHECK(cuEventSynchronize(start) == CUDA_SUCCESS);
+    const uint64_t start_seen_ns = ncclsim::nowNs();
     sleepMs(30);
     CHILD_CHECK(cuEventQuery(start) == CUDA_SUCCESS);
     CHILD_CHECK(cuEventQuery(end) == CUDA_ERROR_NOT_READY);
     CHILD_CHECK(cuStreamQuery(s) == CUDA_ERROR_NOT_READY);
     float ms = 0;
     CHILD_CHECK(cuEventElapsedTime(&ms, start, end) == CUDA_ERROR_NOT_READY);
+    const uint64_t gate_opened_ns = ncclsim::nowNs();
     gate.open = true;
     CHILD_CHECK(cuEventSynchronize(end) == CUDA_SUCCESS);
     CHILD_CHECK(cuEventQuery(end) == CUDA_SUCCESS);
     CHILD_CHECK(cuEventElapsedTime(&ms, start, end) == CUDA_SUCCESS);
-    CHILD_CHECK(ms >= 25.0f);
+    // start passed before start_seen_ns and end after gate_opened_ns, on the same clock.
+    CHILD_CHECK(double(ms) * 1e6 >= double(gate_opened_ns - start_seen_ns) - 1e3);
     CHILD_CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS);
     CHILD_CHECK(cuStreamQuery(s) == CUDA_SUCCESS);
     CHILD_CHECK(cuEventDestroy(start) == CUDA_SUCCESS);
