@@ -41,7 +41,9 @@ void* Loop(void* arg) {
   auto* rt = static_cast<Runtime*>(arg);
   const int64_t poll_ns = rt->config.completion_poll_us * 1000;
   const int64_t heartbeat_ns = rt->config.heartbeat_ms * 1'000'000;
-  int64_t last_heartbeat = 0;
+  // StartBackgroundThread wrote the first heartbeat: the first tick is one period later, so a
+  // process's in-flight proxy progress is never published at a moment that races its start.
+  int64_t last_heartbeat = rt->first_heartbeat_ns;
   int64_t last_busy = ProbeNowNs();
   while (!rt->stop.load(std::memory_order_acquire)) {
     RefreshProbeClock();
@@ -70,6 +72,8 @@ void* Loop(void* arg) {
 }  // namespace
 
 bool StartBackgroundThread(Runtime* rt) noexcept {
+  rt->first_heartbeat_ns = ProbeNowNs();
+  rt->ring->Heartbeat(rt->first_heartbeat_ns);
   const int rc = StartDetachedThread(Loop, rt, "ncclscope");
   if (rc != 0) {
     WarnOnce(WarnKey::kPoller,

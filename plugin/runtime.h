@@ -26,6 +26,7 @@ struct Runtime {
   std::atomic<bool> stop{false};  // tells the background thread to finish
   std::atomic<bool> poller_started{false};
   std::atomic<bool> poller_exited{false};  // the thread left its loop: PollOnce is free to call
+  int64_t first_heartbeat_ns = 0;          // written before the background thread starts
   // Created by the profiler plugin's init, not by an interposed call: the profiler's events are
   // the records (plugin_only_recorder.h). Set before the runtime is published, never changed.
   bool created_by_profiler = false;
