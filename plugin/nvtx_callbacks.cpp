@@ -105,17 +105,26 @@ void End(nvtxRangeId_t id) {
   if (g_nvtx_next.end != nullptr) g_nvtx_next.end(id);
 }
 
+// Notes one of NCCL's own ranges (nvtx_registry.h) without resolving its name: NCCL names them
+// with registered strings.
+void NoteNccl(const nvtxEventAttributes_t* a) {
+  if (a == nullptr) {
+    NoteNcclRange(nullptr, nullptr);
+  } else if (a->messageType == NVTX_MESSAGE_TYPE_REGISTERED) {
+    NoteNcclRange(nullptr, a->message.registered);
+  } else {
+    NoteNcclRange(a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : nullptr, nullptr);
+  }
+}
+
 int DomainPush(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
   const uint8_t slot = DomainSlot(domain);
   int level = -1;
-  if (slot != kUnstackedDomain) {
-    level = PushAttributes(slot, a);
-  } else if (IsNcclDomain(domain)) {
-    size_t len = 0;
-    const wchar_t* wide = nullptr;
-    const char* name = MessageName(a, &len, &wide);
-    NoteNcclRange(name, len);
+  if (slot == kNcclDomain) {
+    NoteNccl(a);
     level = NcclRangePush(a);  // keeps the call's arguments, when its payload is 2.28.9's
+  } else if (slot < kMaxDomains) {
+    level = PushAttributes(slot, a);
   }
   return g_nvtx_next.domain_push != nullptr ? g_nvtx_next.domain_push(domain, a) : level;
 }
@@ -123,10 +132,10 @@ int DomainPush(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
 int DomainPop(nvtxDomainHandle_t domain) {
   const uint8_t slot = DomainSlot(domain);
   int level = -1;
-  if (slot != kUnstackedDomain) {
-    level = NvtxPop(ThreadRanges(), slot);
-  } else if (IsNcclDomain(domain)) {
+  if (slot == kNcclDomain) {
     level = NcclRangePop();
+  } else if (slot < kMaxDomains) {
+    level = NvtxPop(ThreadRanges(), slot);
   }
   return g_nvtx_next.domain_pop != nullptr ? g_nvtx_next.domain_pop(domain) : level;
 }
@@ -134,7 +143,7 @@ int DomainPop(nvtxDomainHandle_t domain) {
 nvtxRangeId_t DomainStart(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
   const uint64_t id =
       g_nvtx_next.domain_start != nullptr ? g_nvtx_next.domain_start(domain, a) : NextRangeId();
-  if (DomainSlot(domain) != kUnstackedDomain) {
+  if (DomainSlot(domain) < kMaxDomains) {
     size_t len = 0;
     const wchar_t* wide = nullptr;
     const char* name = MessageName(a, &len, &wide);

@@ -30,7 +30,7 @@ std::atomic<PopPayloadFn> g_next_pop{nullptr};
 std::mutex g_ext_mutex;  // one module attaches at a time
 
 uint64_t SchemaRegister(nvtxDomainHandle_t domain, const nvtxPayloadSchemaAttr_t* attr) {
-  if (IsNcclDomain(domain)) {
+  if (DomainSlot(domain) == kNcclDomain) {
     uint32_t index = kNcclSchemaCount;
     const NcclSchemaCheck check = CheckNcclSchema(attr, &index);
     if (check != NcclSchemaCheck::kNotACall) {
@@ -56,10 +56,10 @@ uint64_t SchemaRegister(nvtxDomainHandle_t domain, const nvtxPayloadSchemaAttr_t
 int PopPayload(nvtxDomainHandle_t domain, const nvtxPayloadData_t* data, size_t count) {
   const uint8_t slot = DomainSlot(domain);
   int level = -1;
-  if (slot != kUnstackedDomain) {
-    level = NvtxPop(ThreadRanges(), slot);
-  } else if (IsNcclDomain(domain)) {
+  if (slot == kNcclDomain) {
     level = NcclRangePop();
+  } else if (slot < kMaxDomains) {
+    level = NvtxPop(ThreadRanges(), slot);
   }
   if (PopPayloadFn next = g_next_pop.load(std::memory_order_acquire)) {
     return next(domain, data, count);

@@ -12,17 +12,19 @@ namespace ncclscope::plugin {
 
 inline constexpr uint8_t kDefaultDomain = 0;
 inline constexpr uint32_t kMaxDomains = 32;
-// Ranges of a domain that is not ours to stack: NCCL's own "NCCL" domain (its API calls) and
-// domains beyond the table.
+// NCCL's own "NCCL" domain: its API calls' ranges are decoded (nvtx_nccl_payload_calls.h), not
+// stacked with the application's.
+inline constexpr uint8_t kNcclDomain = 0xFE;
+// A domain beyond the table: its ranges are not followed.
 inline constexpr uint8_t kUnstackedDomain = 0xFF;
 
 // A domain created through nvtxDomainCreateA/W under `handle` (ours, or the forwarded tool's).
-// Returns its slot; NCCL's "NCCL" domain and a full table give kUnstackedDomain. Thread-safe.
+// Returns its slot (below kMaxDomains), kNcclDomain for NCCL's "NCCL" domain, or kUnstackedDomain
+// when the table is full. Thread-safe.
 uint8_t RegisterDomain(const void* handle, const char* name) noexcept;
-// The slot of a domain handle; the null handle is the default domain. Hot path, lock-free.
+// What RegisterDomain returned for a handle; the null handle is the default domain, an unknown one
+// kUnstackedDomain. Hot path, lock-free: NCCL's domain is a single compare.
 uint8_t DomainSlot(const void* handle) noexcept;
-// Whether a slot is NCCL's own domain. Thread-safe.
-bool IsNcclDomain(const void* handle) noexcept;
 
 // Keeps a copy of a registered string under `handle` (ours or the forwarded tool's; cut at
 // kNvtxNameChars). Returns false when the table is full (its ranges then have no name).
@@ -34,9 +36,11 @@ const char* RegisteredString(const void* handle, uint8_t* len) noexcept;
 const void* NewStringHandle() noexcept;
 
 // NCCL's own ranges seen (pushes in the "NCCL" domain) and the newest one's name, for tests and
-// the docs' claim that NCCL's ranges reach the injection. Thread-safe.
+// the docs' claim that NCCL's ranges reach the injection. NoteNcclRange is on every NCCL call's
+// path: it keeps the message as given (a registered handle is looked up only when read), and its
+// count may miss a push when two threads note at once. Thread-safe.
 uint64_t NcclRangesSeen() noexcept;
-void NoteNcclRange(const char* name, size_t len) noexcept;
+void NoteNcclRange(const char* ascii, const void* registered) noexcept;
 size_t LastNcclRange(char* out, size_t cap) noexcept;
 
 }  // namespace ncclscope::plugin
