@@ -49,6 +49,9 @@ struct ncclComm {
   std::vector<uint64_t> out_next;  // (issue) next ticket per peer for data this rank sends
   std::vector<uint64_t> in_next;   // (issue) next ticket per peer for data it receives
   std::vector<ncclsim::CustomRedOp> redops;  // (issue)
+  // (issue) NCCL's sharedRes->hostStream, made when a launch first needs a host function
+  // (launch_host_func.h).
+  CUstream host_stream = nullptr;
   // Ring (me -> p) is used by one operation at a time, in issue order: the one whose ticket equals
   // out_serving[p]. Same for ring (p -> me) and in_serving[p].
   std::unique_ptr<std::atomic<uint64_t>[]> out_serving;

@@ -1,9 +1,11 @@
 #include "sim/emulator/group.h"
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "sim/emulator/launch.h"
+#include "sim/emulator/launch_host_func.h"
 #include "sim/emulator/link_model.h"
 #include "sim/emulator/profiler.h"
 
@@ -20,6 +22,10 @@ thread_local std::vector<Comm*> t_joins;
 // learns of a task only in hostStreamPlanTask, between those starts and stops). Each OpRun hands
 // its proxy work to the proxy thread as it is made, before its stream can reach it.
 void launchNow(std::vector<OpDesc>& descs) {
+  if (launchBlocking()) {
+    launchThroughHostStream(std::move(descs));
+    return;
+  }
   profilerLaunch(descs);
   std::vector<std::unique_ptr<OpRun>> ops;
   std::vector<CUstream> streams;

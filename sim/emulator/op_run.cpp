@@ -6,7 +6,7 @@
 
 namespace ncclsim {
 
-OpRun::OpRun(const OpDesc& desc) : d_(desc) {
+OpRun::OpRun(const OpDesc& desc, bool proxy_now) : d_(desc) {
   {
     std::lock_guard<std::mutex> lock(d_.comm->issue_mu);
     buildPlan(d_, &p_);
@@ -14,6 +14,10 @@ OpRun::OpRun(const OpDesc& desc) : d_(desc) {
     d_.comm->inflight.fetch_add(1, std::memory_order_acq_rel);
   }
   // NCCL hands the proxy its work at launch, not when the kernel runs (proxy_thread.h).
+  if (proxy_now) handOffProxyWork();
+}
+
+void OpRun::handOffProxyWork() {
   if (prof_ != nullptr) prof_->launch();
 }
 

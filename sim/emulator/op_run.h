@@ -16,7 +16,10 @@ namespace ncclsim {
 // progressed by one stream worker only. Counts itself in comm->inflight until finished.
 class OpRun {
  public:
-  explicit OpRun(const OpDesc& desc);
+  // With proxy_now false the proxy learns of the operation only at handOffProxyWork(), which
+  // the launch then calls where NCCL uploads its proxy ops (hostStreamPlanTask), before the
+  // operation's stream reaches it.
+  explicit OpRun(const OpDesc& desc, bool proxy_now = true);
   ~OpRun();
   OpRun(const OpRun&) = delete;
   OpRun& operator=(const OpRun&) = delete;
@@ -25,6 +28,8 @@ class OpRun {
   // on modeled time, lowers *wake_ns to when that changes.
   bool progress(uint64_t now, uint64_t* wake_ns);
   bool finished() const { return finished_; }
+  // Hands the proxy thread its part (ProxyOp appends, step posts). Once, by one thread.
+  void handOffProxyWork();
 
  private:
   void start(uint64_t now);

@@ -157,82 +157,6 @@ void buildTasks(const OpDesc& d, ProfOp* op) {
   }
 }
 
-// One communicator's plan: ncclLaunchKernel's KernelLaunch, then hostStreamPlanTask's Group and
-// task events (src/enqueue.cc).
-void launchPlan(Comm* c, std::vector<ProfTask*>& colls, std::vector<ProfTask*>& p2ps,
-                CUstream launch_stream) {
-  void* ctx = contextOf(c);
-  // The plan's mask and GroupApi: those of its first task with a nonzero mask, colls first.
-  int mask = 0;
-  void* group_api = nullptr;
-  for (auto* list : {&colls, &p2ps}) {
-    for (const ProfTask* t : *list) {
-      if (mask == 0 && t->mask != 0) {
-        mask = t->mask;
-        group_api = t->group_api;
-      }
-    }
-  }
-  void* launch = nullptr;
-  if ((mask & ab::kEvKernelLaunch) != 0) {
-    ab::Descr5 e{};
-    e.type = ab::kEvKernelLaunch;
-    e.parentObj = group_api;
-    e.kernelLaunch.stream = launch_stream;
-    prof::start(ctx, &launch, &e);
-  }
-  prof::stop(launch);
-  void* group = nullptr;
-  if ((mask & kGroupMask) != 0) {
-    ab::Descr5 e{};
-    e.type = ab::kEvGroup;
-    prof::start(ctx, &group, &e);
-  }
-  ProfilerComm* pc = c->profiler;
-  const auto channels = static_cast<uint8_t>(prof::channels());
-  for (ProfTask* t : colls) {
-    const OpDesc* d = t->owner;
-    // comm->seqNumber counts every collective launched, profiled or not (RAS reads it too).
-    const uint64_t seq = pc->coll_seq[static_cast<int>(d->kind)].fetch_add(1);
-    if ((t->mask & kCollMask) == 0) continue;
-    ab::Descr5 e{};
-    e.type = ab::kEvColl;
-    e.parentObj = t->api;
-    e.rank = c->rank;
-    e.coll = {seq,
-              funcName(d->kind),
-              d->send,
-              d->recv,
-              t->count,
-              d->root,
-              dtypeName(t->dtype),
-              channels,
-              1,
-              "RING",
-              "SIMPLE",
-              group};
-    prof::start(ctx, &t->event, &e);
-  }
-  for (ProfTask* t : p2ps) {
-    if ((t->mask & kP2pMask) == 0 || t->dropped) continue;
-    ab::Descr5 e{};
-    e.type = ab::kEvP2p;
-    e.parentObj = t->api;
-    e.rank = c->rank;
-    e.p2p = {t->send ? "Send" : "Recv",
-             const_cast<void*>(t->buff),
-             dtypeName(t->dtype),
-             t->count,
-             t->peer,
-             channels,
-             group};
-    prof::start(ctx, &t->event, &e);
-  }
-  for (const ProfTask* t : colls) prof::stop(t->event);
-  for (const ProfTask* t : p2ps) prof::stop(t->event);
-  prof::stop(group);
-}
-
 }  // namespace
 
 ProfilerComm* profilerCommInit(uint64_t comm_hash, const char* name, int nranks, int rank) {
@@ -281,8 +205,9 @@ void profilerGroupEndEnter() {
   }
 }
 
-void profilerLaunch(std::vector<OpDesc>& descs) {
-  if (!prof::loaded()) return;
+std::vector<ProfPlan> profilerPlans(std::vector<OpDesc>& descs) {
+  std::vector<ProfPlan> plans;
+  if (!prof::loaded()) return plans;
   // doLaunches: one plan per communicator, in the order the group met them.
   std::vector<Comm*> comms;
   for (OpDesc& d : descs) {
@@ -292,8 +217,8 @@ void profilerLaunch(std::vector<OpDesc>& descs) {
   }
   for (Comm* c : comms) {
     if (!live(c)) continue;
-    std::vector<ProfTask*> colls;
-    std::vector<ProfTask*> p2ps;
+    ProfPlan plan;
+    plan.comm = c;
     std::vector<CUstream> streams;
     for (OpDesc& d : descs) {
       if (d.comm != c) continue;
@@ -301,11 +226,98 @@ void profilerLaunch(std::vector<OpDesc>& descs) {
         streams.push_back(d.stream);
       }
       if (d.prof == nullptr) continue;
-      for (ProfTask& t : d.prof->tasks) (t.p2p ? p2ps : colls).push_back(&t);
+      for (ProfTask& t : d.prof->tasks) (t.p2p ? plan.p2ps : plan.colls).push_back(&t);
     }
-    orderCollTasks(c->nranks, &colls);
     // ncclLaunchKernel launches on planner->streams->stream: the newest stream the group met.
-    launchPlan(c, colls, p2ps, streams.back());
+    plan.launch_stream = streams.back();
+    orderCollTasks(c->nranks, &plan.colls);
+    for (auto* list : {&plan.colls, &plan.p2ps}) {
+      for (const ProfTask* t : *list) {
+        if (plan.mask == 0 && t->mask != 0) {
+          plan.mask = t->mask;
+          plan.group_api = t->group_api;
+        }
+      }
+    }
+    plans.push_back(std::move(plan));
+  }
+  return plans;
+}
+
+// ncclProfilerStartKernelLaunchEvent / ncclProfilerStopKernelLaunchEvent (src/plugin/profiler.cc).
+void profilerKernelLaunch(const ProfPlan& plan) {
+  void* launch = nullptr;
+  if ((plan.mask & ab::kEvKernelLaunch) != 0) {
+    ab::Descr5 e{};
+    e.type = ab::kEvKernelLaunch;
+    e.parentObj = plan.group_api;
+    e.kernelLaunch.stream = plan.launch_stream;
+    prof::start(contextOf(plan.comm), &launch, &e);
+  }
+  prof::stop(launch);
+}
+
+// ncclProfilerStartGroupEvent and ncclProfilerStartTaskEvents (src/plugin/profiler.cc).
+// A plan task run by a host function may come after ncclCommAbort finalized the communicator:
+// then it emits nothing, as no event follows finalize.
+void profilerPlanStart(ProfPlan* plan) {
+  Comm* c = plan->comm;
+  void* ctx = contextOf(c);
+  plan->group = nullptr;
+  if (!live(c)) return;
+  if ((plan->mask & kGroupMask) != 0) {
+    ab::Descr5 e{};
+    e.type = ab::kEvGroup;
+    prof::start(ctx, &plan->group, &e);
+  }
+  ProfilerComm* pc = c->profiler;
+  const auto channels = static_cast<uint8_t>(prof::channels());
+  for (ProfTask* t : plan->colls) {
+    const OpDesc* d = t->owner;
+    // comm->seqNumber counts every collective launched, profiled or not (RAS reads it too).
+    const uint64_t seq = pc->coll_seq[static_cast<int>(d->kind)].fetch_add(1);
+    if ((t->mask & kCollMask) == 0) continue;
+    ab::Descr5 e{};
+    e.type = ab::kEvColl;
+    e.parentObj = t->api;
+    e.rank = c->rank;
+    e.coll = {seq,      funcName(d->kind),   d->send,  d->recv, t->count,
+              d->root,  dtypeName(t->dtype), channels, 1,       "RING",
+              "SIMPLE", plan->group};
+    prof::start(ctx, &t->event, &e);
+  }
+  for (ProfTask* t : plan->p2ps) {
+    if ((t->mask & kP2pMask) == 0 || t->dropped) continue;
+    ab::Descr5 e{};
+    e.type = ab::kEvP2p;
+    e.parentObj = t->api;
+    e.rank = c->rank;
+    e.p2p = {t->send ? "Send" : "Recv",
+             const_cast<void*>(t->buff),
+             dtypeName(t->dtype),
+             t->count,
+             t->peer,
+             channels,
+             plan->group};
+    prof::start(ctx, &t->event, &e);
+  }
+}
+
+// ncclProfilerStopTaskEvents and ncclProfilerStopGroupEvent (src/plugin/profiler.cc).
+void profilerPlanStop(ProfPlan* plan) {
+  if (!live(plan->comm)) return;
+  for (const ProfTask* t : plan->colls) prof::stop(t->event);
+  for (const ProfTask* t : plan->p2ps) prof::stop(t->event);
+  prof::stop(plan->group);
+}
+
+// One plan after the other, each as ncclLaunchKernel then, on this thread,
+// ncclLaunchKernelAfter_NoCuda -> hostStreamPlanTask (src/enqueue.cc, src/group.cc doLaunches).
+void profilerLaunch(std::vector<OpDesc>& descs) {
+  for (ProfPlan& plan : profilerPlans(descs)) {
+    profilerKernelLaunch(plan);
+    profilerPlanStart(&plan);
+    profilerPlanStop(&plan);
   }
 }
 

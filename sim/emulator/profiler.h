@@ -7,7 +7,8 @@
 //   GroupApi start (outermost group only) + state 23, CollApi or P2pApi start and stop;
 // at the outermost ncclGroupEnd: GroupApi state 24, then per communicator KernelLaunch start and
 // stop, Group start, Coll and P2p starts (parent: the API event; parentGroup: Group), their stops
-// ("enqueued", not finished), Group stop; finally GroupApi stop.
+// ("enqueued", not finished), Group stop; finally GroupApi stop. With CUDA_LAUNCH_BLOCKING set,
+// the Group, Coll and P2p events come from a host stream's thread instead (launch_host_func.h).
 // On the stream worker, which plays NCCL's proxy thread (profiler_proxy.h): one KernelCh per task
 // and channel, ProxyOp per (channel, peer, direction), ProxySteps with net.cc's states.
 //
@@ -20,11 +21,15 @@
 #include <memory>
 #include <vector>
 
+#include <cuda.h>
 #include <nccl.h>
+
+struct ncclComm;
 
 namespace ncclsim {
 
 struct OpDesc;
+using Comm = ::ncclComm;
 
 // Per communicator, owned by the communicator (never freed, like it).
 struct ProfilerComm {
@@ -61,6 +66,19 @@ ProfilerComm* profilerCommInit(uint64_t comm_hash, const char* name, int nranks,
 // Calls the plugin's finalize for the communicator; no event follows. Thread-safe; pc may be null.
 void profilerCommFinalize(ProfilerComm* pc);
 
+// One communicator's share of a group launch, as NCCL's ncclKernelPlan: its profiled tasks in
+// plan order (ncclPrepareTasks), the mask and GroupApi of its first task with a nonzero mask
+// (colls first), and its Group event while hostStreamPlanTask runs.
+struct ProfPlan {
+  Comm* comm = nullptr;
+  CUstream launch_stream = nullptr;  // planner->streams->stream: the newest stream the group met
+  std::vector<ProfTask*> colls;
+  std::vector<ProfTask*> p2ps;
+  int mask = 0;
+  void* group_api = nullptr;
+  void* group = nullptr;
+};
+
 // Calling thread, in NCCL's order: profilerEnqueueEnter at the start of a collective or p2p call
 // (ncclEnqueueCheck), profilerTaskAppend once its group is open (taskAppend),
 // profilerGroupEndEnter at every ncclGroupEnd (also the call's own implicit one) before the depth
@@ -71,5 +89,17 @@ void profilerTaskAppend(OpDesc* d, int group_depth);
 void profilerGroupEndEnter();
 void profilerLaunch(std::vector<OpDesc>& descs);
 void profilerGroupEndExit();
+
+// profilerLaunch in its parts, for launches whose plan task runs on another thread
+// (launch_host_func.h). profilerPlans: the plans of the outermost end's operations, one per live
+// communicator with a profiled task, in the order the group met them; calling thread, tasks
+// point into `descs`, which must outlive the plans. profilerKernelLaunch: ncclLaunchKernel's
+// KernelLaunch start and stop; calling thread. profilerPlanStart / profilerPlanStop:
+// hostStreamPlanTask's Group and task starts (numbering the collectives) before the proxy upload,
+// and the task stops and Group stop after it; one thread at a time per plan, any thread.
+std::vector<ProfPlan> profilerPlans(std::vector<OpDesc>& descs);
+void profilerKernelLaunch(const ProfPlan& plan);
+void profilerPlanStart(ProfPlan* plan);
+void profilerPlanStop(ProfPlan* plan);
 
 }  // namespace ncclsim
