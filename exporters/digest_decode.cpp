@@ -298,9 +298,35 @@ struct Decoder {
     return true;
   }
 
+  // device_compute entries: one per device_compute record, positions growing; a compute time is
+  // -1 (unknown) or a plausible duration.
+  bool DeviceComputes(const pb::RankDigest& r, RankFile* f) {
+    const size_t n = f->ops.size();
+    for (int i = 0; i < r.device_compute_size(); ++i) {
+      const pb::DeviceCompute& e = r.device_compute(i);
+      if (e.pos() >= n || (i > 0 && e.pos() <= r.device_compute(i - 1).pos()) ||
+          f->ShapeAt(e.pos()).op != static_cast<uint32_t>(trace::OpType::kDeviceCompute)) {
+        return Fail("device_compute entry " + std::to_string(i) +
+                    " out of order or not at a device_compute record");
+      }
+      if (e.compute_ns() < -1 || e.compute_ns() > bounds.max_pause_ns) {
+        return Fail("device_compute entry " + std::to_string(i) + ": compute time of " +
+                    std::to_string(e.compute_ns()) + " ns");
+      }
+      // The rest is the record's, as RankFileBuilder takes it from the ring.
+      const hang_detector::OpShape& shape = f->ShapeAt(e.pos());
+      const hang_detector::OpRecord& rec = f->ops[e.pos()];
+      f->device_compute.push_back(
+          {e.pos(), shape.comm_id, rec.seq, rec.group_id, static_cast<uint32_t>(shape.redop),
+           static_cast<uint32_t>(shape.peer), e.compute_ns(), e.gpu_start()});
+    }
+    return true;
+  }
+
   bool Rank(const pb::RankDigest& r, const std::string& source, RankFile* f) {
     auto info = std::make_shared<trace::RingInfo>();
-    if (!Info(r, info.get()) || !Shapes(r, f) || !Records(r, f) || !LaneBudget(*f) || !Nvtx(r, f)) {
+    if (!Info(r, info.get()) || !Shapes(r, f) || !Records(r, f) || !LaneBudget(*f) || !Nvtx(r, f) ||
+        !DeviceComputes(r, f)) {
       return false;
     }
     if (r.pause_before_ns() < 0 || r.pause_before_ns() > bounds.max_pause_ns) {

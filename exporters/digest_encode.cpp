@@ -147,6 +147,16 @@ void EncodeNvtx(const RankFile& f, pb::RankDigest* r) {
   }
 }
 
+// The device_compute entries of the records kept.
+void EncodeDeviceCompute(const RankFile& f, pb::RankDigest* r) {
+  for (const hang_detector::DeviceCompute& d : f.device_compute) {
+    pb::DeviceCompute* e = r->add_device_compute();
+    e->set_pos(d.pos);
+    e->set_compute_ns(d.compute_ns);
+    e->set_gpu_start(d.gpu_start);
+  }
+}
+
 }  // namespace
 
 std::string EncodeNodeDigest(const DigestHeader& header, const std::vector<DigestRank>& ranks) {
@@ -171,6 +181,7 @@ std::string EncodeNodeDigest(const DigestHeader& header, const std::vector<Diges
     r->set_omitted_records(rank.omitted);
     r->set_pause_before_ns(f.pause_before_ns);
     EncodeNvtx(f, r);
+    EncodeDeviceCompute(f, r);
   }
   return d.SerializeAsString();
 }

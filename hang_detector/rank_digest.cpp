@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <set>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace ncclscope::hang_detector {
@@ -59,6 +62,30 @@ struct PairHash {
 // in flight on a job of up to 32 channels and two peers per channel.
 constexpr size_t kProxyRecordsPerComm = 128;
 
+// The device_compute records (NCCLSCOPE_CUPTI) of the collectives kept, by (communicator,
+// sequence number) or by the group whose end launched them, as hang_detector/device_compute.h
+// looks them up: the GPU time before a collective that tells a compute straggler from a slow link
+// in another node's view.
+void KeepDeviceCompute(const RankFile& f, std::vector<char>* keep) {
+  if (f.device_compute.empty()) return;
+  std::set<std::pair<uint64_t, uint64_t>> calls;
+  std::unordered_set<uint64_t> groups;
+  for (uint32_t p = 0; p < f.size(); ++p) {
+    if ((*keep)[p] == 0 || !trace::IsCollective(static_cast<OpType>(f.ShapeAt(p).op))) continue;
+    const OpRecord& r = f.ops[p];
+    if (r.group_id != 0) {
+      groups.insert(r.group_id);
+    } else {
+      calls.insert({f.ShapeAt(p).comm_id, r.seq});
+    }
+  }
+  for (const DeviceCompute& d : f.device_compute) {
+    if (d.pos >= f.size()) continue;
+    const bool of_group = d.group_id != 0 && groups.count(d.group_id) != 0;
+    if (of_group || calls.count({d.comm_id, d.seq}) != 0) (*keep)[d.pos] = 1;
+  }
+}
+
 std::vector<char> ChooseRecords(const RankFile& f, const DigestLimits& limits) {
   const uint32_t n = f.size();
   std::vector<char> keep(n, 0);
@@ -104,6 +131,7 @@ std::vector<char> ChooseRecords(const RankFile& f, const DigestLimits& limits) {
     }
     if (take) keep[p] = 1;
   }
+  KeepDeviceCompute(f, &keep);
   return keep;
 }
 
@@ -140,10 +168,19 @@ DigestCut CutForDigest(const RankFile& file, const DigestLimits& limits) {
   out.pause_before_ns = file.LongestPauseNs();
   std::vector<uint32_t> shape_map(file.shapes.size(), kNoRecord);
   uint64_t next_index = UINT64_MAX;
+  size_t next_compute = 0;  // file.device_compute is in file order
   for (uint32_t p = 0; p < file.size(); ++p) {
+    while (next_compute < file.device_compute.size() && file.device_compute[next_compute].pos < p) {
+      ++next_compute;
+    }
     if (keep[p] == 0) {
       ++cut.omitted;
       continue;
+    }
+    if (next_compute < file.device_compute.size() && file.device_compute[next_compute].pos == p) {
+      DeviceCompute d = file.device_compute[next_compute];
+      d.pos = out.size();
+      out.device_compute.push_back(d);
     }
     OpRecord r = file.ops[p];
     uint32_t& mapped = shape_map[r.shape];

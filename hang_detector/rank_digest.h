@@ -33,7 +33,8 @@ struct DigestCut {
 // The digest's copy of `file`. Besides the limits it always keeps: the oldest record (how far back
 // the ring reaches, which decides whether a wrapped member may have lost a collective), the newest
 // record with a device completion (what makes untracked records before it read as completed),
-// every communicator creation call and every profiler attach mark. `file.remote` is copied.
+// every communicator creation call, every profiler attach mark and the device_compute records of
+// the collectives kept (with `device_compute` entries). `file.remote` is copied.
 // Thread-safe (reads `file` only).
 DigestCut CutForDigest(const RankFile& file, const DigestLimits& limits);
 

@@ -1,7 +1,8 @@
 // Fuzz target: any bytes offered as a node digest (an exporter's /digest, a digest file). The
 // decoder refuses them with a message naming the source, or its ranks go through the index, the
 // correlator and both renderings: never a crash, never an unbounded allocation. Seeds are digests
-// of synthetic jobs (hangs, waits, p2p, wrapped rings, blocked creation, NVTX steps and phases).
+// of synthetic jobs (hangs, waits, p2p, wrapped rings, blocked creation, NVTX steps and phases,
+// CUPTI device time).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -123,4 +124,27 @@ extern "C" void FuzzSeeds(std::vector<std::string>* seeds) {
   ncclscope::trace::TraceSet set = steps.Build();
   ncclscope::testing::AddNameRecords(&set, {{1, "backward", "layer1"}, {2, "optimizer", ""}});
   seeds->push_back(DigestOf(set, {}));
+
+  // NCCLSCOPE_CUPTI's device_compute records after each collective (trace/record.h), one with an
+  // unknown stretch; cut so that the older ones go.
+  JobBuilder device(2);
+  const uint64_t dw = device.Comm("world", {0, 1});
+  for (int i = 0; i < 24; ++i) {
+    for (int r = 0; r < 2; ++r) {
+      device.Coll(r, dw, OpType::kAllReduce, 0.1 * i, Done::kCompleted);
+      ncclscope::trace::RecordData& c =
+          device.ProbeRecord(r, dw, OpType::kDeviceCompute, 0.1 * i + 0.05);
+      c.seq = static_cast<uint64_t>(i + 1);
+      c.redop = static_cast<int32_t>(OpType::kAllReduce);
+      c.peer = 1;
+      c.count = r == 1 ? 40'000'000 : 20'000'000;
+      c.aux = 1000 + static_cast<uint64_t>(i);
+      c.recv_buffer = i == 7 ? 0 : 1;
+    }
+  }
+  device.HeartbeatAll(3);
+  hd::DigestLimits recent;
+  recent.per_comm = 8;
+  recent.newest = 4;
+  seeds->push_back(DigestOf(device, recent));
 }

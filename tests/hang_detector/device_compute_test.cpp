@@ -1,102 +1,23 @@
 // Straggler verdicts by device time (hang_detector/device_compute.h) over synthetic training
-// loops (step_model.h) with the device_compute records the CUPTI probe writes: world plus
-// tensor-parallel pairs and two data-parallel groups, 8 ranks. The host side is one of the two
-// patterns the host-time checks know (a rank arriving late, or transfers slow in the groups of
-// one rank); the device side says whether that rank's GPU computed longer.
+// loops with the device_compute records the CUPTI probe writes (device_compute_job.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
+#include <utility>
 
-#include "tests/hang_detector/analyze_helpers.h"
-#include "tests/hang_detector/step_model.h"
+#include "hang_detector/rank_digest.h"
+#include "tests/hang_detector/device_compute_job.h"
 
 namespace ncclscope::testing {
 namespace {
 
 using hang_detector::Evidence;
 
-constexpr int kRanks = 8;
-constexpr int kSteps = 20;
-constexpr double kCompute = 0.020;
-
-struct Job {
-  Job() : job(kRanks), model(&job, kRanks, 3) {
-    std::vector<int> all;
-    for (int r = 0; r < kRanks; ++r) all.push_back(r);
-    world = job.Comm("world", all);
-    for (int g = 0; g < kRanks / 2; ++g) groups.push_back({2 * g, 2 * g + 1});
-    for (int parity = 0; parity < 2; ++parity) {
-      std::vector<int> dp;
-      for (int r = parity; r < kRanks; r += 2) dp.push_back(r);
-      groups.push_back(dp);
-    }
-    for (size_t g = 0; g < groups.size(); ++g) {
-      const bool tp = g < static_cast<size_t>(kRanks / 2);
-      ids.push_back(job.Comm(tp ? "tp" : "dp", groups[g], world, tp ? 0 : 1));
-    }
-    model.compute_s = kCompute;
-  }
-  void Run() {
-    for (int s = 0; s < kSteps; ++s) {
-      std::vector<ModelOp> ops;
-      std::vector<std::vector<int>> members;
-      for (size_t g = 0; g < groups.size(); ++g) {
-        ops.push_back({ids[g], OpType::kAllReduce, 0.005});
-        members.push_back(groups[g]);
-      }
-      std::vector<int> all;
-      for (int r = 0; r < kRanks; ++r) all.push_back(r);
-      ops.push_back({world, OpType::kAllReduce, 0.01});
-      members.push_back(all);
-      model.Step(ops, members);
-    }
-  }
-  // What the probe writes on `rank`: its GPU computed `compute_s(step)` before each step's first
-  // collective (its tensor-parallel one) and nothing between the others. A negative value writes
-  // the record with an unknown stretch (activity lost); `skip` writes none for that rank (CUPTI
-  // off there, or its kernels never ended).
-  template <typename F>
-  void DeviceCompute(int rank, F compute_s) {
-    const double t = model.Now();
-    for (int s = 0; s < kSteps; ++s) {
-      const int tp = rank / 2, dp = kRanks / 2 + rank % 2;
-      Write(rank, ids[static_cast<size_t>(tp)], s + 1, compute_s(s), t);
-      Write(rank, ids[static_cast<size_t>(dp)], s + 1, 0, t);
-      Write(rank, world, s + 1, 0, t);
-    }
-  }
-  // A device_compute record as the probe writes it (trace/record.h). The builder appends records
-  // through its call helpers only, so a collective record is taken and rewritten; no collective
-  // follows, so the sequence number it consumed is never used.
-  void Write(int rank, uint64_t comm, uint64_t seq, double compute_s, double t) {
-    trace::RecordData& r = job.Coll(rank, comm, OpType::kAllReduce, t, Done::kUntracked);
-    r.op = static_cast<uint32_t>(OpType::kDeviceCompute);
-    r.seq = seq;
-    r.count = compute_s > 0 ? static_cast<uint64_t>(compute_s * 1e9) : 0;
-    r.peer = compute_s > 0 ? 1 : 0;
-    r.redop = static_cast<int32_t>(OpType::kAllReduce);
-    r.dtype = 0;
-    r.aux = 1;
-    r.send_buffer = 2;
-    r.recv_buffer = compute_s < 0 ? 0 : 1;
-    r.flags = 0;
-  }
-  std::vector<Verdict> Stragglers() {
-    job.HeartbeatAll(model.Now());
-    std::vector<Verdict> out;
-    for (const Verdict& v : AnalyzeAt(job, model.Now() + 0.01).verdicts) {
-      if (v.cls == VerdictClass::kStraggler) out.push_back(v);
-    }
-    return out;
-  }
-
-  JobBuilder job;
-  StepModel model;
-  uint64_t world = 0;
-  std::vector<std::vector<int>> groups;
-  std::vector<uint64_t> ids;
-};
+using device_compute_job::Job;
+using device_compute_job::kCompute;
+using device_compute_job::kRanks;
 
 bool Has(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
@@ -192,6 +113,53 @@ TEST(DeviceCompute, MissingOrUnknownDeviceRecordsLeaveTheHostVerdict) {
     EXPECT_TRUE(Has(v[0].summary, "slow link: transfers of rank 2")) << v[0].summary;
     EXPECT_FALSE(Has(v[0].summary, "device time")) << v[0].summary;
   }
+}
+
+// A node's digest keeps the device_compute records of the collectives it keeps (whatever the
+// newest-records rule leaves out), so another node's view tells the compute straggler from a slow
+// link as this node's does.
+TEST(DeviceCompute, DigestCutKeepsTheDeviceTimeOfTheCollectivesItKeeps) {
+  Job j;
+  j.model.link_slow = {{2, 3.0, 4}};
+  j.Run([&](int s) {
+    for (int r = 0; r < kRanks; ++r) {
+      j.DeviceComputeOfStep(r, s, r == 2 && s >= 4 ? 2 * kCompute : kCompute);
+    }
+  });
+  const std::vector<hang_detector::RankFile> files = j.Files();
+  hang_detector::DigestLimits limits;
+  limits.per_comm = 12;  // of 20 steps: the device records of the 8 oldest go
+  limits.newest = 4;
+  std::vector<hang_detector::RankFile> cuts;
+  for (const hang_detector::RankFile& f : files) {
+    hang_detector::DigestCut cut = hang_detector::CutForDigest(f, limits);
+    ASSERT_GT(cut.omitted, 0u);
+    // Exactly the device records of the collectives kept (the newest 12 of each of the rank's
+    // three communicators, and its oldest record): each collective of this job has one.
+    std::set<std::pair<uint64_t, uint64_t>> kept;
+    for (uint32_t p = 0; p < cut.file.size(); ++p) {
+      if (cut.file.ShapeAt(p).op == static_cast<uint32_t>(OpType::kAllReduce)) {
+        kept.insert({cut.file.ShapeAt(p).comm_id, cut.file.ops[p].seq});
+      }
+    }
+    EXPECT_GE(kept.size(), 3u * 12u);
+    EXPECT_LT(kept.size(), 3u * 20u);
+    std::set<std::pair<uint64_t, uint64_t>> with_device;
+    for (const hang_detector::DeviceCompute& d : cut.file.device_compute) {
+      ASSERT_LT(d.pos, cut.file.size());
+      EXPECT_EQ(cut.file.ShapeAt(d.pos).op, static_cast<uint32_t>(OpType::kDeviceCompute));
+      EXPECT_EQ(cut.file.ops[d.pos].seq, d.seq);
+      with_device.insert({d.comm_id, d.seq});
+    }
+    EXPECT_EQ(with_device, kept);
+    EXPECT_EQ(cut.file.device_compute.size(), kept.size());
+    cuts.push_back(std::move(cut.file));
+  }
+  const std::vector<Verdict> v = j.StragglersOf(cuts);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].culprits, std::vector<int>{2});
+  EXPECT_TRUE(Has(v[0].summary, "compute straggler (device time): rank 2's GPU computes"))
+      << v[0].summary;
 }
 
 }  // namespace

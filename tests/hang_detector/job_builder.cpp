@@ -156,6 +156,13 @@ void JobBuilder::DeviceStart(int rank, uint64_t comm, uint64_t seq, double t) {
   Append(rank, r, t, Done::kUntracked);
 }
 
+trace::RecordData& JobBuilder::ProbeRecord(int rank, uint64_t comm, trace::OpType op, double t) {
+  trace::RecordData r{};
+  r.comm_id = comm;
+  r.op = static_cast<uint32_t>(op);
+  return Append(rank, r, t, Done::kUntracked);
+}
+
 void JobBuilder::ProxyProgress(int rank, uint64_t comm, uint64_t seq, int peer, int channel,
                                bool send, int state, double t, trace::OpType op) {
   trace::RecordData r{};

@@ -42,6 +42,9 @@ class JobBuilder {
   // of collective #seq started (seq 0: a start it could not number).
   void ProfilerAttach(int rank, uint64_t comm, double t);
   void DeviceStart(int rank, uint64_t comm, uint64_t seq, double t);
+  // A record the probe writes itself (not a call: it consumes no sequence number), of `op`, for
+  // the caller to fill in.
+  trace::RecordData& ProbeRecord(int rank, uint64_t comm, trace::OpType op, double t);
   // A proxy_progress record (trace/record.h) of collective #seq: one (channel, peer, side) whose
   // oldest unfinished step waits in NCCL profiler state `state`.
   void ProxyProgress(int rank, uint64_t comm, uint64_t seq, int peer, int channel, bool send,
