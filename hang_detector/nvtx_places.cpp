@@ -186,33 +186,42 @@ void LocatePlaces(const Context& ctx, std::vector<Verdict>* verdicts) {
   }
 }
 
-void AddStragglerPlaces(const Context& ctx, const CommTimeline& t, const std::vector<bool>& late,
-                        size_t culprit, Verdict* v) {
+void AddTimelinePlaces(const Context& ctx, const CommTimeline& t, const std::vector<bool>& flagged,
+                       const std::vector<size_t>& culprits, const std::string& flagged_as,
+                       Verdict* v) {
   const size_t begin = t.WindowBegin(), n = t.samples.size();
-  std::vector<size_t> late_samples;
-  for (size_t i = begin; i < n && i < late.size(); ++i) {
-    if (late[i]) late_samples.push_back(i);
+  std::vector<size_t> samples;
+  for (size_t i = begin; i < n && i < flagged.size(); ++i) {
+    if (flagged[i]) samples.push_back(i);
   }
-  if (late_samples.empty()) return;
+  if (samples.empty()) return;
   auto calls_of = [&](size_t m, std::string basis) {
     PlaceCalls c{t.ranks[m], t.files[m], {}, std::move(basis)};
-    for (size_t i : late_samples) c.pos.push_back(t.samples[i].pos[m]);
+    for (size_t i : samples) c.pos.push_back(t.samples[i].pos[m]);
     return c;
   };
   const std::string range =
       "#" + std::to_string(t.samples[begin].seq) + "..#" + std::to_string(t.samples[n - 1].seq);
-  AddPlaces(ctx.index, "culprit",
-            {calls_of(culprit, "late to " + std::to_string(late_samples.size()) + " of the " +
-                                   std::to_string(n - begin) + " collectives " + range + " on " +
-                                   v->comm_name)},
-            v);
+  std::vector<PlaceCalls> guilty;
+  for (size_t m : culprits) {
+    guilty.push_back(calls_of(m, flagged_as + " " + std::to_string(samples.size()) + " of the " +
+                                     std::to_string(n - begin) + " collectives " + range + " on " +
+                                     v->comm_name));
+  }
+  AddPlaces(ctx.index, "culprit", guilty, v);
   std::vector<PlaceCalls> victims;
   for (size_t m = 0; m < t.ranks.size(); ++m) {
-    if (m != culprit && std::binary_search(v->victims.begin(), v->victims.end(), t.ranks[m])) {
+    const bool culprit = std::find(culprits.begin(), culprits.end(), m) != culprits.end();
+    if (!culprit && std::binary_search(v->victims.begin(), v->victims.end(), t.ranks[m])) {
       victims.push_back(calls_of(m, "waiting for it in those collectives"));
     }
   }
   AddPlaces(ctx.index, "victim", victims, v);
+}
+
+void AddStragglerPlaces(const Context& ctx, const CommTimeline& t, const std::vector<bool>& late,
+                        size_t culprit, Verdict* v) {
+  AddTimelinePlaces(ctx, t, late, {culprit}, "late to", v);
 }
 
 }  // namespace ncclscope::hang_detector

@@ -28,12 +28,18 @@ void AddPlaces(const JobIndex& index, const std::string& role, const std::vector
 
 // Fills `where` of every verdict that has none yet: for each culprit its call of the verdict's
 // operation, else its newest collective or send/recv; for each victim its call of the verdict's
-// operation, else the one it waits in, else its newest. Stragglers have theirs from their late
-// collectives (AddStragglerPlaces). Reads the index only.
+// operation, else the one it waits in, else its newest. Stragglers have theirs from the
+// collectives they are flagged in (AddTimelinePlaces). Reads the index only.
 void LocatePlaces(const Context& ctx, std::vector<Verdict>* verdicts);
 
-// A compute straggler's place: the phase of the collectives of t it arrives late to
-// (late[i]: sample i of t), and its victims' in the same collectives.
+// A straggler's place: the phase of the collectives of t flagged (flagged[i]: sample i of t, in
+// the scoring window) for the culprits (members of t, by position), each with the basis
+// "<flagged_as> N of the M collectives #a..#b on <comm>", and its victims' in the same collectives.
+void AddTimelinePlaces(const Context& ctx, const CommTimeline& t, const std::vector<bool>& flagged,
+                       const std::vector<size_t>& culprits, const std::string& flagged_as,
+                       Verdict* v);
+
+// A compute straggler's place: the collectives of t it arrives late to (late[i]: sample i of t).
 void AddStragglerPlaces(const Context& ctx, const CommTimeline& t, const std::vector<bool>& late,
                         size_t culprit, Verdict* v);
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 
+#include "hang_detector/nvtx_places.h"
 #include "hang_detector/straggler_scores.h"
 
 namespace ncclscope::hang_detector {
@@ -156,6 +157,14 @@ Verdict MakeVerdict(const Context& ctx, const std::vector<Judgement>& slow,
             DescribeOp(file.At(t.samples[onset].pos[0])) + ": transfer x" +
             std::to_string(lead.ratio[onset]).substr(0, 4) + " of " + lead.against));
   }
+  // The phase of the slow transfers: the culprits' and their victims' calls of the collectives
+  // of the lead group that were slow.
+  std::vector<size_t> members;
+  for (int r : v.culprits) {
+    const auto it = std::find(t.ranks.begin(), t.ranks.end(), r);
+    if (it != t.ranks.end()) members.push_back(static_cast<size_t>(it - t.ranks.begin()));
+  }
+  AddTimelinePlaces(ctx, t, flags, members, "transfers slow in", &v);
   for (const Judgement& j : slow) {
     if (v.evidence.size() < 12)
       v.evidence.push_back({j.t->ranks[0], 0, false, "slow: " + Describe(ctx, j)});

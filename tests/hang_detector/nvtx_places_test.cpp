@@ -8,6 +8,7 @@
 #include "hang_detector/verdict_json.h"
 #include "hang_detector/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
+#include "tests/hang_detector/device_compute_job.h"
 #include "tests/hang_detector/nvtx_records.h"
 #include "tests/hang_detector/step_model.h"
 
@@ -260,6 +261,44 @@ TEST(NvtxPlaces, ComputeStragglerIsPlacedInThePhaseAndStepsItIsLateIn) {
   const nlohmann::json j = nlohmann::json::parse(hang_detector::RenderJson(a));
   EXPECT_EQ(j["verdicts"][0]["where"][0]["step"], 10);
   EXPECT_EQ(j["verdicts"][0]["where"][0]["last_step"], 39);
+}
+
+// A slow link is placed where its transfers were slow: the slow rank's calls of the collectives of
+// its smallest slow group (its tensor-parallel pair) from the step its link slowed down, and its
+// partner's, waiting in the same collectives.
+TEST(NvtxPlaces, SlowLinkIsPlacedInThePhaseAndStepsOfItsSlowTransfers) {
+  device_compute_job::Job j;
+  j.model.link_slow = {{2, 3.0, 4}};
+  j.Run();
+  j.job.HeartbeatAll(j.model.Now());
+  trace::TraceSet set = j.job.Build();
+  // Each step is three collectives on every rank (tensor-parallel, data-parallel, world), made in
+  // backward.
+  for (trace::RingSnapshot& f : set.files) {
+    for (size_t i = 0; i < f.records.size(); ++i) {
+      f.records[i].data.reserved = NvtxWord(static_cast<uint32_t>(i / 3), kBackward);
+    }
+  }
+  AddNameRecords(&set, kNames);
+  const Analysis a = AnalyzeSet(set, j.model.Now() + 0.01);
+  SCOPED_TRACE(hang_detector::RenderText(a, true));
+  const Verdict& v = First(a);
+  ASSERT_EQ(v.cls, VerdictClass::kStraggler);
+  ASSERT_EQ(v.culprits, std::vector<int>{2});
+  ASSERT_NE(v.summary.find("slow link"), std::string::npos);
+  const Place* c = Find(v, "culprit");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->ranks, std::vector<int>{2});
+  EXPECT_EQ(c->phase, "backward");
+  EXPECT_EQ(c->step, 4u);  // slow from the step its link slowed down, not before
+  EXPECT_EQ(c->last_step, 19u);
+  EXPECT_EQ(c->basis, "transfers slow in 16 of the 20 collectives #1..#20 on tp");
+  const Place* w = Find(v, "victim");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->ranks, std::vector<int>{3});
+  EXPECT_NE(hang_detector::RenderText(a, false).find(
+                "  where: culprit rank 2 in steps 4-19, backward (transfers slow in 16 of the 20"),
+            std::string::npos);
 }
 
 }  // namespace
