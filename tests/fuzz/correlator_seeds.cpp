@@ -1,11 +1,15 @@
 // Seeds for the correlator fuzz target: small jobs written by the real trace writer, one per
 // verdict family (a rank that never issued a collective, a desync with send/recv left unmatched,
 // creations nobody finished, a wrapped healthy job, a straggler, a device that never started, a
-// stall whose stage the profiler's proxy progress names).
+// stall whose stage the profiler's proxy progress names, a hang and a straggler whose calls carry
+// NVTX steps and phases).
+#include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/fuzz/ring_set_codec.h"
@@ -50,12 +54,25 @@ class Rank {
     c.name = name;
     w_->AddComm(c);
   }
-  void Coll(uint64_t comm, uint64_t seq, OpType op, double t, Done done) {
+  // nvtx: the call's NVTX context word (trace/record.h: step and context id), 0 for none.
+  void Coll(uint64_t comm, uint64_t seq, OpType op, double t, Done done, uint32_t nvtx = 0) {
     RecordData r = Base(comm, seq, op, t);
     r.count = 256;
     r.dtype = kFloat32;
     r.redop = op == OpType::kAllReduce ? kSum : -1;
+    r.reserved = nvtx;
     Emit(r, done, t);
+  }
+  // The names of NVTX context `id`, as the probe writes them before their first use.
+  void NvtxNames(uint32_t id, const std::string& phase, const std::string& range, double t) {
+    for (const auto& [op, name] :
+         {std::pair{OpType::kNvtxPhaseName, &phase}, std::pair{OpType::kNvtxRangeName, &range}}) {
+      RecordData r = Base(0, id, op, t);
+      std::memcpy(reinterpret_cast<char*>(&r.group_id), name->data(),
+                  std::min(name->size(), kNvtxNameBytes - 1));
+      r.t_device_done_ns = kDoneUntracked;
+      w_->Append(r, false);
+    }
   }
   void P2P(uint64_t comm, uint64_t seq, OpType op, int peer, double t, Done done) {
     RecordData r = Base(comm, seq, op, t);
@@ -169,6 +186,31 @@ void Add(std::vector<Rank>& ranks, double heartbeat, uint8_t options,
 }  // namespace
 
 extern "C" void FuzzSeeds(std::vector<std::string>* seeds) {
+  {  // NVTX: steps 1-20 of backward and optimizer allreduces; rank 1 is late to the backward ones
+     // and never issues step 21's, where rank 0 waits in the optimizer's.
+    ncclscope::testing::TempDir tmp;
+    auto ranks = Job(tmp.path(), 2);
+    for (int r = 0; r < 2; ++r) {
+      ranks[r].NvtxNames(1, "backward", "layer7", 0.01);
+      ranks[r].NvtxNames(2, "optimizer", "clip_grad", 0.01);
+    }
+    uint64_t seq = 0;
+    for (uint64_t step = 1; step <= 20; ++step) {
+      ++seq;
+      for (int r = 0; r < 2; ++r) {
+        ranks[r].Coll(kWorld, seq, OpType::kAllReduce, 0.1 * step + (r == 1 ? 0.03 : 0),
+                      Done::kCompleted, NvtxReservedWord(NvtxStepField(step), 1));
+      }
+      ++seq;
+      for (int r = 0; r < 2; ++r) {
+        ranks[r].Coll(kWorld, seq, OpType::kAllReduce, 0.1 * step + 0.05, Done::kCompleted,
+                      NvtxReservedWord(NvtxStepField(step), 2));
+      }
+    }
+    ranks[0].Coll(kWorld, seq + 1, OpType::kAllReduce, 2.5, Done::kPending,
+                  NvtxReservedWord(NvtxStepField(21), 2));
+    Add(ranks, 10, 0x00, seeds);
+  }
   {  // Rank 3 never issues world allreduce #3; ranks 0-1 also share a split "tp".
     ncclscope::testing::TempDir tmp;
     auto ranks = Job(tmp.path(), 4);
