@@ -10,15 +10,10 @@
 // mode's per-event costs are bench/profiler_event_bench.cpp's; run both for the comparison.
 #include <benchmark/benchmark.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <filesystem>
-
+#include "bench/profiler_bench_support.h"
 #include "plugin/profiler_abi.h"
 
 extern "C" const ncclscope::plugin::prof_abi::TableV5 ncclProfiler_v5;
-
-std::atomic<uint64_t> g_mallocs{0};
 
 namespace {
 
@@ -79,44 +74,35 @@ void Channels(Comm& c, void* task) {
   }
 }
 
-// One ungrouped AllReduce over two channels: 14 callbacks.
-void AllReduce(Comm& c) {
+// One ungrouped call over two channels, a collective or a send: 14 callbacks.
+template <bool kSend>
+void Operation(Comm& c) {
   void* g = GroupApi(c);
   abi::EventDescrV5 api{};
-  api.type = abi::kCollApi;
   api.parentObj = g;
-  api.collApi = {"AllReduce", 1024, "ncclFloat32", 0, c.stream, false};
+  if (kSend) {
+    api.type = abi::kP2pApi;
+    api.p2pApi = {"Send", 1024, "ncclFloat32", c.stream, false};
+  } else {
+    api.type = abi::kCollApi;
+    api.collApi = {"AllReduce", 1024, "ncclFloat32", 0, c.stream, false};
+  }
   void* a = Start(c, api);
   Stop(a);
   State(g, kGroupEndApiStart);
   abi::EventDescrV5 task{};
-  task.type = abi::kColl;
   task.parentObj = a;
-  task.coll.seqNumber = c.nccl_seq++;
-  task.coll.func = "AllReduce";
-  task.coll.nChannels = kChannels;
-  void* t = Start(c, task);
-  Stop(t);
-  Stop(g);
-  Channels(c, t);
-}
-
-// One ungrouped Send over two channels: 14 callbacks.
-void Send(Comm& c) {
-  void* g = GroupApi(c);
-  abi::EventDescrV5 api{};
-  api.type = abi::kP2pApi;
-  api.parentObj = g;
-  api.p2pApi = {"Send", 1024, "ncclFloat32", c.stream, false};
-  void* a = Start(c, api);
-  Stop(a);
-  State(g, kGroupEndApiStart);
-  abi::EventDescrV5 task{};
-  task.type = abi::kP2p;
-  task.parentObj = a;
-  task.p2p.func = "Send";
-  task.p2p.peer = 1;
-  task.p2p.nChannels = kChannels;
+  if (kSend) {
+    task.type = abi::kP2p;
+    task.p2p.func = "Send";
+    task.p2p.peer = 1;
+    task.p2p.nChannels = kChannels;
+  } else {
+    task.type = abi::kColl;
+    task.coll.seqNumber = c.nccl_seq++;
+    task.coll.func = "AllReduce";
+    task.coll.nChannels = kChannels;
+  }
   void* t = Start(c, task);
   Stop(t);
   Stop(g);
@@ -124,7 +110,8 @@ void Send(Comm& c) {
 }
 
 void Report(benchmark::State& state, int callbacks_per_iter, uint64_t mallocs_before) {
-  const uint64_t mallocs = g_mallocs.load() - mallocs_before;  // before the counters allocate
+  const uint64_t mallocs =
+      ncclscope::bench::MallocsSoFar() - mallocs_before;  // before the counters allocate
   const double events = static_cast<double>(state.iterations()) * callbacks_per_iter;
   state.SetItemsProcessed(static_cast<int64_t>(events));
   state.counters["ns_per_callback"] =
@@ -141,32 +128,15 @@ void BM_PluginOnly(benchmark::State& state) {
   g_callbacks = 0;
   Op(comm);
   const int per_op = g_callbacks;
-  const uint64_t mallocs = g_mallocs.load();
+  const uint64_t mallocs = ncclscope::bench::MallocsSoFar();
   for (auto _ : state) Op(comm);
   Report(state, per_op, mallocs);
 }
-BENCHMARK(BM_PluginOnly<AllReduce>)->Name("BM_PluginOnlyAllReduce")->UseRealTime();
-BENCHMARK(BM_PluginOnly<Send>)->Name("BM_PluginOnlySend")->UseRealTime();
+BENCHMARK(BM_PluginOnly<Operation<false>>)->Name("BM_PluginOnlyAllReduce")->UseRealTime();
+BENCHMARK(BM_PluginOnly<Operation<true>>)->Name("BM_PluginOnlySend")->UseRealTime();
 
 }  // namespace
 
-// Every heap allocation of the process goes through malloc (operator new included).
-extern "C" void* __libc_malloc(size_t);
-extern "C" void* malloc(size_t n) {
-  g_mallocs.fetch_add(1, std::memory_order_relaxed);
-  return __libc_malloc(n);
-}
-
 int main(int argc, char** argv) {
-  // The ring goes to a private temporary directory, removed at the end.
-  char tmpl[] = "/tmp/ncclscope-pluginonly-bench-XXXXXX";
-  const char* dir = mkdtemp(tmpl);
-  if (dir == nullptr) return 1;
-  setenv("NCCLSCOPE_DIR", dir, 1);
-  setenv("NCCLSCOPE_WATCHDOG", "0", 1);
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  std::filesystem::remove_all(dir);
-  return 0;
+  return ncclscope::bench::RunWithPrivateRingDir(argc, argv);
 }

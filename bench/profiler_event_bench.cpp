@@ -8,11 +8,9 @@
 #include <benchmark/benchmark.h>
 #include <nccl.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 
+#include "bench/profiler_bench_support.h"
 #include "plugin/profiler_abi.h"
 #include "plugin/profiler_plugin.h"
 #include "plugin/thread_state.h"
@@ -26,9 +24,6 @@ namespace {
 namespace abi = ncclscope::plugin::prof_abi;
 using ncclscope::plugin::Tls;
 
-}  // namespace
-std::atomic<uint64_t> g_news{0};  // mallocs so far
-namespace {
 int g_mask = 0;
 void* g_ctx = nullptr;
 ncclComm_t g_comm = nullptr;
@@ -71,7 +66,8 @@ void* Start(abi::EventDescrV5* d) {
 }
 
 void Report(benchmark::State& state, uint64_t events_per_iter, uint64_t news_before) {
-  const uint64_t news = g_news.load() - news_before;  // before the counters below allocate
+  const uint64_t news =
+      ncclscope::bench::MallocsSoFar() - news_before;  // before the counters below allocate
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * events_per_iter));
   // Wall-clock ns per event (the loop's real time over its events).
   state.counters["ns_per_event"] =
@@ -87,7 +83,7 @@ void BM_CollApi(benchmark::State& state) {
   abi::EventDescrV5 d{};
   d.type = abi::kCollApi;
   d.collApi.func = "AllReduce";
-  const uint64_t news = g_news.load();
+  const uint64_t news = ncclscope::bench::MallocsSoFar();
   for (auto _ : state) {
     void* h = Start(&d);
     ncclProfiler_v5.stopEvent(h);
@@ -111,7 +107,7 @@ void BM_Coll(benchmark::State& state) {
   d.type = abi::kColl;
   d.parentObj = api;
   d.coll.func = "AllReduce";
-  const uint64_t news = g_news.load();
+  const uint64_t news = ncclscope::bench::MallocsSoFar();
   for (auto _ : state) {
     void* h = Start(&d);
     ncclProfiler_v5.stopEvent(h);
@@ -128,7 +124,7 @@ void BM_P2pApi(benchmark::State& state) {
   abi::EventDescrV5 d{};
   d.type = abi::kP2pApi;
   d.p2pApi.func = "Send";
-  const uint64_t news = g_news.load();
+  const uint64_t news = ncclscope::bench::MallocsSoFar();
   for (auto _ : state) {
     void* h = Start(&d);
     ncclProfiler_v5.stopEvent(h);
@@ -154,7 +150,7 @@ void BM_P2p(benchmark::State& state) {
   d.parentObj = api;
   d.p2p.func = "Send";
   d.p2p.peer = 1;
-  const uint64_t news = g_news.load();
+  const uint64_t news = ncclscope::bench::MallocsSoFar();
   for (auto _ : state) {
     void* h = Start(&d);
     ncclProfiler_v5.stopEvent(h);
@@ -177,7 +173,7 @@ void BM_KernelCh(benchmark::State& state) {
   d.kernelCh = {1, 1000};
   ncclProfiler_v5.stopEvent(Start(&d));  // the first channel: writes the marker
   abi::StateArgsV4 args{};
-  const uint64_t news = g_news.load();
+  const uint64_t news = ncclscope::bench::MallocsSoFar();
   for (auto _ : state) {
     void* h = Start(&d);
     ncclProfiler_v5.recordEventState(h, abi::kStateKernelChStop, &args);
@@ -190,24 +186,6 @@ BENCHMARK(BM_KernelCh)->UseRealTime();
 
 }  // namespace
 
-// Every heap allocation of the process goes through malloc (operator new included).
-extern "C" void* __libc_malloc(size_t);
-extern "C" void* malloc(size_t n) {
-  g_news.fetch_add(1, std::memory_order_relaxed);
-  return __libc_malloc(n);
-}
-
 int main(int argc, char** argv) {
-  // The ring goes to a private temporary directory, removed at the end.
-  char tmpl[] = "/tmp/ncclscope-profbench-XXXXXX";
-  const char* dir = mkdtemp(tmpl);
-  if (dir == nullptr) return 1;
-  setenv("NCCLSCOPE_DIR", dir, 1);
-  setenv("NCCLSCOPE_TRACK_COMPLETION", "0", 1);
-  setenv("NCCLSCOPE_WATCHDOG", "0", 1);
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  std::filesystem::remove_all(dir);
-  return 0;
+  return ncclscope::bench::RunWithPrivateRingDir(argc, argv);
 }
