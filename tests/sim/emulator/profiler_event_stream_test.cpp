@@ -103,12 +103,8 @@ TEST_P(PerKind, HostSequenceThenDeviceAndProxyEvents) {
     const std::vector<Event> ev = simrec::events();
     const Lines* want[2] = {&c.rank0, &c.rank1};
     for (int r = 0; r < 2; ++r) {
-      const Lines got = simrec::sequence(ev, r, job.caller);
-      if (got != *want[r]) {
-        ncclsim_test::rankReport("%s rank %d: host sequence differs:\n%s", c.name, r,
-                                 ncclsim_test::diff(*want[r], got).c_str());
-        return 1;
-      }
+      CHILD_CHECK(ncclsim_test::checkSequence(ev, r, job.caller, *want[r],
+                                              std::string(c.name) + ": host sequence") == 0);
       CHILD_CHECK(ncclsim_test::checkParents(ev, r) == 0);
       CHILD_CHECK(ncclsim_test::checkDeviceAndProxy(ev, r, job.caller, 2) == 0);
     }
@@ -159,11 +155,7 @@ TEST(ProfilerEventStream, ExplicitGroupOfSeveralOperations) {
                           "P2p stop",
                           "Group stop",
                           "GroupApi stop"};
-      const Lines got = simrec::sequence(ev, r, job.caller);
-      if (got != want) {
-        ncclsim_test::rankReport("rank %d:\n%s", r, ncclsim_test::diff(want, got).c_str());
-        return 1;
-      }
+      CHILD_CHECK(ncclsim_test::checkSequence(ev, r, job.caller, want, "calling thread") == 0);
       CHILD_CHECK(ncclsim_test::checkParents(ev, r) == 0);
       CHILD_CHECK(ncclsim_test::checkDeviceAndProxy(ev, r, job.caller, 2) == 0);
     }

@@ -74,21 +74,11 @@ int kernelsAfterTheirPlans(const std::vector<Event>& ev, int r, std::thread::id 
 // events, which must follow the plan's: the launch stream waits for the host function.
 int checkRank(const std::vector<Event>& ev, int r, std::thread::id caller, const Lines& on_caller,
               const Lines& on_host) {
-  const Lines got = simrec::sequence(ev, r, caller);
-  if (got != on_caller) {
-    ncclsim_test::rankReport("rank %d calling thread:\n%s", r,
-                             ncclsim_test::diff(on_caller, got).c_str());
-    return 1;
-  }
+  CHILD_CHECK(ncclsim_test::checkSequence(ev, r, caller, on_caller, "calling thread") == 0);
   const std::thread::id host = planThread(ev, r);
   CHILD_CHECK(host != std::thread::id());
   CHILD_CHECK(host != caller);
-  const Lines got_host = simrec::sequence(ev, r, host);
-  if (got_host != on_host) {
-    ncclsim_test::rankReport("rank %d host stream thread:\n%s", r,
-                             ncclsim_test::diff(on_host, got_host).c_str());
-    return 1;
-  }
+  CHILD_CHECK(ncclsim_test::checkSequence(ev, r, host, on_host, "host stream thread") == 0);
   CHILD_CHECK(kernelsAfterTheirPlans(ev, r, host) > 0);
   CHILD_CHECK(ncclsim_test::checkParents(ev, r) == 0);
   CHILD_CHECK(ncclsim_test::checkDeviceAndProxy(ev, r, caller, 2) == 0);
@@ -171,11 +161,7 @@ TEST(ProfilerHostCallback, ZeroKeepsThePlanOnTheCaller) {
     want.insert(want.end() - 1,
                 {"Group start", "Coll start AllReduce seq=0", "Coll stop", "Group stop"});
     for (int r = 0; r < 2; ++r) {
-      const Lines got = simrec::sequence(ev, r, job.caller);
-      if (got != want) {
-        ncclsim_test::rankReport("rank %d:\n%s", r, ncclsim_test::diff(want, got).c_str());
-        return 1;
-      }
+      CHILD_CHECK(ncclsim_test::checkSequence(ev, r, job.caller, want, "calling thread") == 0);
       CHILD_CHECK(planThread(ev, r) == job.caller);
     }
     return 0;

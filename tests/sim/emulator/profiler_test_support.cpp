@@ -223,6 +223,14 @@ std::string diff(const std::vector<std::string>& want, const std::vector<std::st
   return s;
 }
 
+int checkSequence(const std::vector<simrec::Event>& ev, int r, std::thread::id thread,
+                  const std::vector<std::string>& want, const std::string& what) {
+  const std::vector<std::string> got = simrec::sequence(ev, r, thread);
+  if (got == want) return 0;
+  rankReport("%s, rank %d:\n%s", what.c_str(), r, diff(want, got).c_str());
+  return 1;
+}
+
 uint64_t hostNowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

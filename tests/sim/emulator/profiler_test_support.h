@@ -52,6 +52,10 @@ int checkDeviceAndProxy(const std::vector<simrec::Event>& ev, int r, std::thread
 
 // Both lists, side by side, for a failure message.
 std::string diff(const std::vector<std::string>& want, const std::vector<std::string>& got);
+// Whether rank r's events on `thread` (simrec::sequence) are `want`; reports the two side by side,
+// headed by `what`, when they are not. Returns 0 when they are.
+int checkSequence(const std::vector<simrec::Event>& ev, int r, std::thread::id thread,
+                  const std::vector<std::string>& want, const std::string& what);
 uint64_t hostNowNs();
 
 }  // namespace ncclsim_test
