@@ -1,0 +1,68 @@
+#include "collectives/tuning_table.h"
+
+namespace ncclscope::collectives {
+namespace {
+
+constexpr size_t kKiB = 1024;
+constexpr size_t kMiB = 1024 * kKiB;
+
+// Blocks and threads: 36 blocks of 512 threads, vLLM's launch (csrc/custom_all_reduce.cuh: "36
+// blocks near-optimal on A100/A10/A30/T4/V100; too many SMs cause contention"), kept for Hopper
+// until measured. One-shot limits: vLLM's choice of its 1-stage kernel (custom_all_reduce.py:
+// 1-stage if world size <= 4 and size < 512 KB, or <= 8 and < 256 KB; world size 2 always 1-stage).
+// Two-shot limits: model-based estimate (../shared reference ep-kernels.md section 2: two-shot's
+// transfer floor on 8 ranks at 16 MB is 65-79 us against NCCL's measured 120-135 us, so it may
+// beat NCCL up to and past 16 MB; capped at 64 MiB, vLLM's largest SM90 custom AllReduce size),
+// not measured.
+constexpr TuningRow kRows[] = {
+    {GpuClass::kHopper, 2, 2, 64 * kMiB, 64 * kMiB, 36, 512,
+     "one-shot: vLLM 1-stage always at world size 2, SM90 cap 64 MiB (published); not measured"},
+    {GpuClass::kHopper, 3, 4, 512 * kKiB, 32 * kMiB, 36, 512,
+     "one-shot < 512 KB: vLLM 1-stage rule (published); two-shot to 32 MiB: vLLM SM90 cap at 4 "
+     "ranks (published); not measured"},
+    {GpuClass::kHopper, 5, 8, 256 * kKiB, 64 * kMiB, 36, 512,
+     "one-shot < 256 KB: vLLM 1-stage rule (published); two-shot to 64 MiB: model-based estimate "
+     "(two-shot floor below NCCL's measured time at 16 MB); not measured"},
+    {GpuClass::kAmpere, 2, 2, 8 * kMiB, 8 * kMiB, 36, 512,
+     "one-shot: vLLM 1-stage always at world size 2, 8 MiB eager buffer (published); not measured"},
+    {GpuClass::kAmpere, 3, 4, 512 * kKiB, 8 * kMiB, 36, 512,
+     "one-shot < 512 KB: vLLM 1-stage rule; two-shot to vLLM's 8 MiB eager buffer (published); not "
+     "measured"},
+    {GpuClass::kAmpere, 5, 8, 256 * kKiB, 8 * kMiB, 36, 512,
+     "one-shot < 256 KB: vLLM 1-stage rule; two-shot to vLLM's 8 MiB eager buffer (published); not "
+     "measured"},
+};
+
+}  // namespace
+
+GpuClass GpuClassOf(int compute_major) noexcept {
+  if (compute_major == 8) return GpuClass::kAmpere;
+  if (compute_major == 9) return GpuClass::kHopper;
+  return GpuClass::kUnknown;
+}
+
+const char* GpuClassName(GpuClass g) noexcept {
+  switch (g) {
+    case GpuClass::kAmpere:
+      return "sm_80";
+    case GpuClass::kHopper:
+      return "sm_90";
+    case GpuClass::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+const TuningRow* FindTuning(GpuClass gpu, int nranks) noexcept {
+  for (const TuningRow& r : kRows) {
+    if (r.gpu == gpu && nranks >= r.min_ranks && nranks <= r.max_ranks) return &r;
+  }
+  return nullptr;
+}
+
+const TuningRow* TuningRows(size_t* count) noexcept {
+  *count = sizeof(kRows) / sizeof(kRows[0]);
+  return kRows;
+}
+
+}  // namespace ncclscope::collectives

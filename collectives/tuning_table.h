@@ -1,0 +1,33 @@
+// The one table of sizes and thresholds ncclscope's AllReduce kernels are chosen by, per GPU
+// generation and rank count, each row with where its values come from (docs/collectives.md).
+// Nothing here is measured on multi-GPU hardware yet: rows say whether a value is a published
+// number or a model-based estimate.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ncclscope::collectives {
+
+// GPU generations the kernels are built for (sm_80, sm_90). Anything else is not accelerated.
+enum class GpuClass : uint8_t { kUnknown, kAmpere, kHopper };
+GpuClass GpuClassOf(int compute_major) noexcept;
+const char* GpuClassName(GpuClass g) noexcept;
+
+struct TuningRow {
+  GpuClass gpu;
+  int min_ranks;
+  int max_ranks;
+  size_t one_shot_max_bytes;  // below this: one-shot
+  size_t two_shot_max_bytes;  // below this (and not one-shot): two-shot; from here: NCCL
+  uint32_t blocks;
+  uint32_t threads;
+  const char* provenance;
+};
+
+// The row for (gpu, nranks), or null: that combination is not accelerated.
+const TuningRow* FindTuning(GpuClass gpu, int nranks) noexcept;
+// Every row, for the docs and tests.
+const TuningRow* TuningRows(size_t* count) noexcept;
+
+}  // namespace ncclscope::collectives

@@ -1,0 +1,120 @@
+// Which calls ncclscope's AllReduce takes and why the others go to NCCL, and the tuning table's
+// rows: complete, ordered, each with its provenance.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "collectives/epoch.h"
+#include "collectives/planner.h"
+
+namespace ncclscope::collectives {
+namespace {
+
+constexpr int32_t kNcclBf16 = 9, kNcclFp32 = 7, kNcclInt32 = 2, kNcclSum = 0, kNcclMax = 2;
+
+AllReduceCall Eligible(size_t count, int nranks = 8) {
+  AllReduceCall c;
+  c.nccl_dtype = kNcclBf16;
+  c.nccl_redop = kNcclSum;
+  c.count = count;
+  c.nranks = nranks;
+  c.single_node = true;
+  c.peers_reachable = true;
+  c.gpu = GpuClass::kHopper;
+  return c;
+}
+
+std::string Explain(const AllReduceCall& c) {
+  char line[256];
+  ExplainPlan(PlanAllReduce(c), c, line, sizeof(line));
+  return line;
+}
+
+TEST(AllReducePlanner, SmallIsOneShotMediumTwoShotLargeNccl) {
+  // 8 ranks on Hopper: one-shot below 256 KiB, two-shot below 64 MiB.
+  EXPECT_EQ(PlanAllReduce(Eligible(16 * 1024)).algorithm, Algorithm::kOneShot);  // 32 KiB of bf16
+  EXPECT_EQ(PlanAllReduce(Eligible(128 * 1024 - 8)).algorithm, Algorithm::kOneShot);
+  EXPECT_EQ(PlanAllReduce(Eligible(128 * 1024)).algorithm, Algorithm::kTwoShot);  // 256 KiB
+  EXPECT_EQ(PlanAllReduce(Eligible(8u << 20)).algorithm, Algorithm::kTwoShot);    // 16 MiB
+  const AllReducePlan big = PlanAllReduce(Eligible(32u << 20));                   // 64 MiB
+  EXPECT_EQ(big.algorithm, Algorithm::kNccl);
+  EXPECT_EQ(big.fallback, Fallback::kTooLarge);
+  // Two ranks: one-shot all the way.
+  EXPECT_EQ(PlanAllReduce(Eligible(8u << 20, 2)).algorithm, Algorithm::kOneShot);
+}
+
+TEST(AllReducePlanner, EachIneligibleCallSaysWhy) {
+  auto why = [](AllReduceCall c) { return PlanAllReduce(c).fallback; };
+  AllReduceCall c = Eligible(1024);
+  c.nccl_dtype = kNcclInt32;
+  EXPECT_EQ(why(c), Fallback::kDtype);
+  c = Eligible(1024);
+  c.nccl_redop = kNcclMax;
+  EXPECT_EQ(why(c), Fallback::kRedop);
+  EXPECT_EQ(why(Eligible(1024, 1)), Fallback::kRanks);
+  EXPECT_EQ(why(Eligible(1024, 9)), Fallback::kRanks);
+  c = Eligible(1024);
+  c.single_node = false;
+  EXPECT_EQ(why(c), Fallback::kNotOneNode);
+  c = Eligible(1024);
+  c.peers_reachable = false;
+  EXPECT_EQ(why(c), Fallback::kNoPeerAccess);
+  c = Eligible(1024);
+  c.gpu = GpuClass::kUnknown;
+  EXPECT_EQ(why(c), Fallback::kGpu);
+  c = Eligible(1024);
+  c.capturing = true;
+  EXPECT_EQ(why(c), Fallback::kCapture);
+  EXPECT_EQ(why(Eligible(0)), Fallback::kEmpty);
+  EXPECT_EQ(why(Eligible(1001)), Fallback::kAlignment);  // 2002 bytes
+  c = Eligible(1024);
+  c.nccl_dtype = kNcclFp32;
+  c.count = 1001 * 4;  // 16016 bytes: whole packs
+  EXPECT_EQ(why(c), Fallback::kNone);
+  EXPECT_EQ(Explain(Eligible(1024, 1)), "nccl: communicator of 1 rank or more than 8");
+}
+
+TEST(AllReducePlanner, CopyInUnlessTheInputIsRegisteredAndSafeToReadInPlace) {
+  AllReduceCall c = Eligible(1024);
+  EXPECT_TRUE(PlanAllReduce(c).copy_in);  // not registered
+  c.input_registered = true;
+  EXPECT_FALSE(PlanAllReduce(c).copy_in);
+  c.in_place = true;  // one-shot: peers would read what this rank overwrites
+  EXPECT_TRUE(PlanAllReduce(c).copy_in);
+  c.count = 1u << 20;  // two-shot: every read ends at the middle barrier, before any write
+  EXPECT_EQ(PlanAllReduce(c).algorithm, Algorithm::kTwoShot);
+  EXPECT_FALSE(PlanAllReduce(c).copy_in);
+}
+
+TEST(AllReducePlanner, ExplanationNamesAlgorithmShapeAndTableRow) {
+  EXPECT_EQ(Explain(Eligible(1u << 20)),
+            "two-shot (bf16, 2097152 bytes, 8 ranks, 36x512, copy-in; table row sm_90 5-8 ranks)");
+}
+
+TEST(TuningTable, RowsCoverTwoToEightRanksPerGpuWithProvenance) {
+  size_t n = 0;
+  const TuningRow* rows = TuningRows(&n);
+  ASSERT_GT(n, 0u);
+  for (GpuClass g : {GpuClass::kAmpere, GpuClass::kHopper}) {
+    for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
+      const TuningRow* r = FindTuning(g, ranks);
+      ASSERT_NE(r, nullptr) << GpuClassName(g) << " " << ranks;
+    }
+    EXPECT_EQ(FindTuning(g, 1), nullptr);
+    EXPECT_EQ(FindTuning(g, 9), nullptr);
+  }
+  EXPECT_EQ(FindTuning(GpuClass::kUnknown, 8), nullptr);
+  for (size_t i = 0; i < n; ++i) {
+    const TuningRow& r = rows[i];
+    SCOPED_TRACE(r.provenance);
+    EXPECT_LE(r.one_shot_max_bytes, r.two_shot_max_bytes);
+    EXPECT_EQ(r.one_shot_max_bytes % kPackBytes, 0u);
+    EXPECT_GE(r.blocks, 1u);
+    EXPECT_LE(r.blocks, kMaxBlocks);
+    EXPECT_GE(r.threads, 32u);
+    EXPECT_NE(std::string(r.provenance).find("not measured"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace ncclscope::collectives
