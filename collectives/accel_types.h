@@ -7,6 +7,13 @@
 #include <cstddef>
 #include <cstdint>
 
+// Marks the small helpers the CUDA kernels and the CPU twin share.
+#if defined(__CUDACC__)
+#define NCCLSCOPE_HOST_DEVICE __host__ __device__
+#else
+#define NCCLSCOPE_HOST_DEVICE
+#endif
+
 namespace ncclscope::collectives {
 
 // Element types the AllReduce kernels reduce (sum), with NCCL's ncclDataType_t numbers.

@@ -27,14 +27,14 @@ struct Signal {
   BlockFlags block[kMaxBlocks];
 };
 
-inline uint32_t* FlagOf(Signal* s, uint32_t block, Barrier b, int peer) {
+NCCLSCOPE_HOST_DEVICE inline uint32_t* FlagOf(Signal* s, uint32_t block, Barrier b, int peer) {
   BlockFlags& f = s->block[block];
   uint32_t* slots = b == Barrier::kStart ? f.start : b == Barrier::kMiddle ? f.middle : f.end;
   return &slots[peer];
 }
 
 // Whether a flag holding `seen` has reached epoch `want`, across the wrap of the counter.
-inline constexpr bool EpochReached(uint32_t seen, uint32_t want) {
+NCCLSCOPE_HOST_DEVICE inline constexpr bool EpochReached(uint32_t seen, uint32_t want) {
   return static_cast<int32_t>(seen - want) >= 0;
 }
 

@@ -1,0 +1,18 @@
+// The device code of ncclscope's own kernels, embedded in the library at build time (a fatbin of
+// sm_80 and sm_90 cubins plus sm_90 PTX, built by nvcc when the build machine has it). The driver
+// API loads it lazily (cuModuleLoadData) in a process that enables acceleration; nothing reads it
+// otherwise.
+#pragma once
+
+#include <cstddef>
+
+namespace ncclscope::collectives {
+
+struct DeviceImage {
+  const unsigned char* data = nullptr;
+  size_t size = 0;  // 0: built without nvcc, no kernels (every call goes to NCCL)
+};
+
+DeviceImage AllReduceFatbin() noexcept;
+
+}  // namespace ncclscope::collectives

@@ -1,0 +1,186 @@
+// ncclscope's AllReduce kernels for one node over peer memory (docs/collectives.md): one-shot and
+// two-shot, sum over fp16, bf16 and fp32, every rank reducing in the fixed order 0..n-1 in fp32 so
+// that all get the same bits. collectives/allreduce_twin.cpp is their CPU twin, step for step: the
+// same grid-stride mapping of 16-byte packs to (block, thread), the same barriers and epochs
+// (collectives/epoch.h), the same fp32 accumulation from rank 0's value and the same narrowing.
+// Change one and the other together.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "collectives/allreduce_kernel_args.h"
+
+namespace ncclscope::collectives {
+namespace {
+
+struct Fp16 {
+  using T = __half;
+  static constexpr int kPerPack = 8;
+  __device__ static float Load(const T& v) { return __half2float(v); }
+  __device__ static T Store(float f) { return __float2half_rn(f); }
+};
+struct Bf16 {
+  using T = __nv_bfloat16;
+  static constexpr int kPerPack = 8;
+  __device__ static float Load(const T& v) { return __bfloat162float(v); }
+  __device__ static T Store(float f) { return __float2bfloat16_rn(f); }
+};
+struct Fp32 {
+  using T = float;
+  static constexpr int kPerPack = 4;
+  __device__ static float Load(const T& v) { return v; }
+  __device__ static T Store(float f) { return f; }
+};
+
+union Pack {
+  uint4 raw;
+  unsigned char bytes[kPackBytes];
+};
+
+__device__ uint64_t GlobalTimerNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ void StoreRelease(uint32_t* flag, uint32_t v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(flag), "r"(v) : "memory");
+}
+
+__device__ uint32_t LoadAcquire(const uint32_t* flag) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+  return v;
+}
+
+// One barrier of this block: thread q (< nranks) posts the epoch into rank q's slot for this rank,
+// then waits for rank q's post into this rank's slot, until the deadline. __syncthreads on both
+// sides orders the block's memory operations with the flags. Returns false on every thread when a
+// wait of the block expired (the first such block in the grid fills *a.stall).
+__device__ bool Cross(const AllReduceKernelArgs& a, Barrier which, uint64_t deadline) {
+  __shared__ int expired;
+  if (threadIdx.x == 0) expired = 0;
+  __syncthreads();
+  const int q = static_cast<int>(threadIdx.x);
+  if (q < a.nranks) {
+    StoreRelease(FlagOf(a.signal[q], blockIdx.x, which, a.rank), a.epoch);
+    const uint32_t* mine = FlagOf(a.signal[a.rank], blockIdx.x, which, q);
+    for (;;) {
+      const uint32_t seen = LoadAcquire(mine);
+      if (EpochReached(seen, a.epoch)) break;
+      if (GlobalTimerNs() > deadline) {
+        expired = 1;
+        if (atomicCAS(&a.stall->code, 0, 1) == 0) {
+          a.stall->rank = a.rank;
+          a.stall->peer = q;
+          a.stall->block = blockIdx.x;
+          a.stall->barrier = static_cast<uint32_t>(which);
+          a.stall->want = a.epoch;
+          a.stall->seen = seen;
+          __threadfence_system();
+        }
+        break;
+      }
+    }
+  }
+  __syncthreads();
+  return expired == 0;
+}
+
+// The packs [begin, begin + len) this thread handles: the grid-stride loop of the twin's
+// ForEachPack.
+template <typename F>
+__device__ void ForEachPack(uint64_t begin, uint64_t len, F f) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < len;
+       i += stride) {
+    f(begin + i);
+  }
+}
+
+template <typename D>
+__device__ void ReducePack(const AllReduceKernelArgs& a, uint64_t pack, unsigned char* out) {
+  float acc[D::kPerPack];
+  Pack p;
+  p.raw = reinterpret_cast<const uint4*>(a.source[0])[pack];
+  const auto* v = reinterpret_cast<const typename D::T*>(p.bytes);
+#pragma unroll
+  for (int e = 0; e < D::kPerPack; ++e) acc[e] = D::Load(v[e]);
+  for (int q = 1; q < a.nranks; ++q) {
+    p.raw = reinterpret_cast<const uint4*>(a.source[q])[pack];
+#pragma unroll
+    for (int e = 0; e < D::kPerPack; ++e) acc[e] += D::Load(v[e]);
+  }
+  auto* w = reinterpret_cast<typename D::T*>(p.bytes);
+#pragma unroll
+  for (int e = 0; e < D::kPerPack; ++e) w[e] = D::Store(acc[e]);
+  reinterpret_cast<uint4*>(out)[pack] = p.raw;
+}
+
+__device__ void CopyIn(const AllReduceKernelArgs& a, uint64_t pack) {
+  reinterpret_cast<uint4*>(a.staging)[pack] = reinterpret_cast<const uint4*>(a.input)[pack];
+}
+
+__device__ uint64_t SliceBeginOf(const AllReduceKernelArgs& a, int r) {
+  return a.packs * static_cast<uint64_t>(r) / static_cast<uint64_t>(a.nranks);
+}
+
+template <typename D>
+__device__ void OneShot(const AllReduceKernelArgs& a) {
+  const uint64_t deadline = GlobalTimerNs() + a.timeout_ns;
+  if (a.copy_in) ForEachPack(0, a.packs, [&](uint64_t k) { CopyIn(a, k); });
+  if (!Cross(a, Barrier::kStart, deadline)) return;
+  ForEachPack(0, a.packs, [&](uint64_t k) { ReducePack<D>(a, k, a.output); });
+  Cross(a, Barrier::kEnd, deadline);
+}
+
+template <typename D>
+__device__ void TwoShot(const AllReduceKernelArgs& a) {
+  const uint64_t deadline = GlobalTimerNs() + a.timeout_ns;
+  auto slice = [&](int s, auto f) {
+    const uint64_t begin = SliceBeginOf(a, s);
+    ForEachPack(begin, SliceBeginOf(a, s + 1) - begin, f);
+  };
+  if (a.copy_in) {
+    for (int s = 0; s < a.nranks; ++s) slice(s, [&](uint64_t k) { CopyIn(a, k); });
+  }
+  if (!Cross(a, Barrier::kStart, deadline)) return;
+  unsigned char* mine = a.scratch[a.rank];
+  slice(a.rank, [&](uint64_t k) { ReducePack<D>(a, k, mine); });
+  if (!Cross(a, Barrier::kMiddle, deadline)) return;
+  for (int s = 0; s < a.nranks; ++s) {
+    const unsigned char* reduced = a.scratch[s];
+    slice(s, [&](uint64_t k) {
+      reinterpret_cast<uint4*>(a.output)[k] = reinterpret_cast<const uint4*>(reduced)[k];
+    });
+  }
+  Cross(a, Barrier::kEnd, deadline);
+}
+
+}  // namespace
+}  // namespace ncclscope::collectives
+
+using ncclscope::collectives::AllReduceKernelArgs;
+namespace nc = ncclscope::collectives;
+
+// The entry points (allreduce_kernel_args.h, kAllReduceKernelNames): plain C names the driver API
+// finds with cuModuleGetFunction.
+extern "C" __global__ void ncclscope_allreduce_one_shot_fp16(AllReduceKernelArgs a) {
+  nc::OneShot<nc::Fp16>(a);
+}
+extern "C" __global__ void ncclscope_allreduce_one_shot_fp32(AllReduceKernelArgs a) {
+  nc::OneShot<nc::Fp32>(a);
+}
+extern "C" __global__ void ncclscope_allreduce_one_shot_bf16(AllReduceKernelArgs a) {
+  nc::OneShot<nc::Bf16>(a);
+}
+extern "C" __global__ void ncclscope_allreduce_two_shot_fp16(AllReduceKernelArgs a) {
+  nc::TwoShot<nc::Fp16>(a);
+}
+extern "C" __global__ void ncclscope_allreduce_two_shot_fp32(AllReduceKernelArgs a) {
+  nc::TwoShot<nc::Fp32>(a);
+}
+extern "C" __global__ void ncclscope_allreduce_two_shot_bf16(AllReduceKernelArgs a) {
+  nc::TwoShot<nc::Bf16>(a);
+}

@@ -1,0 +1,66 @@
+// The library carries the kernels' device code for the GPUs it claims (docs/collectives.md): the
+// embedded fatbin holds an sm_80 and an sm_90 cubin and sm_90 PTX, with every entry point the
+// host side will look up. Checked by walking the fatbin's entries (the layout nvcc writes: a
+// 16-byte header with magic 0xBA55ED50, then entries each with its own header giving kind, size and
+// architecture), since this image has no cuobjdump.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "collectives/allreduce_kernel_args.h"
+#include "collectives/device_code.h"
+
+namespace ncclscope::collectives {
+namespace {
+
+constexpr uint32_t kFatbinMagic = 0xBA55ED50;
+constexpr uint16_t kKindPtx = 1;
+constexpr uint16_t kKindCubin = 2;
+
+template <typename T>
+T At(const unsigned char* p, size_t off) {
+  T v;
+  std::memcpy(&v, p + off, sizeof(v));
+  return v;
+}
+
+// (kind, sm) of every entry; empty when the bytes are not a well-formed fatbin.
+std::set<std::pair<uint16_t, uint32_t>> Entries(const DeviceImage& img) {
+  std::set<std::pair<uint16_t, uint32_t>> out;
+  if (img.size < 16 || At<uint32_t>(img.data, 0) != kFatbinMagic) return {};
+  const size_t header = At<uint16_t>(img.data, 6);
+  const size_t end = header + At<uint64_t>(img.data, 8);
+  if (end > img.size) return {};
+  for (size_t off = header; off + 0x20 <= end;) {
+    const uint16_t kind = At<uint16_t>(img.data, off);
+    const uint32_t entry_header = At<uint32_t>(img.data, off + 4);
+    const uint64_t size = At<uint64_t>(img.data, off + 8);
+    const uint32_t sm = At<uint32_t>(img.data, off + 0x1C);
+    if (entry_header < 0x20 || size > end - off - entry_header) return {};
+    out.insert({kind, sm});
+    off += entry_header + size;
+  }
+  return out;
+}
+
+TEST(DeviceCode, TheLibraryCarriesSm80AndSm90KernelsAndPtx) {
+  const DeviceImage img = AllReduceFatbin();
+  if (img.size == 0) GTEST_SKIP() << "built without nvcc: no device code to check";
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(img.data) % 16, 0u);
+  const auto entries = Entries(img);
+  EXPECT_EQ(entries, (std::set<std::pair<uint16_t, uint32_t>>{
+                         {kKindCubin, 80}, {kKindCubin, 90}, {kKindPtx, 90}}));
+  const std::string_view bytes(reinterpret_cast<const char*>(img.data), img.size);
+  for (const auto& per_algorithm : kAllReduceKernelNames) {
+    for (const char* name : per_algorithm) {
+      EXPECT_NE(bytes.find(name), std::string_view::npos) << name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ncclscope::collectives
