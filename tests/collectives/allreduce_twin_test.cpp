@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collectives/allreduce_twin.h"
+#include "collectives/allreduce_twin_kernel.h"
 #include "collectives/narrow_float.h"
 
 namespace ncclscope::collectives {
@@ -233,6 +234,62 @@ TEST(AllReduceTwin, ARankThatNeverArrivesIsNamedWhenTheWaitExpires) {
                                      " waited for rank 2 at the start barrier of block 0 "
                                      "(epoch 7, flag 6)");
   }
+}
+
+// The twin entered as the emulated driver enters a kernel: launch shape and AllReduceKernelArgs,
+// as the interposer fills them (copy-in: every rank's staging buffer as source).
+AllReduceKernelArgs ArgsOf(Job& job, int r, bool copy_in, KernelStall* stall) {
+  AllReduceKernelArgs a{};
+  for (int q = 0; q < job.nranks; ++q) {
+    a.source[q] = copy_in ? job.staging[q].data() : job.input[q].data();
+    a.scratch[q] = job.scratch[q].data();
+    a.signal[q] = job.signal[q].get();
+  }
+  a.input = job.input[r].data();
+  a.staging = job.staging[r].data();
+  a.output = job.output[r].data();
+  a.stall = stall;
+  a.packs = job.plan.packs;
+  a.timeout_ns = 2 * kSecond;
+  a.rank = r;
+  a.nranks = job.nranks;
+  a.epoch = job.epoch;
+  a.copy_in = copy_in ? 1 : 0;
+  return a;
+}
+
+TEST(AllReduceTwin, KernelEntryGivesTheSameBitsAndReportsAStallInItsRecord) {
+  for (const bool copy_in : {true, false}) {
+    AllReducePlan plan = PlanFor(Dtype::kBf16, 524288 + 48, 6, !copy_in, false);
+    ASSERT_EQ(plan.copy_in, copy_in);
+    Job job(6, plan, 3);
+    std::mt19937 gen(11);
+    job.Fill(&gen);
+    const auto want = job.Expected(job.input);
+    KernelStall stall{};
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 6; ++r) {
+      ranks.emplace_back([&, r] {
+        RunAllReduceTwinKernel(Algorithm::kTwoShot, Dtype::kBf16, ArgsOf(job, r, copy_in, &stall),
+                               4, 9);
+      });
+    }
+    for (std::thread& t : ranks) t.join();
+    EXPECT_EQ(stall.code, 0);
+    for (int r = 0; r < 6; ++r) EXPECT_EQ(job.output[r], want) << "rank " << r;
+  }
+  // Rank 1 never launches: rank 0's record names it, at the start barrier of block 0.
+  AllReducePlan plan = PlanFor(Dtype::kFp32, 4096, 2, false, false);
+  Job job(2, plan, 9);
+  KernelStall stall{};
+  RunAllReduceTwinKernel(Algorithm::kOneShot, Dtype::kFp32, ArgsOf(job, 0, true, &stall), 2, 4);
+  EXPECT_EQ(stall.code, 1);
+  EXPECT_EQ(stall.rank, 0);
+  EXPECT_EQ(stall.peer, 1);
+  EXPECT_EQ(stall.block, 0u);
+  EXPECT_EQ(stall.barrier, static_cast<uint32_t>(Barrier::kStart));
+  EXPECT_EQ(stall.want, 9u);
+  EXPECT_EQ(stall.seen, 8u);
 }
 
 }  // namespace
