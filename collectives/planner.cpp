@@ -41,6 +41,8 @@ const char* FallbackText(Fallback f) noexcept {
       return "count 0";
     case Fallback::kTooLarge:
       return "larger than the tuning table's two-shot limit";
+    case Fallback::kBuffer:
+      return "larger than the communicator's staging buffer (NCCLSCOPE_ACCEL_BUFFER)";
   }
   return "?";
 }
@@ -59,6 +61,7 @@ AllReducePlan PlanAllReduce(const AllReduceCall& call) noexcept {
   const size_t bytes = call.count * DtypeBytes(dtype);
   if (bytes % kPackBytes != 0) return ToNccl(Fallback::kAlignment);
   if (bytes >= row->two_shot_max_bytes) return ToNccl(Fallback::kTooLarge);
+  if (bytes > call.buffer_bytes) return ToNccl(Fallback::kBuffer);
   AllReducePlan p;
   p.dtype = dtype;
   p.bytes = bytes;

@@ -23,6 +23,7 @@ struct AllReduceCall {
   bool in_place = false;          // sendbuff == recvbuff
   bool input_registered = false;  // sendbuff lies in memory every peer has mapped
   GpuClass gpu = GpuClass::kUnknown;
+  size_t buffer_bytes = SIZE_MAX;  // the communicator's staging and scratch buffers
 };
 
 // Why a call goes to NCCL; kNone when it is ours.
@@ -38,6 +39,7 @@ enum class Fallback : uint8_t {
   kAlignment,     // not a whole number of 16-byte packs
   kEmpty,         // count 0: NCCL's own no-op
   kTooLarge,      // past the table's two-shot limit
+  kBuffer,        // larger than the communicator's staging buffer (NCCLSCOPE_ACCEL_BUFFER)
 };
 const char* FallbackText(Fallback f) noexcept;
 

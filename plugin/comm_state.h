@@ -13,6 +13,8 @@
 
 namespace ncclscope::plugin {
 
+struct AccelComm;  // plugin/accel_comm.h
+
 struct CommState {
   uint64_t id = 0;         // trace identity, equal on every member rank
   uint64_t parent_id = 0;  // 0 unless split or shrunk
@@ -47,6 +49,9 @@ struct CommState {
   // Set once the watchdog called ncclCommAbort on this handle (NCCLSCOPE_ON_HANG=abort): NCCL has
   // freed it, so no later call on it (work, error polling, teardown) may reach NCCL again.
   std::atomic<bool> aborted_by_watchdog{false};
+  // NCCLSCOPE_ACCEL: this communicator's side of ncclscope's own AllReduce, set up at its first
+  // eligible call; null before. Used only by the thread calling on the communicator.
+  std::shared_ptr<AccelComm> accel;
 
   bool AbortedByWatchdog() const noexcept {
     return aborted_by_watchdog.load(std::memory_order_acquire);

@@ -1,6 +1,7 @@
 // Interposed collectives: each gets the next per-communicator sequence number.
 #include <nccl.h>
 
+#include "plugin/accel_route.h"
 #include "plugin/cupti_correlate.h"
 #include "plugin/export.h"
 #include "plugin/nccl_symbols.h"
@@ -47,7 +48,11 @@ ncclResult_t Collective(const CollArgs& a, Forward&& forward) noexcept {
   }
   f.ts->call_op = static_cast<uint32_t>(a.op);
   f.ts->call_peer = -1;
-  const ncclResult_t r = CorrelatedCall(f, forward);
+  ncclResult_t r = ncclSuccess;
+  const bool accelerated = a.op == OpType::kAllReduce &&
+                           RouteAllReduce(f, cs, a.comm, a.send, const_cast<void*>(a.recv), a.count,
+                                          a.dtype, static_cast<ncclRedOp_t>(a.redop), a.stream, &r);
+  if (!accelerated) r = CorrelatedCall(f, forward);
   const int err = errno;
   f.ts->call_op = 0;
   trace::RecordData d = MakeRecord(f, a.op, r);
@@ -63,6 +68,7 @@ ncclResult_t Collective(const CollArgs& a, Forward&& forward) noexcept {
   d.redop = a.redop;
   d.peer = a.root;
   if (InPlace(a, cs)) d.flags |= trace::kFlagInPlace;
+  if (accelerated) d.flags |= trace::kFlagAccelerated;
   EmitDeviceRecord(f, d, a.stream);
   EndCall(&f, err);
   return r;

@@ -14,6 +14,7 @@ enum class WarnKey : int {
   kCommTableFull,
   kInternal,
   kWatchdog,
+  kAccel,
   kCount,
 };
 

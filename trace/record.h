@@ -72,6 +72,7 @@ bool IsP2P(OpType op);
 inline constexpr uint32_t kFlagInGroup = 1u << 0;  // issued between GroupStart and GroupEnd
 inline constexpr uint32_t kFlagInPlace = 1u << 1;  // sendbuff == recvbuff
 inline constexpr uint32_t kFlagCompletionTracked = 1u << 2;  // a device event was recorded
+inline constexpr uint32_t kFlagAccelerated = 1u << 3;  // run by ncclscope's own kernels, not NCCL
 
 // proxy_progress `stream` bits.
 inline constexpr uint64_t kProxySend = 1u << 0;   // the send side (else the receive side)

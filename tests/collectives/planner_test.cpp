@@ -67,6 +67,11 @@ TEST(AllReducePlanner, EachIneligibleCallSaysWhy) {
   EXPECT_EQ(why(c), Fallback::kCapture);
   EXPECT_EQ(why(Eligible(0)), Fallback::kEmpty);
   EXPECT_EQ(why(Eligible(1001)), Fallback::kAlignment);  // 2002 bytes
+  c = Eligible(1u << 20);                                // 2 MiB
+  c.buffer_bytes = 1u << 20;
+  EXPECT_EQ(why(c), Fallback::kBuffer);
+  c.buffer_bytes = 2u << 20;
+  EXPECT_EQ(why(c), Fallback::kNone);
   c = Eligible(1024);
   c.nccl_dtype = kNcclFp32;
   c.count = 1001 * 4;  // 16016 bytes: whole packs

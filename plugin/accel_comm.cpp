@@ -1,0 +1,226 @@
+#include "plugin/accel_comm.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "collectives/device_code.h"
+#include "plugin/nccl_symbols.h"
+
+namespace ncclscope::plugin {
+namespace {
+
+namespace nc = collectives;
+
+// What each rank tells the others in the first exchange.
+struct Offer {
+  uint64_t host = 0;  // which host the rank runs on
+  int32_t compute_major = 0;
+  int32_t ready = 0;  // buffers allocated, registered and kernels loaded
+  CUipcMemHandle staging{}, scratch{}, signal{};
+};
+
+uint64_t HostHash() {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (const char* p = name; *p != '\0'; ++p)
+    h = (h ^ static_cast<unsigned char>(*p)) * 1099511628211ull;
+  return h;
+}
+
+// Allgathers `bytes` of `mine` from every rank into `all` through NCCL itself (the library behind
+// the interposer), on `stream`, synchronously.
+bool Exchange(const AccelDriver& cu, ncclComm_t comm, CUstream stream, const void* mine,
+              size_t bytes, int nranks, void* all) {
+  using AllGatherFn =
+      ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+  auto all_gather = reinterpret_cast<AllGatherFn>(NcclFnPtr(NcclFn::kAllGather));
+  if (all_gather == nullptr) return false;
+  CUdeviceptr dev = 0;
+  const size_t total = bytes * static_cast<size_t>(nranks + 1);
+  if (cu.mem_alloc(&dev, total) != CUDA_SUCCESS) return false;
+  const CUdeviceptr send = dev + bytes * static_cast<size_t>(nranks);
+  bool ok = cu.memcpy_htod(send, mine, bytes) == CUDA_SUCCESS &&
+            all_gather(reinterpret_cast<const void*>(send), reinterpret_cast<void*>(dev), bytes,
+                       ncclInt8, comm, reinterpret_cast<cudaStream_t>(stream)) == ncclSuccess &&
+            cu.stream_synchronize(stream) == CUDA_SUCCESS &&
+            cu.memcpy_dtoh(all, dev, bytes * static_cast<size_t>(nranks)) == CUDA_SUCCESS;
+  cu.mem_free(dev);
+  return ok;
+}
+
+// This rank's buffers, their handles and the kernels; false (with what failed) when any is missing.
+bool Prepare(const AccelDriver& cu, AccelComm* c, Offer* o, std::string* why) {
+  CUdevice dev = 0;
+  int major = 0;
+  if (cu.ctx_get_device(&dev) != CUDA_SUCCESS ||
+      cu.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) !=
+          CUDA_SUCCESS) {
+    *why = "no current CUDA device";
+    return false;
+  }
+  o->compute_major = major;
+  c->gpu = nc::GpuClassOf(major);
+  const nc::DeviceImage image = nc::AllReduceFatbin();
+  if (image.size == 0) {
+    *why = "this build has no device code (built without nvcc)";
+    return false;
+  }
+  CUmodule module = nullptr;
+  if (cu.module_load_data(&module, image.data) != CUDA_SUCCESS) {
+    *why = "the kernels' module did not load";
+    return false;
+  }
+  for (int a = 0; a < 2; ++a) {
+    for (int d = 0; d < 3; ++d) {
+      if (cu.module_get_function(&c->kernel[a][d], module, nc::kAllReduceKernelNames[a][d]) !=
+          CUDA_SUCCESS) {
+        *why = std::string("kernel ") + nc::kAllReduceKernelNames[a][d] + " not in the module";
+        return false;
+      }
+    }
+  }
+  if (cu.mem_alloc(&c->staging, c->buffer_bytes) != CUDA_SUCCESS ||
+      cu.mem_alloc(&c->scratch, c->buffer_bytes) != CUDA_SUCCESS ||
+      cu.mem_alloc(&c->signal, sizeof(nc::Signal)) != CUDA_SUCCESS ||
+      cu.mem_alloc(&c->stall, sizeof(nc::KernelStall)) != CUDA_SUCCESS ||
+      cu.memset_d8(c->signal, 0, sizeof(nc::Signal)) != CUDA_SUCCESS ||
+      cu.memset_d8(c->stall, 0, sizeof(nc::KernelStall)) != CUDA_SUCCESS) {
+    *why = "device memory for the buffers could not be allocated";
+    return false;
+  }
+  if (cu.ipc_get_mem_handle(&o->staging, c->staging) != CUDA_SUCCESS ||
+      cu.ipc_get_mem_handle(&o->scratch, c->scratch) != CUDA_SUCCESS ||
+      cu.ipc_get_mem_handle(&o->signal, c->signal) != CUDA_SUCCESS) {
+    *why = "the buffers have no IPC handles";
+    return false;
+  }
+  return true;
+}
+
+void FreeBuffers(const AccelDriver& cu, AccelComm* c) {
+  for (CUdeviceptr* p : {&c->staging, &c->scratch, &c->signal, &c->stall}) {
+    if (*p != 0) cu.mem_free(*p);
+    *p = 0;
+  }
+}
+
+// The reason every rank derives from the same offers; empty when all can go.
+std::string Agree(const std::vector<Offer>& offers) {
+  for (size_t r = 0; r < offers.size(); ++r) {
+    if (offers[r].ready == 0) return "rank " + std::to_string(r) + " could not prepare";
+    if (offers[r].host != offers[0].host) return "ranks on more than one host";
+    if (offers[r].compute_major != offers[0].compute_major) return "GPUs of different generations";
+  }
+  if (nc::GpuClassOf(offers[0].compute_major) == nc::GpuClass::kUnknown) {
+    return "GPU generation without ncclscope kernels";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::unique_ptr<AccelComm> SetUpAccelComm(const AccelDriver& cu, ncclComm_t comm, int rank,
+                                          int nranks, size_t buffer_bytes, uint64_t timeout_ns) {
+  auto c = std::make_unique<AccelComm>();
+  c->rank = rank;
+  c->nranks = nranks;
+  c->buffer_bytes = buffer_bytes;
+  c->timeout_ns = timeout_ns;
+  if (nranks < 2 || nranks > nc::kMaxRanks || rank < 0 || rank >= nranks) {
+    c->why_not = "communicator of 1 rank or more than 8";  // known alike on every rank
+    return c;
+  }
+  CUstream stream = nullptr;
+  if (cu.stream_create(&stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+    // Every rank must take part in the exchanges: without a stream this one cannot, so it stays
+    // out the same way on all (each rank that fails here fails the same check).
+    c->why_not = "no CUDA stream for the exchange";
+    return c;
+  }
+  Offer mine;
+  mine.host = HostHash();
+  std::string local_why;
+  mine.ready = Prepare(cu, c.get(), &mine, &local_why) ? 1 : 0;
+  std::vector<Offer> offers(static_cast<size_t>(nranks));
+  if (!Exchange(cu, comm, stream, &mine, sizeof(Offer), nranks, offers.data())) {
+    c->why_not = "the exchange through NCCL failed";
+    FreeBuffers(cu, c.get());
+    return c;
+  }
+  c->why_not = Agree(offers);
+  if (!c->why_not.empty()) {
+    if (mine.ready == 0 && !local_why.empty()) c->why_not += " (here: " + local_why + ")";
+    FreeBuffers(cu, c.get());
+    return c;
+  }
+  // Map every peer's buffers; whether all ranks managed is agreed in a second exchange.
+  int32_t mapped = 1;
+  for (int q = 0; q < nranks && mapped != 0; ++q) {
+    if (q == rank) {
+      c->peer_staging[q] = reinterpret_cast<const unsigned char*>(c->staging);
+      c->peer_scratch[q] = reinterpret_cast<unsigned char*>(c->scratch);
+      c->peer_signal[q] = reinterpret_cast<nc::Signal*>(c->signal);
+      continue;
+    }
+    CUdeviceptr st = 0, sc = 0, sg = 0;
+    const Offer& o = offers[static_cast<size_t>(q)];
+    mapped = cu.ipc_open_mem_handle(&st, o.staging, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) ==
+                         CUDA_SUCCESS &&
+                     cu.ipc_open_mem_handle(&sc, o.scratch, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) ==
+                         CUDA_SUCCESS &&
+                     cu.ipc_open_mem_handle(&sg, o.signal, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) ==
+                         CUDA_SUCCESS
+                 ? 1
+                 : 0;
+    c->peer_staging[q] = reinterpret_cast<const unsigned char*>(st);
+    c->peer_scratch[q] = reinterpret_cast<unsigned char*>(sc);
+    c->peer_signal[q] = reinterpret_cast<nc::Signal*>(sg);
+  }
+  std::vector<int32_t> all_mapped(static_cast<size_t>(nranks));
+  if (!Exchange(cu, comm, stream, &mapped, sizeof(mapped), nranks, all_mapped.data())) {
+    c->why_not = "the exchange through NCCL failed";
+    return c;
+  }
+  for (int q = 0; q < nranks; ++q) {
+    if (all_mapped[static_cast<size_t>(q)] == 0) {
+      c->why_not = "rank " + std::to_string(q) + " could not map its peers' memory";
+      return c;
+    }
+  }
+  c->ready = true;
+  return c;
+}
+
+bool LaunchAccelAllReduce(const AccelDriver& cu, AccelComm* c, const nc::AllReducePlan& plan,
+                          const void* sendbuff, void* recvbuff, CUstream stream) {
+  const int algorithm = plan.algorithm == nc::Algorithm::kOneShot ? 0 : 1;
+  const int dtype = plan.dtype == nc::Dtype::kFp16 ? 0 : plan.dtype == nc::Dtype::kFp32 ? 1 : 2;
+  nc::AllReduceKernelArgs a{};
+  for (int q = 0; q < c->nranks; ++q) {
+    a.source[q] = c->peer_staging[q];  // copy-in: the user's buffers are not registered
+    a.scratch[q] = c->peer_scratch[q];
+    a.signal[q] = c->peer_signal[q];
+  }
+  a.input = static_cast<const unsigned char*>(sendbuff);
+  a.staging = reinterpret_cast<unsigned char*>(c->staging);
+  a.output = static_cast<unsigned char*>(recvbuff);
+  a.stall = reinterpret_cast<nc::KernelStall*>(c->stall);
+  a.packs = plan.packs;
+  a.timeout_ns = c->timeout_ns;
+  a.rank = c->rank;
+  a.nranks = c->nranks;
+  a.epoch = c->epoch + 1;
+  a.copy_in = 1;
+  void* params[] = {&a};
+  if (cu.launch_kernel(c->kernel[algorithm][dtype], plan.blocks, 1, 1, plan.threads, 1, 1, 0,
+                       stream, params, nullptr) != CUDA_SUCCESS) {
+    return false;
+  }
+  c->epoch = a.epoch;
+  return true;
+}
+
+}  // namespace ncclscope::plugin

@@ -1,0 +1,49 @@
+// One communicator's side of ncclscope's own AllReduce (docs/collectives.md): the device buffers
+// every rank registers (staging, scratch, flags), the peers' as mapped here, the kernels, and the
+// call counter the flags are stamped with. Set up collectively at the communicator's first routed
+// call; afterwards used by one thread at a time, as NCCL requires of a communicator's calls.
+#pragma once
+
+#include <cuda.h>
+#include <nccl.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "collectives/allreduce_kernel_args.h"
+#include "collectives/planner.h"
+#include "plugin/accel_driver.h"
+
+namespace ncclscope::plugin {
+
+struct AccelComm {
+  bool ready = false;
+  std::string why_not;  // when not ready: the reason every rank agreed on
+  int rank = 0;
+  int nranks = 0;
+  collectives::GpuClass gpu = collectives::GpuClass::kUnknown;
+  size_t buffer_bytes = 0;
+  uint64_t timeout_ns = 0;
+  uint32_t epoch = 0;  // of the last routed call
+  CUdeviceptr staging = 0, scratch = 0, signal = 0, stall = 0;
+  const unsigned char* peer_staging[collectives::kMaxRanks] = {};
+  unsigned char* peer_scratch[collectives::kMaxRanks] = {};
+  collectives::Signal* peer_signal[collectives::kMaxRanks] = {};
+  CUfunction kernel[2][3] = {};  // [one-shot, two-shot][fp16, fp32, bf16]
+};
+
+// Collective over `comm` (every rank calls it at the same call, through NCCL itself: two
+// allgathers on a stream of ours): allocates and registers this rank's buffers, loads the kernels,
+// and maps the peers'. The result is ready on every rank or on none, with the reason. Blocks
+// until the exchange is done.
+std::unique_ptr<AccelComm> SetUpAccelComm(const AccelDriver& cu, ncclComm_t comm, int rank,
+                                          int nranks, size_t buffer_bytes, uint64_t timeout_ns);
+
+// Launches one AllReduce planned by collectives::PlanAllReduce on `stream` (the caller's).
+// Returns false when the launch failed: the caller sends the call to NCCL instead.
+bool LaunchAccelAllReduce(const AccelDriver& cu, AccelComm* c,
+                          const collectives::AllReducePlan& plan, const void* sendbuff,
+                          void* recvbuff, CUstream stream);
+
+}  // namespace ncclscope::plugin
