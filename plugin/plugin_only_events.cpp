@@ -7,6 +7,7 @@
 #include "plugin/plugin_only_recorder.h"
 #include "plugin/plugin_only_state.h"
 #include "plugin/probe_clock.h"
+#include "plugin/proxy_progress.h"
 #include "plugin/runtime.h"
 #include "plugin/thread_state.h"
 #include "trace/record.h"
@@ -20,7 +21,6 @@ using trace::OpType;
 
 // NCCL's state values (src/include/plugin/profiler/profiler_v5.h, 2.28.9).
 constexpr int kStateGroupEndApiStart = 24;
-constexpr int kStateKernelChStop = prof_abi::kStateKernelChStop;
 
 std::atomic<uint64_t> g_group_ids{0};
 
@@ -151,6 +151,7 @@ void Launched(Handle& h, uint64_t nccl_seq, uint8_t channels) noexcept {
 Handle* OnP2p(Comm& c, Handle& h, int peer, uint8_t channels) noexcept {
   const auto op = static_cast<OpType>(h.op.load(std::memory_order_relaxed));
   if (!trace::IsP2P(op)) return nullptr;
+  h.peer.store(peer, std::memory_order_relaxed);  // a part's, for its channels and proxy ops
   if (PartLaunched(h, channels)) return &h;
   WriteRecord(h, c, NextP2pSeq(c, op, peer), peer);
   Launched(h, 0, channels);
@@ -195,20 +196,6 @@ bool CompleteDeviceOf(const Handle& h) noexcept {
   return true;
 }
 
-namespace {
-
-// KernelCh start: the operation's handle serves as the channel's handle too, so its stop comes
-// back to the operation.
-Handle* OnKernelChannel(Comm& c, const void* parent, uint8_t channel, uint64_t gpu_ns) noexcept {
-  Handle* h = OpParent(parent, &c);
-  if (h == nullptr || h->stage.load(std::memory_order_acquire) != kStageLaunched) return nullptr;
-  if (h->started.fetch_add(1, std::memory_order_relaxed) == 0 &&
-      !PartChannelStarted(*h, channel, gpu_ns)) {
-    WriteStartMarker(*h, c, channel, gpu_ns);
-  }
-  return h;
-}
-
 // KernelChStop: once every channel of the operation stopped, its device work is done. The time
 // is the host's when the last stop arrived: pTimer is the GPU's clock.
 void OnKernelChannelStop(Handle& h) noexcept {
@@ -220,6 +207,20 @@ void OnKernelChannelStop(Handle& h) noexcept {
     return;
   }
   CompleteDeviceOf(h);
+}
+
+namespace {
+
+// KernelCh start: the first channel writes the start marker; the channel's handle is
+// proxy_progress.h's, whose KernelChStop comes back to the operation (OnKernelChannelStop).
+void* OnKernelChannel(Comm& c, const void* parent, uint8_t channel, uint64_t gpu_ns) noexcept {
+  Handle* h = OpParent(parent, &c);
+  if (h == nullptr || h->stage.load(std::memory_order_acquire) != kStageLaunched) return nullptr;
+  if (h->started.fetch_add(1, std::memory_order_relaxed) == 0 &&
+      !PartChannelStarted(*h, channel, gpu_ns)) {
+    WriteStartMarker(*h, c, channel, gpu_ns);
+  }
+  return StartKernelChannel(*h, channel);
 }
 
 // GroupEndApiStart of a user group: the thread entered its outermost ncclGroupEnd, which may
@@ -293,6 +294,12 @@ ncclResult_t StartEventV5(void* context, void** handle, void* descr) noexcept {
     case prof_abi::kKernelCh:
       *handle = OnKernelChannel(*c, e->parentObj, e->kernelCh.channelId, e->kernelCh.pTimer);
       break;
+    case prof_abi::kProxyOp:
+      *handle = StartProxyOp(*c, e->parentObj, e->proxyOp);
+      break;
+    case prof_abi::kProxyStep:
+      *handle = profiler::StartProxyStep(e->parentObj, e->proxyStep.step);
+      break;
     default:
       break;
   }
@@ -331,6 +338,12 @@ ncclResult_t StartEventV4(void* context, void** handle, void* descr) noexcept {
     case prof_abi::kKernelCh:
       *handle = OnKernelChannel(*c, e->parentObj, e->kernelCh.channelId, e->kernelCh.pTimer);
       break;
+    case prof_abi::kProxyOp:
+      *handle = StartProxyOp(*c, e->parentObj, e->proxyOp);
+      break;
+    case prof_abi::kProxyStep:
+      *handle = profiler::StartProxyStep(e->parentObj, e->proxyStep.step);
+      break;
     default:
       break;
   }
@@ -339,7 +352,9 @@ ncclResult_t StartEventV4(void* context, void** handle, void* descr) noexcept {
 
 // The stop that matters is the API event's: a collective is recorded there (enqueued, numbered
 // in call order), a send/receive learns its exit time (its record waits for the peer, at P2p).
-// The other stops (Coll, P2p, KernelCh after its KernelChStop state) carry nothing.
+// The other stops of our handles (Coll, P2p) carry nothing. KernelCh, ProxyOp and ProxyStep
+// handles are proxy_progress.h's: their states and stops never come here (profiler_plugin.cpp
+// hands them to RecordProxyState and StopProxyHandle).
 ncclResult_t StopEvent(void* handle) noexcept {
   if (Handle* g = HandleOfKind(handle, kKindGroup)) {
     CloseGroupEnd(*g);
@@ -360,9 +375,7 @@ ncclResult_t StopEvent(void* handle) noexcept {
 }
 
 ncclResult_t RecordEventState(void* handle, int state, prof_abi::StateArgsV4* /*args*/) noexcept {
-  if (state == kStateKernelChStop) {
-    if (Handle* h = HandleOfKind(handle, kKindOp)) OnKernelChannelStop(*h);
-  } else if (state == kStateGroupEndApiStart) {
+  if (state == kStateGroupEndApiStart) {
     if (Handle* g = HandleOfKind(handle, kKindGroup)) OpenGroupEnd(*g);
   }
   return ncclSuccess;

@@ -11,6 +11,7 @@
 #include "plugin/plugin_only_state.h"
 #include "plugin/probe_clock.h"
 #include "plugin/profiler_identity.h"
+#include "plugin/proxy_mask.h"
 #include "plugin/runtime.h"
 #include "plugin/thread_state.h"
 #include "plugin/warn.h"
@@ -115,6 +116,10 @@ Handle* HandleOf(const void* handle) noexcept {
   return InArray(g_handles.load(std::memory_order_acquire), kHandlePoolSize, handle);
 }
 
+Handle* HandlePool() noexcept {
+  return g_handles.load(std::memory_order_acquire);
+}
+
 Handle* NewHandle(uint32_t kind, Comm* c) noexcept {
   Handle* pool = g_handles.load(std::memory_order_acquire);
   const uint64_t i = g_next_handle.fetch_add(1, std::memory_order_relaxed);
@@ -139,6 +144,7 @@ Handle* NewHandle(uint32_t kind, Comm* c) noexcept {
   h.parts_stopped.store(0, std::memory_order_relaxed);
   h.parts_launched.store(0, std::memory_order_relaxed);
   h.done.store(false, std::memory_order_relaxed);
+  h.kernel_channels.Reset();
   h.tag.store(kHandleTag | kind, std::memory_order_release);
   return &h;
 }
@@ -169,17 +175,21 @@ bool Init(int abi, void** context, uint64_t comm_hash, int* mask, const char* co
     Publish(*rt, c, comm_name);
     RecordCreation(*rt, c);
     c.live.store(true, std::memory_order_release);
-    // One int for the whole process: another plugin's bits are kept.
-    if (mask != nullptr) {
-      const uint64_t wanted = abi >= 5 ? kMaskV5 : kMaskV4;
-      __atomic_fetch_or(mask, static_cast<int>(wanted), __ATOMIC_RELAXED);
-    }
+    // One int for the whole process: another plugin's bits are kept. Proxy detail as in the
+    // interposed mode: NCCLSCOPE_PROFILER_PROXY, or while the watchdog suspects a hang.
+    profiler::AttachMask(mask, abi >= 5 ? kMaskV5 : kMaskV4,
+                         profiler::ParseProxyDetailMode(rt->config.profiler_proxy.c_str()),
+                         *rt->ring);
     if (context != nullptr) *context = &c;
     return true;
   } catch (...) {
     WarnOnce(WarnKey::kInternal, "profiler: cannot record a communicator (out of memory)");
     return true;
   }
+}
+
+bool AnyComm() noexcept {
+  return g_next_comm.load(std::memory_order_relaxed) != 0;
 }
 
 bool OwnsContext(const void* context) noexcept {

@@ -59,6 +59,7 @@
 #include <cstdint>
 
 #include "plugin/profiler_abi.h"
+#include "trace/ring_writer.h"
 
 namespace ncclscope::plugin::plugin_only {
 
@@ -90,6 +91,14 @@ ncclResult_t StartEventV5(void* context, void** handle, void* descr) noexcept;
 ncclResult_t StartEventV4(void* context, void** handle, void* descr) noexcept;
 ncclResult_t StopEvent(void* handle) noexcept;
 ncclResult_t RecordEventState(void* handle, int state, prof_abi::StateArgsV4* args) noexcept;
+
+// Whether this recorder took any communicator. Thread-safe, lock-free.
+bool AnyComm() noexcept;
+
+// Writes a kernel_channels record for each operation whose kernel channels changed and have not
+// all stopped (proxy_progress.h, PublishChannelBits). Background thread only: PublishProgress
+// calls it at each tick.
+void PublishChannels(trace::RingWriter& ring, int64_t now_ns) noexcept;
 
 // Counters for tests. Thread-safe.
 struct Stats {

@@ -5,6 +5,10 @@
 #include <atomic>
 #include <cstdint>
 
+#include "plugin/kernel_channel_bits.h"
+#include "plugin/profiler_abi.h"
+#include "trace/ring_writer.h"
+
 namespace ncclscope::plugin::plugin_only {
 
 // One communicator recorded from the profiler's events.
@@ -77,6 +81,8 @@ struct Handle {
   std::atomic<uint32_t> parts_stopped{0};   // P2pApi stops seen: the last one records the call
   std::atomic<uint32_t> parts_launched{0};  // P2p events seen
   std::atomic<bool> done{false};            // the device completion was stamped
+  // Which of its kernel channels started and stopped (kernel_channels records, proxy_progress.h).
+  KernelChannelBits kernel_channels;
 };
 
 inline constexpr uint64_t kHandleTag = 0x4f4c'4e50'0000'0000ULL;  // "PNLO" in the high half
@@ -92,6 +98,9 @@ Comm* CommOf(const void* context) noexcept;
 // The handle behind a pointer NCCL hands back (whatever its kind and use), or null when it is not
 // in our pool. Thread-safe, lock-free.
 Handle* HandleOf(const void* handle) noexcept;
+
+// The pool (kHandlePoolSize handles), null until this recorder took a communicator. Thread-safe.
+Handle* HandlePool() noexcept;
 
 // The next handle of the pool, reset to `kind` for communicator c. Recycled round-robin: by the
 // time a slot comes round again its operation has long been launched and finished (or is hung,
@@ -120,6 +129,16 @@ bool PartStopped(Handle& part) noexcept;                     // its P2pApi stop
 bool PartLaunched(Handle& part, uint8_t channels) noexcept;  // its P2p event
 bool PartChannelStarted(const Handle& part, uint8_t channel, uint64_t gpu_ns) noexcept;
 bool PartChannelStopped(const Handle& part) noexcept;  // one of its KernelChStop states
+
+// NCCL's proxy progress of operations of c (plugin_only_progress.cpp), as the interposed mode
+// follows it (proxy_progress.h), each known by its whole API call. Event path.
+// ProxyOp start under parent (a Coll or P2p event's handle): the proxy op's handle, or null when
+// it is not ours to follow (another process's PXN op, a parent not of c, a full pool).
+void* StartProxyOp(Comm& c, const void* parent, const prof_abi::ProxyOpV4& d) noexcept;
+// KernelCh start of launched operation h: the channel's handle (proxy_progress.h's, so that the
+// channel shows in kernel_channels records); its KernelChStop state calls OnKernelChannelStop.
+void* StartKernelChannel(Handle& h, uint8_t channel) noexcept;
+void OnKernelChannelStop(Handle& h) noexcept;  // plugin_only_events.cpp
 
 // Counters behind GetStats.
 struct Counters {

@@ -79,11 +79,7 @@ EventHandle* NewHandle(uint64_t tag, Context* ctx, OpKey key, uint64_t nccl_seq)
   h.peer.store(key.peer, kRelaxed);
   h.nccl_seq.store(nccl_seq, kRelaxed);
   h.started.store(0, kRelaxed);
-  h.channels_started.store(0, kRelaxed);
-  h.channels_stopped.store(0, kRelaxed);
-  h.published_started.store(0, kRelaxed);
-  h.published_stopped.store(0, kRelaxed);
-  h.ticks_seen.store(0, kRelaxed);
+  h.channels.Reset();
   h.tag.store(tag, std::memory_order_release);
   return &h;
 }
@@ -231,7 +227,7 @@ EventHandle* OperationHandle(const void* parent) noexcept {
 }
 
 bool AnyContext() noexcept {
-  return g_next_context.load(std::memory_order_relaxed) != 0;
+  return g_next_context.load(std::memory_order_relaxed) != 0 || plugin_only::AnyComm();
 }
 
 ncclResult_t Init(int abi, void** context, uint64_t comm_hash, int* mask, const char* comm_name,

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "plugin/comm_state.h"
+#include "plugin/kernel_channel_bits.h"
 #include "plugin/profiler_abi.h"
 
 namespace ncclscope::plugin::profiler {
@@ -58,14 +59,8 @@ struct EventHandle {
   std::atomic<uint32_t> op{0};        // trace::OpType of the operation; 0 unknown
   std::atomic<int32_t> peer{-1};      // send/recv: the peer's comm rank
   std::atomic<uint32_t> started{0};   // Coll/P2p: a kernel channel started (marker written)
-  // Coll/P2p: bit c set once kernel channel c started (stopped). Written on NCCL's proxy thread,
-  // read by the background thread (kernel_channels records).
-  std::atomic<uint64_t> channels_started{0};
-  std::atomic<uint64_t> channels_stopped{0};
-  // Background thread only: what it last wrote of this handle (atomics: NewHandle resets them).
-  std::atomic<uint64_t> published_started{0};
-  std::atomic<uint64_t> published_stopped{0};
-  std::atomic<uint32_t> ticks_seen{0};
+  // Coll/P2p: its kernel channels (kernel_channels records).
+  KernelChannelBits channels;
 };
 
 // The callbacks behind every exported table. `abi` is 4, 5 or 6. Thread-safe as NCCL calls them.
@@ -91,7 +86,8 @@ Stats GetStats() noexcept;
 EventHandle* HandlePool() noexcept;
 // The handle behind a parentObj if it is one of ours of a Coll or P2p event, else null.
 EventHandle* OperationHandle(const void* parent) noexcept;
-// Whether any communicator is attached (the background thread's work is skipped otherwise).
+// Whether any communicator is attached, to this mode or the plugin-only recorder (the background
+// thread's work is skipped otherwise).
 bool AnyContext() noexcept;
 
 }  // namespace ncclscope::plugin::profiler

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "plugin/plugin_only_recorder.h"
 #include "plugin/probe_clock.h"
 #include "trace/record.h"
 
@@ -150,21 +151,19 @@ void WriteOp(trace::RingWriter& ring, const ProxyOpSlot& s, const OpView& v, boo
   ring.Append(d, false);
 }
 
-void WriteChannels(trace::RingWriter& ring, const EventHandle& h, uint64_t started,
+void WriteChannels(trace::RingWriter& ring, const OperationIdentity& who, uint64_t started,
                    uint64_t stopped, int64_t now) noexcept {
-  const Context* c = h.ctx.load(std::memory_order_relaxed);
-  if (c == nullptr) return;
   trace::RecordData d{};
   d.op = static_cast<uint32_t>(trace::OpType::kKernelChannels);
-  d.comm_id = c->comm_id;
-  d.seq = h.seq.load(std::memory_order_relaxed);
+  d.comm_id = who.comm_id;
+  d.seq = who.seq;
   d.t_enter_ns = now;
   d.t_exit_ns = now;
   d.t_device_done_ns = trace::kDoneUntracked;
-  d.peer = h.peer.load(std::memory_order_relaxed);
+  d.peer = who.peer;
   d.dtype = -1;
   d.redop = -1;
-  d.stream = uint64_t{h.op.load(std::memory_order_relaxed)} << 32;
+  d.stream = uint64_t{who.op} << 32;
   d.aux = started;
   d.count = stopped;
   ring.Append(d, false);
@@ -198,34 +197,38 @@ void PublishChannels(trace::RingWriter& ring, int64_t now) noexcept {
   EventHandle* pool = HandlePool();
   for (uint32_t i = 0; i < kHandlePoolSize; ++i) {
     EventHandle& h = pool[i];
-    const uint64_t started = h.channels_started.load(std::memory_order_acquire);
-    if (started == 0) continue;
-    const uint64_t stopped = h.channels_stopped.load(std::memory_order_acquire);
-    const uint64_t pub_started = h.published_started.load(std::memory_order_relaxed);
-    const uint64_t pub_stopped = h.published_stopped.load(std::memory_order_relaxed);
-    if (started == pub_started && stopped == pub_stopped) continue;
-    const bool was_published = pub_started != 0;
-    if ((stopped & started) == started && !was_published) continue;  // ended between two ticks
-    if (!was_published && h.ticks_seen.fetch_add(1, std::memory_order_relaxed) == 0) continue;
-    WriteChannels(ring, h, started, stopped, now);
-    h.published_started.store(started, std::memory_order_relaxed);
-    h.published_stopped.store(stopped, std::memory_order_relaxed);
+    if (h.channels.started.load(std::memory_order_acquire) == 0) continue;
+    const Context* c = h.ctx.load(std::memory_order_relaxed);
+    if (c == nullptr) continue;
+    const OperationIdentity who{c->comm_id, h.seq.load(std::memory_order_relaxed),
+                                h.op.load(std::memory_order_relaxed),
+                                h.peer.load(std::memory_order_relaxed)};
+    PublishChannelBits(ring, h.channels, who, now);
   }
 }
 
 }  // namespace
 
+bool IsOwnProxyOp(const prof_abi::ProxyOpV4& d) noexcept {
+  return d.pid == OwnPid();
+}
+
 void* StartProxyOp(Context* c, const void* parent, const prof_abi::ProxyOpV4& d) noexcept {
-  if (d.pid != OwnPid()) return nullptr;  // PXN: parent and context are another process's
+  if (!IsOwnProxyOp(d)) return nullptr;  // PXN: parent and context are another process's
   EventHandle* op = OperationHandle(parent);
   if (op == nullptr || op->ctx.load(std::memory_order_relaxed) != c) return nullptr;
+  constexpr auto kRelaxed = std::memory_order_relaxed;
+  return StartProxyOpFor({c->comm_id, op->seq.load(kRelaxed), op->op.load(kRelaxed), -1}, d);
+}
+
+void* StartProxyOpFor(const OperationIdentity& who, const prof_abi::ProxyOpV4& d) noexcept {
   ProxyOpSlot* s = ClaimOpSlot();
   if (s == nullptr) return nullptr;
   constexpr auto kRelaxed = std::memory_order_relaxed;
   s->tag.store(0, kRelaxed);
-  s->comm_id.store(c->comm_id, kRelaxed);
-  s->seq.store(op->seq.load(kRelaxed), kRelaxed);
-  s->op.store(op->op.load(kRelaxed), kRelaxed);
+  s->comm_id.store(who.comm_id, kRelaxed);
+  s->seq.store(who.seq, kRelaxed);
+  s->op.store(who.op, kRelaxed);
   s->peer.store(d.peer, kRelaxed);
   s->channel.store(d.channelId, kRelaxed);
   s->is_send.store(d.isSend != 0 ? 1 : 0, kRelaxed);
@@ -255,12 +258,19 @@ void* StartProxyStep(const void* parent, int step) noexcept {
 }
 
 void* StartKernelCh(EventHandle* op, uint8_t channel) noexcept {
-  op->channels_started.fetch_or(uint64_t{1} << (channel & 63), std::memory_order_release);
+  return StartKernelCh(op->channels, channel, nullptr, nullptr);
+}
+
+void* StartKernelCh(KernelChannelBits& bits, uint8_t channel, KernelChStopHook on_stop,
+                    void* owner) noexcept {
+  bits.started.fetch_or(uint64_t{1} << (channel & 63), std::memory_order_release);
   const uint64_t i = g_next_kernel_ch.fetch_add(1, std::memory_order_relaxed);
   KernelChSlot& k = g_kernel_ch[i & (kKernelChPoolSize - 1)];
   k.tag.store(0, std::memory_order_relaxed);
-  k.op.store(op, std::memory_order_relaxed);
+  k.bits.store(&bits, std::memory_order_relaxed);
   k.channel.store(channel, std::memory_order_relaxed);
+  k.on_stop.store(on_stop, std::memory_order_relaxed);
+  k.owner.store(owner, std::memory_order_relaxed);
   k.tag.store(kTagKernelCh, std::memory_order_release);
   return &k;
 }
@@ -275,10 +285,12 @@ bool RecordProxyState(void* handle, int state) noexcept {
   }
   if (KernelChSlot* k = KernelChOf(handle)) {
     if (state == prof_abi::kStateKernelChStop) {
-      EventHandle* op = k->op.load(std::memory_order_relaxed);
+      KernelChannelBits* bits = k->bits.load(std::memory_order_relaxed);
       const uint32_t ch = k->channel.load(std::memory_order_relaxed);
-      if (op != nullptr) {
-        op->channels_stopped.fetch_or(uint64_t{1} << (ch & 63), std::memory_order_release);
+      if (bits != nullptr)
+        bits->stopped.fetch_or(uint64_t{1} << (ch & 63), std::memory_order_release);
+      if (KernelChStopHook hook = k->on_stop.load(std::memory_order_relaxed)) {
+        hook(k->owner.load(std::memory_order_relaxed));
       }
     }
     return true;
@@ -313,6 +325,23 @@ void PublishProgress(trace::RingWriter& ring, int64_t now_ns) noexcept {
   if (!AnyContext()) return;
   PublishOps(ring, now_ns);
   PublishChannels(ring, now_ns);
+  plugin_only::PublishChannels(ring, now_ns);
+}
+
+void PublishChannelBits(trace::RingWriter& ring, KernelChannelBits& bits,
+                        const OperationIdentity& who, int64_t now_ns) noexcept {
+  const uint64_t started = bits.started.load(std::memory_order_acquire);
+  if (started == 0) return;
+  const uint64_t stopped = bits.stopped.load(std::memory_order_acquire);
+  const uint64_t pub_started = bits.published_started.load(std::memory_order_relaxed);
+  const uint64_t pub_stopped = bits.published_stopped.load(std::memory_order_relaxed);
+  if (started == pub_started && stopped == pub_stopped) return;
+  const bool was_published = pub_started != 0;
+  if ((stopped & started) == started && !was_published) return;  // ended between two ticks
+  if (!was_published && bits.ticks_seen.fetch_add(1, std::memory_order_relaxed) == 0) return;
+  WriteChannels(ring, who, started, stopped, now_ns);
+  bits.published_started.store(started, std::memory_order_relaxed);
+  bits.published_stopped.store(stopped, std::memory_order_relaxed);
 }
 
 ProxyOpSlot* ProxyOpPool() noexcept {

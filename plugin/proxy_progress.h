@@ -65,28 +65,61 @@ struct ProxyOpSlot {
   ProxyStepSlot steps[kStepsPerOp];
 };
 
+// Called when a kernel channel reaches KernelChStop, with the owner given to StartKernelCh.
+using KernelChStopHook = void (*)(void* owner) noexcept;
+
 struct KernelChSlot {
   std::atomic<uint64_t> tag{0};
-  std::atomic<EventHandle*> op{nullptr};
+  std::atomic<KernelChannelBits*> bits{nullptr};
   std::atomic<uint32_t> channel{0};
+  std::atomic<KernelChStopHook> on_stop{nullptr};
+  std::atomic<void*> owner{nullptr};
 };
 
-// ProxyOp start under context c (already checked to be ours). Returns the handle, or null when the
-// operation is not ours to track (a foreign pid or parent, a full pool).
+// Who an operation is in the records: the trace id of its communicator, its number and OpType
+// (for a part of an AlltoAll, Gather or Scatter, the whole call's), and the peer of a send or
+// receive (-1 otherwise).
+struct OperationIdentity {
+  uint64_t comm_id = 0;
+  uint64_t seq = 0;
+  uint32_t op = 0;
+  int32_t peer = -1;
+};
+
+// Whether a ProxyOp was started by this process's proxy. PXN: a peer process's proxy progresses
+// some operations of ours, and their events (with that process's pid, parent and context) are
+// emitted there; here a parentObj with another pid is never ours, whatever it points at.
+bool IsOwnProxyOp(const prof_abi::ProxyOpV4& d) noexcept;
+// ProxyOp start under context c (already checked to be ours): the checks (own pid, parent an
+// operation of c), then StartProxyOpFor. Returns the handle, or null when the operation is not ours
+// to track (a foreign pid or parent, a full pool).
 void* StartProxyOp(Context* c, const void* parent, const prof_abi::ProxyOpV4& d) noexcept;
+// ProxyOp start of an operation the caller checked is ours (IsOwnProxyOp, its parent), known by
+// `who` (its peer unused: the proxy's peer is d.peer); d gives channel, side and step count.
+// Returns the handle, or null when the pool is full.
+void* StartProxyOpFor(const OperationIdentity& who, const prof_abi::ProxyOpV4& d) noexcept;
 // ProxyStep start: parent is the ProxyOp handle. Returns the step handle or null.
 void* StartProxyStep(const void* parent, int step) noexcept;
 // KernelCh start of operation `op` (ours): marks the channel started, returns the handle that
 // NCCL passes to the KernelChStop state and the stop.
 void* StartKernelCh(EventHandle* op, uint8_t channel) noexcept;
+// The same for any operation whose channels `bits` keeps; at KernelChStop the channel is marked
+// stopped, then on_stop(owner) is called when on_stop is not null.
+void* StartKernelCh(KernelChannelBits& bits, uint8_t channel, KernelChStopHook on_stop,
+                    void* owner) noexcept;
 // State and stop of a handle that may be one of the above: returns false when it is none of ours
 // (the caller tries its own kinds).
 bool RecordProxyState(void* handle, int state) noexcept;
 bool StopProxyHandle(void* handle) noexcept;
 
-// Writes this tick's proxy_progress and kernel_channels records into `ring`. Background thread
-// only (one caller); no allocation, no lock.
+// Writes this tick's proxy_progress and kernel_channels records into `ring` (of the interposed
+// mode's operations and of the plugin-only recorder's). Background thread only (one caller); no
+// allocation, no lock.
 void PublishProgress(trace::RingWriter& ring, int64_t now_ns) noexcept;
+// One operation's kernel_channels record when its channels changed since it was last written (and
+// it did not start and stop all of them between two ticks). Background thread only.
+void PublishChannelBits(trace::RingWriter& ring, KernelChannelBits& bits,
+                        const OperationIdentity& who, int64_t now_ns) noexcept;
 
 // Pools, for tests.
 ProxyOpSlot* ProxyOpPool() noexcept;
