@@ -171,6 +171,7 @@ nlohmann::json RecordJson(const trace::RingSnapshot& f, const CommNames& names,
                       {"result", trace::ResultName(r.result)},
                       {"in_group", (r.flags & trace::kFlagInGroup) != 0},
                       {"in_place", (r.flags & trace::kFlagInPlace) != 0},
+                      {"engine", (r.flags & trace::kFlagAccelerated) != 0 ? "ncclscope" : "nccl"},
                       {"tid", r.tid}};
   if (!trace::IsPending(r.t_device_done_ns) && r.t_device_done_ns != trace::kDoneUntracked) {
     j["t_device_done_ns"] = r.t_device_done_ns;
