@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -85,12 +86,19 @@ bool Prepare(const AccelDriver& cu, AccelComm* c, Offer* o, std::string* why) {
   if (cu.mem_alloc(&c->staging, c->buffer_bytes) != CUDA_SUCCESS ||
       cu.mem_alloc(&c->scratch, c->buffer_bytes) != CUDA_SUCCESS ||
       cu.mem_alloc(&c->signal, sizeof(nc::Signal)) != CUDA_SUCCESS ||
-      cu.mem_alloc(&c->stall, sizeof(nc::KernelStall)) != CUDA_SUCCESS ||
-      cu.memset_d8(c->signal, 0, sizeof(nc::Signal)) != CUDA_SUCCESS ||
-      cu.memset_d8(c->stall, 0, sizeof(nc::KernelStall)) != CUDA_SUCCESS) {
+      cu.memset_d8(c->signal, 0, sizeof(nc::Signal)) != CUDA_SUCCESS) {
     *why = "device memory for the buffers could not be allocated";
     return false;
   }
+  void* stall_host = nullptr;
+  if (cu.mem_host_alloc(&stall_host, sizeof(nc::KernelStall),
+                        CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS ||
+      cu.mem_host_get_device_pointer(&c->stall, stall_host, 0) != CUDA_SUCCESS) {
+    *why = "mapped host memory for the stall record could not be allocated";
+    return false;
+  }
+  std::memset(stall_host, 0, sizeof(nc::KernelStall));
+  c->stall_host = static_cast<nc::KernelStall*>(stall_host);
   if (cu.ipc_get_mem_handle(&o->staging, c->staging) != CUDA_SUCCESS ||
       cu.ipc_get_mem_handle(&o->scratch, c->scratch) != CUDA_SUCCESS ||
       cu.ipc_get_mem_handle(&o->signal, c->signal) != CUDA_SUCCESS) {
@@ -101,7 +109,8 @@ bool Prepare(const AccelDriver& cu, AccelComm* c, Offer* o, std::string* why) {
 }
 
 void FreeBuffers(const AccelDriver& cu, AccelComm* c) {
-  for (CUdeviceptr* p : {&c->staging, &c->scratch, &c->signal, &c->stall}) {
+  // The pinned stall record is kept: a few bytes, and freeing it needs one more driver function.
+  for (CUdeviceptr* p : {&c->staging, &c->scratch, &c->signal}) {
     if (*p != 0) cu.mem_free(*p);
     *p = 0;
   }
@@ -195,7 +204,7 @@ std::unique_ptr<AccelComm> SetUpAccelComm(const AccelDriver& cu, ncclComm_t comm
 }
 
 bool LaunchAccelAllReduce(const AccelDriver& cu, AccelComm* c, const nc::AllReducePlan& plan,
-                          const void* sendbuff, void* recvbuff, CUstream stream) {
+                          const void* sendbuff, void* recvbuff, CUstream stream, uint64_t seq) {
   const int algorithm = plan.algorithm == nc::Algorithm::kOneShot ? 0 : 1;
   const int dtype = plan.dtype == nc::Dtype::kFp16 ? 0 : plan.dtype == nc::Dtype::kFp32 ? 1 : 2;
   nc::AllReduceKernelArgs a{};
@@ -220,6 +229,19 @@ bool LaunchAccelAllReduce(const AccelDriver& cu, AccelComm* c, const nc::AllRedu
     return false;
   }
   c->epoch = a.epoch;
+  c->seq_of_epoch[a.epoch % AccelComm::kEpochs] = seq;
+  return true;
+}
+
+bool AccelStalled(const AccelComm& c, nc::Stall* out, uint64_t* seq) {
+  if (c.stall_host == nullptr) return false;
+  // Written by the device (system-scope atomic, then a system fence) or the emulator's twin.
+  if (std::atomic_ref<int32_t>(c.stall_host->code).load(std::memory_order_acquire) == 0) {
+    return false;
+  }
+  const nc::KernelStall& k = *c.stall_host;
+  *out = nc::Stall{k.rank, k.peer, k.block, static_cast<nc::Barrier>(k.barrier), k.want, k.seen};
+  *seq = c.seq_of_epoch[k.want % AccelComm::kEpochs];
   return true;
 }
 

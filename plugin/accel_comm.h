@@ -12,6 +12,7 @@
 #include <string>
 
 #include "collectives/allreduce_kernel_args.h"
+#include "collectives/bounded_wait.h"
 #include "collectives/planner.h"
 #include "plugin/accel_driver.h"
 
@@ -26,7 +27,13 @@ struct AccelComm {
   size_t buffer_bytes = 0;
   uint64_t timeout_ns = 0;
   uint32_t epoch = 0;  // of the last routed call
+  // The collective sequence number of each of the last kEpochs routed calls, by epoch.
+  static constexpr uint32_t kEpochs = 64;
+  uint64_t seq_of_epoch[kEpochs] = {};
   CUdeviceptr staging = 0, scratch = 0, signal = 0, stall = 0;
+  // The kernels' stall record in pinned host memory mapped for the device (stall is its device
+  // address): the routing reads it at every call without a copy.
+  collectives::KernelStall* stall_host = nullptr;
   const unsigned char* peer_staging[collectives::kMaxRanks] = {};
   unsigned char* peer_scratch[collectives::kMaxRanks] = {};
   collectives::Signal* peer_signal[collectives::kMaxRanks] = {};
@@ -42,8 +49,13 @@ std::unique_ptr<AccelComm> SetUpAccelComm(const AccelDriver& cu, ncclComm_t comm
 
 // Launches one AllReduce planned by collectives::PlanAllReduce on `stream` (the caller's).
 // Returns false when the launch failed: the caller sends the call to NCCL instead.
+// `seq` is the collective sequence number the call's record will carry.
 bool LaunchAccelAllReduce(const AccelDriver& cu, AccelComm* c,
                           const collectives::AllReducePlan& plan, const void* sendbuff,
-                          void* recvbuff, CUstream stream);
+                          void* recvbuff, CUstream stream, uint64_t seq);
+
+// Whether a kernel of this communicator gave up waiting (read without a copy); *out gets what it
+// wrote and the sequence number of its call. Thread: the communicator's caller.
+bool AccelStalled(const AccelComm& c, collectives::Stall* out, uint64_t* seq);
 
 }  // namespace ncclscope::plugin

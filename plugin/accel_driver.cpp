@@ -36,7 +36,9 @@ bool LoadAccelDriver(const std::string& library, AccelDriver* driver, std::strin
                   Bind(h, "cuLaunchKernel", &d.launch_kernel, error) &&
                   Bind(h, "cuStreamCreate", &d.stream_create, error) &&
                   Bind(h, "cuStreamSynchronize", &d.stream_synchronize, error) &&
-                  Bind(h, "cuStreamIsCapturing", &d.stream_is_capturing, error);
+                  Bind(h, "cuStreamIsCapturing", &d.stream_is_capturing, error) &&
+                  Bind(h, "cuMemHostAlloc", &d.mem_host_alloc, error) &&
+                  Bind(h, "cuMemHostGetDevicePointer_v2", &d.mem_host_get_device_pointer, error);
   if (ok) *driver = d;
   return ok;
 }

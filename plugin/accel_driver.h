@@ -26,6 +26,8 @@ struct AccelDriver {
   CUresult (*stream_create)(CUstream*, unsigned int) = nullptr;
   CUresult (*stream_synchronize)(CUstream) = nullptr;
   CUresult (*stream_is_capturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
+  CUresult (*mem_host_alloc)(void**, size_t, unsigned int) = nullptr;
+  CUresult (*mem_host_get_device_pointer)(CUdeviceptr*, void*, unsigned int) = nullptr;
 };
 
 // dlopen()s `library` (never closed; the completion tracker opens the same one) and fills *driver

@@ -3,7 +3,9 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <string>
 
+#include "collectives/bounded_wait.h"
 #include "collectives/planner.h"
 #include "plugin/accel_comm.h"
 #include "plugin/accel_driver.h"
@@ -49,6 +51,33 @@ bool SymmetricEligible(const nc::AllReduceCall& c, nc::Fallback* why) {
   return p.fallback == nc::Fallback::kNone || p.fallback == nc::Fallback::kTooLarge;
 }
 
+// A kernel of this communicator gave up waiting for a peer: its output is undefined, so say so
+// (one line), record it (an accel_stall record, trace/record.h) and send the communicator's later
+// calls to NCCL.
+void ReportStall(const CallFrame& f, CommState* cs, AccelComm* ac, const nc::Stall& stall,
+                 uint64_t seq) {
+  char where[160];
+  nc::DescribeStall(stall, where, sizeof(where));
+  Warn(
+      "NCCLSCOPE_ACCEL: allreduce #%llu on communicator %s ended without its peer: %s; its "
+      "result is undefined and the communicator goes to NCCL from now",
+      static_cast<unsigned long long>(seq), cs->name.c_str(), where);
+  trace::RecordData d{};
+  d.op = static_cast<uint32_t>(trace::OpType::kAccelStall);
+  d.comm_id = cs->id;
+  d.seq = seq;
+  d.peer = stall.peer;
+  d.dtype = static_cast<int32_t>(stall.block);
+  d.redop = static_cast<int32_t>(stall.barrier);
+  d.count = stall.want;
+  d.aux = stall.seen;
+  d.t_enter_ns = d.t_exit_ns = f.t_enter;
+  d.t_device_done_ns = trace::kDoneUntracked;
+  f.rt->ring->Append(d, false);
+  ac->ready = false;
+  ac->why_not = std::string("a kernel gave up waiting: ") + where;
+}
+
 }  // namespace
 
 const char* LastRouteExplanation() noexcept {
@@ -90,6 +119,10 @@ bool RouteAllReduce(const CallFrame& f, CommState* cs, ncclComm_t comm, const vo
     }
   }
   AccelComm* ac = cs->accel.get();
+  nc::Stall stall;
+  uint64_t stalled_seq = 0;
+  if (ac->ready && AccelStalled(*ac, &stall, &stalled_seq))
+    ReportStall(f, cs, ac, stall, stalled_seq);
   if (!ac->ready) {
     Explain("nccl: %s", ac->why_not.c_str());
     return false;
@@ -104,8 +137,9 @@ bool RouteAllReduce(const CallFrame& f, CommState* cs, ncclComm_t comm, const vo
   const nc::AllReducePlan plan = nc::PlanAllReduce(call);
   nc::ExplainPlan(plan, call, t_explanation, sizeof(t_explanation));
   if (plan.algorithm == nc::Algorithm::kNccl) return false;
-  if (!LaunchAccelAllReduce(*cu, ac, plan, sendbuff, recvbuff,
-                            reinterpret_cast<CUstream>(stream))) {
+  const uint64_t seq = cs->coll_seq.load(std::memory_order_relaxed) + 1;  // the record's
+  if (!LaunchAccelAllReduce(*cu, ac, plan, sendbuff, recvbuff, reinterpret_cast<CUstream>(stream),
+                            seq)) {
     // The other ranks launched: their kernels will wait for this one until the timeout and report
     // it. This rank's later calls go to NCCL.
     ac->ready = false;

@@ -45,6 +45,11 @@ ProxyCounts ProxyCountsOf(const trace::RecordData& r) {
           (r.stream & trace::kProxyEnded) != 0};
 }
 
+// The barrier of an accel_stall record (collectives/epoch.h: 0 start, 1 middle, 2 end).
+const char* BarrierName(int32_t barrier) {
+  return barrier == 0 ? "start" : barrier == 1 ? "middle" : barrier == 2 ? "end" : "?";
+}
+
 }  // namespace
 
 std::string ProxyStateName(uint32_t state) {
@@ -78,6 +83,7 @@ bool IsProbeEventRecord(const trace::RecordData& r) {
     case OpType::kProfilerMask:
     case OpType::kDeviceCompute:
     case OpType::kDeviceActivityLoss:
+    case OpType::kAccelStall:
       return true;
     default:
       return false;
@@ -114,6 +120,9 @@ std::string ProbeFieldsText(const trace::RecordData& r) {
     case OpType::kDeviceActivityLoss:
       return fmt::format(" lost={} why={}", r.count,
                          r.aux == 1 ? "cupti-dropped" : "correlation-unknown");
+    case OpType::kAccelStall:
+      return fmt::format(" seq={} waited_for={} block={} barrier={} epoch={} flag={}", r.seq,
+                         r.peer, r.dtype, BarrierName(r.redop), r.count, r.aux);
     default:
       return "";
   }
@@ -167,6 +176,13 @@ void AddProbeFieldsJson(const trace::RecordData& r, nlohmann::json* out) {
     case OpType::kDeviceActivityLoss:
       j["lost"] = r.count;
       j["why"] = r.aux == 1 ? "cupti-dropped" : "correlation-unknown";
+      break;
+    case OpType::kAccelStall:
+      j["waited_for"] = r.peer;
+      j["block"] = r.dtype;
+      j["barrier"] = BarrierName(r.redop);
+      j["epoch"] = r.count;
+      j["flag"] = r.aux;
       break;
     default:
       return;

@@ -92,6 +92,8 @@ const char* OpTypeName(OpType op) {
       return "nvtx_phase_name";
     case OpType::kNvtxRangeName:
       return "nvtx_range_name";
+    case OpType::kAccelStall:
+      return "accel_stall";
   }
   return "unknown";
 }

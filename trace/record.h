@@ -61,6 +61,10 @@ enum class OpType : uint16_t {
   // Written by the NVTX injection side of the probe: the names of an NVTX context id (below).
   kNvtxPhaseName = 96,  // the phase of context `seq`: the range right above the step
   kNvtxRangeName = 97,  // the innermost range of context `seq`
+  // Written by NCCLSCOPE_ACCEL's routing: one of ncclscope's own kernels gave up waiting for a peer
+  // (collective `seq`; peer: the rank waited for, dtype: block, redop: barrier 0 start 1 middle
+  // 2 end, count: the call's epoch, aux: what the peer's flag held).
+  kAccelStall = 100,
 };
 
 // Stable lower-case name ("allreduce", "send", ...); "unknown" for values this build does not know.
