@@ -87,7 +87,7 @@ const char* LastRouteExplanation() noexcept {
 bool RouteAllReduce(const CallFrame& f, CommState* cs, ncclComm_t comm, const void* sendbuff,
                     void* recvbuff, size_t count, ncclDataType_t dtype, ncclRedOp_t op,
                     cudaStream_t stream, ncclResult_t* result) noexcept {
-  if (__builtin_expect(!f.rt->config.accel, 1)) return false;
+  if (!f.rt->config.accel) return false;
   if (cs == nullptr || f.ts->group_depth != 0) {
     Explain("nccl: %s", "inside a group, or a communicator ncclscope does not know");
     return false;

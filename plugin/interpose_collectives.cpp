@@ -49,7 +49,8 @@ ncclResult_t Collective(const CollArgs& a, Forward&& forward) noexcept {
   f.ts->call_op = static_cast<uint32_t>(a.op);
   f.ts->call_peer = -1;
   ncclResult_t r = ncclSuccess;
-  const bool accelerated = a.op == OpType::kAllReduce &&
+  // NCCLSCOPE_ACCEL off (the default) costs this one predicted branch.
+  const bool accelerated = a.op == OpType::kAllReduce && __builtin_expect(f.rt->config.accel, 0) &&
                            RouteAllReduce(f, cs, a.comm, a.send, const_cast<void*>(a.recv), a.count,
                                           a.dtype, static_cast<ncclRedOp_t>(a.redop), a.stream, &r);
   if (!accelerated) r = CorrelatedCall(f, forward);
