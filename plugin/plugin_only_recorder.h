@@ -44,6 +44,10 @@
 //     stamped when all nChannels channels reached KernelChStop, with the host time the last one
 //     arrived (pTimer is a GPU clock). Graph-captured operations are recorded untracked (their
 //     kernels run at each replay).
+//   - ProxyOp/ProxyStep (proxy detail, proxy_mask.h) and KernelCh: followed by proxy_progress.h
+//     as in the interposed mode (plugin_only_progress.cpp), each known by its API call's record
+//     (a part of an AlltoAll, Gather or Scatter by the whole call's), so the background thread's
+//     proxy_progress and kernel_channels records name the stage of a device stall.
 //   - v4 tables (NCCL 2.27) have no API events: Coll and P2p events at launch give the records
 //     (entry and exit times are the launch time, no stream, AllGather and Broadcast counts in
 //     bytes of ncclInt8 as NCCL reports them, no user group boundaries, no group_end records).
