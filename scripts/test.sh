@@ -76,8 +76,9 @@ fi
 begin_stage "ASan+UBSan: configure + build (unit test targets)"
 configure_and_build build-asan \
   "trace_tests plugin_tests plugin_recording_test plugin_profiler_test plugin_profiler_abi_test \
-   ring_reader_fuzz sim_emulator_tests sim_profiler_events_test sim_scenario_tests \
-   hang_detector_tests watchdog_tests exporters_tests exporter_fuzz correlator_fuzz scenario_fuzz \
+   ring_reader_fuzz sim_emulator_tests sim_cuda_device_tests sim_profiler_events_test \
+   sim_scenario_tests hang_detector_tests watchdog_tests exporters_tests exporter_fuzz \
+   correlator_fuzz scenario_fuzz \
    digest_tests digest_fuzz watchdog_decision_fuzz peer_sources_fuzz plugin_only_test \
    plugin_profiler_p2p_test plugin_nvtx_test plugin_nvtx_nccl_payload_test plugin_cupti_test \
    plugin_only_parts_test plugin_nvtx_nccl_payload_recorder_test nvtx_fuzz nvtx_nccl_payload_fuzz \

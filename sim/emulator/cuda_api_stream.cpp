@@ -73,6 +73,13 @@ CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
   return CUDA_SUCCESS;
 }
 
+// Stream capture (CUDA graphs) is not emulated, so no stream is ever capturing.
+CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
+  if (captureStatus == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *captureStatus = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
 CUresult cuCtxSynchronize(void) {
   ncclsim::forEachStream([](ncclsim::StreamQueue* s, void*) { s->waitPassed(s->lastTicket()); },
                          nullptr);
@@ -182,3 +189,4 @@ NCCLSIM_ALIAS(cuStreamWaitEvent_ptsz, cuStreamWaitEvent)
 NCCLSIM_ALIAS(cuEventRecord_ptsz, cuEventRecord)
 NCCLSIM_ALIAS(cuEventRecordWithFlags_ptsz, cuEventRecordWithFlags)
 NCCLSIM_ALIAS(cuLaunchHostFunc_ptsz, cuLaunchHostFunc)
+NCCLSIM_ALIAS(cuStreamIsCapturing_ptsz, cuStreamIsCapturing)
