@@ -82,7 +82,7 @@ configure_and_build build-asan \
    digest_tests digest_fuzz watchdog_decision_fuzz peer_sources_fuzz plugin_only_test \
    plugin_profiler_p2p_test plugin_nvtx_test plugin_nvtx_nccl_payload_test plugin_cupti_test \
    plugin_only_parts_test plugin_nvtx_nccl_payload_recorder_test nvtx_fuzz nvtx_nccl_payload_fuzz \
-   collectives_tests" \
+   collectives_tests plugin_only_proxy_test" \
   -DNCCLSCOPE_SANITIZE=address,undefined "${sanitizer_flags[@]}"
 begin_stage "ASan+UBSan: unit tests"
 ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit
@@ -91,7 +91,8 @@ ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit
 # the collectives' flag protocol (ranks as threads).
 begin_stage "TSan: configure + build (ring, probe and collectives tests)"
 configure_and_build build-tsan \
-  "trace_tests plugin_tests plugin_profiler_test plugin_profiler_p2p_test collectives_tests" \
+  "trace_tests plugin_tests plugin_profiler_test plugin_profiler_p2p_test collectives_tests \
+   plugin_only_proxy_test" \
   -DNCCLSCOPE_SANITIZE=thread "${sanitizer_flags[@]}"
 begin_stage "TSan: ring and probe tests"
 build-tsan/bin/trace_tests
@@ -99,6 +100,7 @@ build-tsan/bin/plugin_tests
 build-tsan/bin/plugin_profiler_test
 build-tsan/bin/plugin_profiler_p2p_test
 build-tsan/bin/collectives_tests
+build-tsan/bin/plugin_only_proxy_test
 
 begin_stage "lint: clang-format, clang-tidy on changed code"
 scripts/lint.sh build
