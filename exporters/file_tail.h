@@ -15,8 +15,8 @@
 
 namespace ncclscope::exporters {
 
-// What a Poll found, in writer order. Only operations (collectives, send/recv) and the names of
-// their NVTX contexts are reported.
+// What a Poll found, in writer order. Only operations (collectives, send/recv), the names of
+// their NVTX contexts and accel_stall records are reported.
 class TailEvents {
  public:
   virtual ~TailEvents() = default;
@@ -34,6 +34,9 @@ class TailEvents {
   // A record naming an NVTX context (trace/record.h, "NVTX context"), before the operations that
   // use it. Not an operation: nothing else is told of it.
   virtual void NvtxName(const trace::StoredRecord& /*record*/) {}
+  // An accel_stall record (trace/record.h): one of ncclscope's own kernels gave up waiting for a
+  // peer. Not an operation: nothing else is told of it.
+  virtual void AccelStall(const trace::StoredRecord& /*record*/) {}
 };
 
 class FileTail {

@@ -124,7 +124,8 @@ void AddHistograms(const NodeView& view, std::vector<MetricFamily>* out) {
 }
 
 void AddRankFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
-  Rows operations, bytes, inflight, issued, completed, lateness, score, progress, lost, up;
+  Rows operations, bytes, accelerated, accel_stalls, inflight, issued, completed, lateness, score,
+      progress, lost, up;
   Rows phase_operations, phase_seconds;
   std::map<std::string, Labels> info;                   // by rank: the newest process's labels
   std::map<std::string, std::optional<uint64_t>> step;  // by rank: the newest process's step
@@ -138,6 +139,12 @@ void AddRankFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
     for (const OpRow& o : f.ops) {
       operations.Add({f.rank, o.comm, o.op}, static_cast<double>(o.operations));
       bytes.Add({f.rank, o.comm, o.op}, static_cast<double>(o.bytes));
+      // Every series of operations_total has its accelerated twin, at 0 where nothing was routed:
+      // the share on ncclscope's kernels is one division, and a rate sees the first routed call.
+      accelerated.Add({f.rank, o.comm, o.op}, static_cast<double>(o.accelerated));
+    }
+    for (const AccelStallRow& s : f.accel_stalls) {
+      accel_stalls.Add({f.rank, s.comm}, static_cast<double>(s.stalls));
     }
     // Gauges of one rank come from its newest process only: a restarted rank's dead
     // predecessor must not add its stale in-flight work. Several communicators under one label
@@ -177,6 +184,14 @@ void AddRankFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
   out->push_back(Family("ncclscope_operation_bytes_total",
                         "Bytes of those operations (nccl-tests size convention)",
                         MetricType::Counter, rco, bytes));
+  out->push_back(Family("ncclscope_accelerated_operations_total",
+                        "Of those operations, the ones run by ncclscope's own kernels "
+                        "(NCCLSCOPE_ACCEL=1); the rest ran on NCCL",
+                        MetricType::Counter, rco, accelerated));
+  out->push_back(Family("ncclscope_accel_stalls_total",
+                        "Kernels of ncclscope's that gave up waiting for a peer (accel_stall "
+                        "records); the communicator's later calls go to NCCL",
+                        MetricType::Counter, rc, accel_stalls));
   out->push_back(Family("ncclscope_inflight_operations",
                         "Operations issued and not yet completed on the device", MetricType::Gauge,
                         rc, inflight));

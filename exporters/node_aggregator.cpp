@@ -19,6 +19,7 @@ constexpr double kNsPerS = 1e9;
 struct OpTotals {
   uint64_t operations = 0;
   uint64_t bytes = 0;
+  uint64_t accelerated = 0;  // run by ncclscope's own kernels (trace::kFlagAccelerated)
 };
 
 struct PhaseTotals {
@@ -56,6 +57,7 @@ class NodeAggregator::FileState final : public TailEvents {
   const std::map<std::pair<uint64_t, uint32_t>, OpTotals>& ops() const { return ops_; }
   const std::map<uint64_t, CommProgress>& comms() const { return comms_; }
   const std::map<std::pair<uint64_t, uint16_t>, PhaseTotals>& phases() const { return phases_; }
+  const std::map<uint64_t, uint64_t>& accel_stalls() const { return accel_stalls_; }
   const FileNvtx& nvtx() const { return nvtx_; }
   int64_t last_done_ns() const { return last_done_ns_; }
   int64_t heartbeat_moved_at() const { return heartbeat_moved_at_; }
@@ -68,6 +70,7 @@ class NodeAggregator::FileState final : public TailEvents {
     comms_.clear();
     stream_done_.clear();
     phases_.clear();
+    accel_stalls_.clear();
     nvtx_.Reset();
     last_done_ns_ = 0;
   }
@@ -93,6 +96,7 @@ class NodeAggregator::FileState final : public TailEvents {
     const uint64_t bytes = OperationBytes(r, e.nranks);
     ++e.totals->operations;
     e.totals->bytes += bytes;
+    if ((r.flags & trace::kFlagAccelerated) != 0) ++e.totals->accelerated;
     e.histograms->size_bytes.Observe(static_cast<double>(bytes), node_->size_bounds_);
     CommProgress& c = *e.progress;
     if (trace::IsCollective(static_cast<trace::OpType>(r.op))) {
@@ -144,6 +148,10 @@ class NodeAggregator::FileState final : public TailEvents {
 
   void NvtxName(const trace::StoredRecord& record) override { nvtx_.Name(record.data); }
 
+  void AccelStall(const trace::StoredRecord& record) override {
+    ++accel_stalls_[record.data.comm_id];
+  }
+
  private:
   NodeAggregator* node_;
   uint32_t id_;
@@ -151,6 +159,7 @@ class NodeAggregator::FileState final : public TailEvents {
   trace::RingInfo info_;
   std::map<std::pair<uint64_t, uint32_t>, OpTotals> ops_;
   std::map<uint64_t, CommProgress> comms_;
+  std::map<uint64_t, uint64_t> accel_stalls_;  // accel_stall records by comm id
   std::unordered_map<uint64_t, int64_t> stream_done_;
   FileNvtx nvtx_;
   // Completed operations by (comm id, phase label), counted from the start whether or not the
@@ -271,11 +280,17 @@ FileView NodeAggregator::ViewOf(FileState& f) {
         static_cast<double>(info.start_realtime_ns + (f.last_done_ns() - info.start_monotonic_ns)) /
         kNsPerS;
   }
+  // Stall rows by label (several communicators can share one), at 0 for every label with an
+  // operation on ncclscope's kernels.
+  std::map<std::string, uint64_t> stalls;
   for (const auto& [key, totals] : f.ops()) {
     v.ops.push_back({CommLabel(key.first),
                      trace::OpTypeName(static_cast<trace::OpType>(key.second)), totals.operations,
-                     totals.bytes});
+                     totals.bytes, totals.accelerated});
+    if (totals.accelerated > 0) stalls.try_emplace(v.ops.back().comm, 0);
   }
+  for (const auto& [comm, n] : f.accel_stalls()) stalls[CommLabel(comm)] += n;
+  for (const auto& [comm, n] : stalls) v.accel_stalls.push_back({comm, n});
   for (const auto& [comm, progress] : f.comms()) {
     const Lateness late = lateness_.Of(comm, f.id());
     v.comms.push_back({CommLabel(comm), progress.last_issued_seq, progress.last_completed_seq,

@@ -23,6 +23,15 @@ struct OpRow {
   std::string comm, op;
   uint64_t operations = 0;
   uint64_t bytes = 0;
+  uint64_t accelerated = 0;  // of `operations`, those run by ncclscope's own kernels
+};
+
+// accel_stall records of one communicator label (docs/collectives.md, "Routing"): kernels of
+// ncclscope's that gave up waiting for a peer. A row exists, at 0, from the label's first
+// operation on ncclscope's kernels, so a rate sees the first stall.
+struct AccelStallRow {
+  std::string comm;
+  uint64_t stalls = 0;
 };
 
 struct CommRow {
@@ -52,6 +61,7 @@ struct FileView {
   std::vector<OpRow> ops;
   std::vector<CommRow> comms;
   uint64_t lost[kLostReasonCount] = {};
+  std::vector<AccelStallRow> accel_stalls;  // empty while no call ran on ncclscope's kernels
   std::vector<PhaseRow> phases;  // empty when no operation of the file carried an NVTX context
   std::optional<uint64_t> step;  // the NVTX step of its newest operation made in one
 };
