@@ -229,7 +229,7 @@ bool LaunchAccelAllReduce(const AccelDriver& cu, AccelComm* c, const nc::AllRedu
     return false;
   }
   c->epoch = a.epoch;
-  c->seq_of_epoch[a.epoch % AccelComm::kEpochs] = seq;
+  c->seq_of_epoch[a.epoch % AccelComm::kEpochs].store(seq, std::memory_order_relaxed);
   return true;
 }
 
@@ -241,7 +241,7 @@ bool AccelStalled(const AccelComm& c, nc::Stall* out, uint64_t* seq) {
   }
   const nc::KernelStall& k = *c.stall_host;
   *out = nc::Stall{k.rank, k.peer, k.block, static_cast<nc::Barrier>(k.barrier), k.want, k.seen};
-  *seq = c.seq_of_epoch[k.want % AccelComm::kEpochs];
+  *seq = c.seq_of_epoch[k.want % AccelComm::kEpochs].load(std::memory_order_relaxed);
   return true;
 }
 

@@ -7,6 +7,7 @@
 #include <cuda.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,9 +28,13 @@ struct AccelComm {
   size_t buffer_bytes = 0;
   uint64_t timeout_ns = 0;
   uint32_t epoch = 0;  // of the last routed call
-  // The collective sequence number of each of the last kEpochs routed calls, by epoch.
+  // The collective sequence number of each of the last kEpochs routed calls, by epoch (read by
+  // the background thread's stall poll too).
   static constexpr uint32_t kEpochs = 64;
-  uint64_t seq_of_epoch[kEpochs] = {};
+  std::atomic<uint64_t> seq_of_epoch[kEpochs] = {};
+  uint64_t comm_id = 0;                     // the communicator's trace identity
+  std::string comm_name;                    // for the warning line
+  std::atomic<bool> stall_reported{false};  // the stall was warned about and recorded, once
   CUdeviceptr staging = 0, scratch = 0, signal = 0, stall = 0;
   // The kernels' stall record in pinned host memory mapped for the device (stall is its device
   // address): the routing reads it at every call without a copy.

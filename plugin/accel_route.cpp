@@ -9,6 +9,7 @@
 #include "collectives/planner.h"
 #include "plugin/accel_comm.h"
 #include "plugin/accel_driver.h"
+#include "plugin/accel_stall_report.h"
 #include "plugin/warn.h"
 
 namespace ncclscope::plugin {
@@ -51,33 +52,6 @@ bool SymmetricEligible(const nc::AllReduceCall& c, nc::Fallback* why) {
   return p.fallback == nc::Fallback::kNone || p.fallback == nc::Fallback::kTooLarge;
 }
 
-// A kernel of this communicator gave up waiting for a peer: its output is undefined, so say so
-// (one line), record it (an accel_stall record, trace/record.h) and send the communicator's later
-// calls to NCCL.
-void ReportStall(const CallFrame& f, CommState* cs, AccelComm* ac, const nc::Stall& stall,
-                 uint64_t seq) {
-  char where[160];
-  nc::DescribeStall(stall, where, sizeof(where));
-  Warn(
-      "NCCLSCOPE_ACCEL: allreduce #%llu on communicator %s ended without its peer: %s; its "
-      "result is undefined and the communicator goes to NCCL from now",
-      static_cast<unsigned long long>(seq), cs->name.c_str(), where);
-  trace::RecordData d{};
-  d.op = static_cast<uint32_t>(trace::OpType::kAccelStall);
-  d.comm_id = cs->id;
-  d.seq = seq;
-  d.peer = stall.peer;
-  d.dtype = static_cast<int32_t>(stall.block);
-  d.redop = static_cast<int32_t>(stall.barrier);
-  d.count = stall.want;
-  d.aux = stall.seen;
-  d.t_enter_ns = d.t_exit_ns = f.t_enter;
-  d.t_device_done_ns = trace::kDoneUntracked;
-  f.rt->ring->Append(d, false);
-  ac->ready = false;
-  ac->why_not = std::string("a kernel gave up waiting: ") + where;
-}
-
 }  // namespace
 
 const char* LastRouteExplanation() noexcept {
@@ -113,16 +87,21 @@ bool RouteAllReduce(const CallFrame& f, CommState* cs, ncclComm_t comm, const vo
     cs->accel = SetUpAccelComm(*cu, comm, cs->rank.load(std::memory_order_relaxed), call.nranks,
                                f.rt->config.accel_buffer,
                                static_cast<uint64_t>(f.rt->config.accel_timeout_ms) * 1'000'000);
-    if (!cs->accel->ready) {
+    cs->accel->comm_id = cs->id;
+    cs->accel->comm_name = cs->name;
+    if (cs->accel->ready) {
+      WatchAccelComm(cs->accel);
+    } else {
       Warn("NCCLSCOPE_ACCEL: communicator %s stays on NCCL: %s", cs->name.c_str(),
            cs->accel->why_not.c_str());
     }
   }
   AccelComm* ac = cs->accel.get();
-  nc::Stall stall;
-  uint64_t stalled_seq = 0;
-  if (ac->ready && AccelStalled(*ac, &stall, &stalled_seq))
-    ReportStall(f, cs, ac, stall, stalled_seq);
+  // A kernel of this communicator gave up waiting: its output was undefined; NCCL from now on.
+  if (ac->ready && NoticeAccelStall(*ac, *f.rt->ring, f.t_enter)) {
+    ac->ready = false;
+    ac->why_not = "a kernel gave up waiting for a peer";
+  }
   if (!ac->ready) {
     Explain("nccl: %s", ac->why_not.c_str());
     return false;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "plugin/accel_stall_report.h"
 #include "plugin/cupti_probe.h"
 #include "plugin/detached_thread.h"
 #include "plugin/probe_clock.h"
@@ -55,6 +56,7 @@ void* Loop(void* arg) {
       if (rt->watchdog != nullptr) rt->watchdog->Tick(now);
       PublishProfilerProgress(rt, now);
       if (!rt->config.cupti.empty()) PollCupti(rt);
+      if (rt->config.accel) PollAccelStalls(*rt->ring, now);
     }
     if (outstanding != 0) last_busy = now;
     int64_t sleep_ns = poll_ns;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "plugin/accel_stall_report.h"
 #include "plugin/probe_clock.h"
 #include "plugin/runtime.h"
 #include "plugin/thread_state.h"
@@ -62,6 +63,9 @@ void AtExit() {
   if (rt == nullptr || rt == kRuntimeOff) return;
   rt->stop.store(true, std::memory_order_release);
   StampLastCompletions(rt);
+  // A kernel of ours that gave up waiting just before the exit (its rank then saw a wrong result
+  // and stopped) is still told and recorded.
+  if (rt->config.accel) PollAccelStalls(*rt->ring, ProbeNowNs());
   rt->ring->Heartbeat(ProbeNowNs());
   rt->ring->SetFlags(trace::kHeaderFinished);
   const uint64_t unknown = rt->ring->header().unknown_comm_records.load(std::memory_order_relaxed);

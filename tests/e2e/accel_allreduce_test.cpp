@@ -79,5 +79,45 @@ TEST(AccelAllReduce, EligibleCallsRunOnNcclscopesKernelsAndEveryResultIsRight) {
   EXPECT_EQ(analyze.exit_code, 0) << analyze.out << analyze.err;
 }
 
+// A rank that never issues an accelerated AllReduce: the others' kernels give up after
+// NCCLSCOPE_ACCEL_TIMEOUT_MS instead of waiting forever, each of those ranks says so in one line
+// and records an accel_stall record naming the rank it waited for and the call. (The job itself
+// then waits in NCCL for the missing rank, as it would without ncclscope, until `sim --timeout`.)
+TEST(AccelAllReduce, ARankThatNeverArrivesEndsTheKernelsAndIsRecorded) {
+  ScratchDir scratch;
+  const std::string scenario = scratch / "stuck.json";
+  std::ofstream(scenario) << R"({
+    "name": "accel-stuck", "seed": 5, "min_ranks": 4, "repeat": 3,
+    "steps": [{"name": "all", "ops": [
+      {"op": "allreduce", "comm": "world", "count": 4096, "dtype": "float32"}]}],
+    "faults": [{"kind": "stuck_before", "ranks": [3], "step": 1, "op": 0}]
+  })";
+  const std::string dir = scratch / "trace";
+  const ProcessResult sim = RunProcess(
+      {Cli(), "sim", "--ranks", "4", "--scenario", scenario, "--dir", dir, "--timeout", "10"},
+      {{"NCCLSCOPE_ACCEL", "1"}, {"NCCLSCOPE_ACCEL_TIMEOUT_MS", "2000"}}, 120);
+  EXPECT_NE(sim.exit_code, 0) << sim.out << sim.err;
+  const auto dump = DumpJson(dir);
+  ASSERT_EQ(dump.size(), 4u);
+  for (int r = 0; r < 3; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_NE(sim.err.find("[rank " + std::to_string(r) +
+                           "] ncclscope: warning: NCCLSCOPE_ACCEL: allreduce #2 on communicator "
+                           "world ended without its peer: rank " +
+                           std::to_string(r) + " waited for rank 3 at the start barrier"),
+              std::string::npos)
+        << sim.err;
+    int stalls = 0;
+    for (const auto& rec : dump.at(r).records) {
+      if (rec.at("op") != "accel_stall") continue;
+      ++stalls;
+      EXPECT_EQ(rec.at("seq"), 2);
+      EXPECT_EQ(rec.at("waited_for"), 3);
+      EXPECT_EQ(rec.at("barrier"), "start");
+    }
+    EXPECT_EQ(stalls, 1);
+  }
+}
+
 }  // namespace
 }  // namespace ncclscope::testing
