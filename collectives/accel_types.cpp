@@ -38,6 +38,8 @@ const char* AlgorithmName(Algorithm a) noexcept {
       return "one-shot";
     case Algorithm::kTwoShot:
       return "two-shot";
+    case Algorithm::kPull:
+      return "pull";
   }
   return "?";
 }

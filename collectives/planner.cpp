@@ -43,6 +43,10 @@ const char* FallbackText(Fallback f) noexcept {
       return "larger than the tuning table's two-shot limit";
     case Fallback::kBuffer:
       return "larger than the communicator's staging buffer (NCCLSCOPE_ACCEL_BUFFER)";
+    case Fallback::kDtypeUnknown:
+      return "data type unknown to ncclscope (element size unknown)";
+    case Fallback::kAlltoAllTooLarge:
+      return "larger than the tuning table's all-to-all limit";
   }
   return "?";
 }

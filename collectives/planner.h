@@ -40,6 +40,9 @@ enum class Fallback : uint8_t {
   kEmpty,         // count 0: NCCL's own no-op
   kTooLarge,      // past the table's two-shot limit
   kBuffer,        // larger than the communicator's staging buffer (NCCLSCOPE_ACCEL_BUFFER)
+  // All-to-all (alltoall_plan.h); appended so the values above keep their numbers.
+  kDtypeUnknown,      // not one of NCCL's data types: its element size is unknown
+  kAlltoAllTooLarge,  // past the table's all-to-all limit
 };
 const char* FallbackText(Fallback f) noexcept;
 

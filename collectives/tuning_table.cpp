@@ -33,6 +33,22 @@ constexpr TuningRow kRows[] = {
      "measured"},
 };
 
+// All-to-all, model-based estimates, not measured (../shared reference ep-kernels.md section 2).
+// Past a few MB both NCCL and a pull over NVLink are bound by the link (NCCL's all-to-all reaches
+// ~350-370 GB/s busBw), so what ncclscope can win is the fixed cost: ~6 us for the best custom
+// kernels against NCCL's 15-35 us through the plain API, ~14 us. Copy-in spends it at 2S / HBM
+// bandwidth (~4 TB/s on H100/H200: S = 28 MB; ~2 TB/s on A100: S = 14 MB). Capped at 8 MiB, below
+// both and below the default 16 MiB staging buffer, since a 36-block pull's read rate over NVLink
+// is not known. Launch: the AllReduce kernels' 36 x 512 (vLLM), kept until measured.
+constexpr AlltoAllTuningRow kAlltoAllRows[] = {
+    {GpuClass::kHopper, 2, 8, 8 * kMiB, 36, 512,
+     "below 8 MiB: model-based estimate (NCCL's fixed cost against copy-in at HBM speed, "
+     "crossover ~28 MB); launch 36x512 from vLLM's AllReduce (published); not measured"},
+    {GpuClass::kAmpere, 2, 8, 8 * kMiB, 36, 512,
+     "below 8 MiB: model-based estimate (NCCL's fixed cost against copy-in at HBM speed, "
+     "crossover ~14 MB); launch 36x512 from vLLM's AllReduce (published); not measured"},
+};
+
 }  // namespace
 
 GpuClass GpuClassOf(int compute_major) noexcept {
@@ -63,6 +79,18 @@ const TuningRow* FindTuning(GpuClass gpu, int nranks) noexcept {
 const TuningRow* TuningRows(size_t* count) noexcept {
   *count = sizeof(kRows) / sizeof(kRows[0]);
   return kRows;
+}
+
+const AlltoAllTuningRow* FindAlltoAllTuning(GpuClass gpu, int nranks) noexcept {
+  for (const AlltoAllTuningRow& r : kAlltoAllRows) {
+    if (r.gpu == gpu && nranks >= r.min_ranks && nranks <= r.max_ranks) return &r;
+  }
+  return nullptr;
+}
+
+const AlltoAllTuningRow* AlltoAllTuningRows(size_t* count) noexcept {
+  *count = sizeof(kAlltoAllRows) / sizeof(kAlltoAllRows[0]);
+  return kAlltoAllRows;
 }
 
 }  // namespace ncclscope::collectives

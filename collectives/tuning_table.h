@@ -30,4 +30,19 @@ const TuningRow* FindTuning(GpuClass gpu, int nranks) noexcept;
 // Every row, for the docs and tests.
 const TuningRow* TuningRows(size_t* count) noexcept;
 
+// All-to-all (alltoall_plan.h): one algorithm, so one limit, on the whole send buffer of a rank
+// (count x element size x ranks, what it copies into its staging buffer).
+struct AlltoAllTuningRow {
+  GpuClass gpu;
+  int min_ranks;
+  int max_ranks;
+  size_t max_bytes;  // below this: ncclscope's pull kernel; from here: NCCL
+  uint32_t blocks;
+  uint32_t threads;
+  const char* provenance;
+};
+
+const AlltoAllTuningRow* FindAlltoAllTuning(GpuClass gpu, int nranks) noexcept;
+const AlltoAllTuningRow* AlltoAllTuningRows(size_t* count) noexcept;
+
 }  // namespace ncclscope::collectives
