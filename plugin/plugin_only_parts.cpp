@@ -18,7 +18,21 @@
 // whole. Its record is written when the last part's P2pApi stops (the call is enqueued, as a
 // collective's at its CollApi stop), numbered by the communicator's collective counter; its
 // device start is its first part's first kernel channel, its device completion the moment all
-// parts launched and every channel of every part stopped.
+// remote parts (peer != this rank) launched and every channel of theirs stopped.
+//
+// The parts to the rank itself (AlltoAll on every rank, Gather and Scatter at the root: a Send
+// and a Recv) never count towards the completion, because NCCL gives them no kernel channel
+// events and may not launch them at all (src/enqueue.cc):
+//   - scheduleP2pTasksToPlan skips a send to self whose buffer is its receive's ("Skip send to
+//     self in-place"): both tasks are freed unplanned, no P2p event. That is an in-place AlltoAll
+//     (sendbuff == recvbuff), Gather (sendbuff == recvbuff + root x part) or Scatter (recvbuff ==
+//     sendbuff + root x part), which the P2pApi events and the NVTX payload cannot tell apart
+//     from an out-of-place one: neither carries a buffer.
+//   - addP2pToPlan gives a send to self no proxy ops (nProxyOps = selfSend ? 0 : 2), so no
+//     profiler proxy op (addProfilerProxyOpIfNeeded) and no KernelCh event, the only source of
+//     which is that op's progress (src/transport/profiler.cc, profilerProxyProgress).
+// A self part's P2p event, when there is one, is taken as launched and its channels, if any
+// report, are left out: the copy to self runs in the same kernel as the remote parts.
 //
 // Without NCCL's range (NVTX not injected, NCCL_NVTX_DISABLE=1, another NCCL's payload layout) the
 // parts stay sends and receives (plugin_only_recorder.h).
@@ -46,6 +60,18 @@ uint32_t PartsOf(OpType op, const Comm& c, int root) noexcept {
   return 1 + (c.rank == root ? n : 0);
 }
 
+// Of those, the ones whose peer is another rank: all but a Send and a Recv to the rank itself
+// where it has them (AlltoAll, and Gather and Scatter at the root).
+uint32_t RemotePartsOf(OpType op, const Comm& c, int root) noexcept {
+  const bool has_self = op == OpType::kAlltoAll || c.rank == root;
+  return PartsOf(op, c, root) - (has_self ? 2 : 0);
+}
+
+// Whether a launched part's peer is the rank itself (its P2p event stored the peer).
+bool ToSelf(const Handle& part, const Comm& c) noexcept {
+  return part.peer.load(std::memory_order_relaxed) == c.rank;
+}
+
 // The collective's handle, started by its first part (whose fields it copies).
 Handle* StartWhole(Comm& c, const Handle& part, OpType op, int root) noexcept {
   constexpr auto kRelaxed = std::memory_order_relaxed;
@@ -62,14 +88,16 @@ Handle* StartWhole(Comm& c, const Handle& part, OpType op, int root) noexcept {
   w->tracked.store(part.tracked.load(kRelaxed), kRelaxed);
   w->channels.store(0, kRelaxed);
   w->parts.store(PartsOf(op, c, root), kRelaxed);
+  w->remote_parts.store(RemotePartsOf(op, c, root), kRelaxed);
   return w;
 }
 
-// Stamps the collective's device completion once every part launched and all their channels
-// stopped. Launches and stops may come on different threads: both sides add first and check
-// after (sequentially consistent), so the last of them sees the totals; `done` makes it once.
+// Stamps the collective's device completion once every remote part launched and all their
+// channels stopped. Launches and stops may come on different threads: both sides add first and
+// check after (sequentially consistent), so the last of them sees the totals; `done` makes it
+// once.
 void TryComplete(Handle& w) noexcept {
-  if (w.parts_launched.load() != w.parts.load(std::memory_order_relaxed)) return;
+  if (w.parts_launched.load() != w.remote_parts.load(std::memory_order_relaxed)) return;
   if (w.stopped.load() != w.channels.load()) return;
   if (!w.tracked.load(std::memory_order_relaxed) ||
       w.stage.load(std::memory_order_acquire) != kStageRecorded) {
@@ -125,6 +153,8 @@ bool PartLaunched(Handle& part, uint8_t channels) noexcept {
   const uint32_t n = channels != 0 ? channels : 1;
   part.channels.store(n, std::memory_order_relaxed);
   part.stage.store(kStageLaunched, std::memory_order_release);
+  const Comm* c = w->comm.load(std::memory_order_relaxed);
+  if (c == nullptr || ToSelf(part, *c)) return true;
   w->channels.fetch_add(n);
   w->parts_launched.fetch_add(1);
   TryComplete(*w);
@@ -146,6 +176,8 @@ bool PartChannelStarted(const Handle& part, uint8_t channel, uint64_t gpu_ns) no
 bool PartChannelStopped(const Handle& part) noexcept {
   Handle* w = WholeOf(part);
   if (w == nullptr) return false;
+  const Comm* c = w->comm.load(std::memory_order_relaxed);
+  if (c == nullptr || ToSelf(part, *c)) return true;
   w->stopped.fetch_add(1);
   TryComplete(*w);
   return true;

@@ -140,6 +140,7 @@ Handle* NewHandle(uint32_t kind, Comm* c) noexcept {
   h.stopped.store(0, std::memory_order_relaxed);
   h.whole.store(nullptr, std::memory_order_relaxed);
   h.parts.store(0, std::memory_order_relaxed);
+  h.remote_parts.store(0, std::memory_order_relaxed);
   h.parts_joined.store(0, std::memory_order_relaxed);
   h.parts_stopped.store(0, std::memory_order_relaxed);
   h.parts_launched.store(0, std::memory_order_relaxed);

@@ -74,12 +74,14 @@ struct Handle {
   // AlltoAll, Gather and Scatter, which NCCL 2.28.9 runs as Send/Recv parts (one P2pApi each):
   // a part's `whole` is the collective's handle (the call's one record); a group's `whole` is the
   // collective its next parts join. On the whole, `channels`, `started` and `stopped` add up its
-  // parts' kernel channels (channels from 0, growing as parts launch).
+  // remote parts' kernel channels (channels from 0, growing as parts launch); a part to the rank
+  // itself has none in NCCL (plugin_only_parts.cpp).
   std::atomic<Handle*> whole{nullptr};
   std::atomic<uint32_t> parts{0};           // the parts NCCL appends for this rank
   std::atomic<uint32_t> parts_joined{0};    // P2pApi events seen
   std::atomic<uint32_t> parts_stopped{0};   // P2pApi stops seen: the last one records the call
-  std::atomic<uint32_t> parts_launched{0};  // P2p events seen
+  std::atomic<uint32_t> remote_parts{0};    // of those, the parts with another rank as peer
+  std::atomic<uint32_t> parts_launched{0};  // P2p events of remote parts seen
   std::atomic<bool> done{false};            // the device completion was stamped
   // Which of its kernel channels started and stopped (kernel_channels records, proxy_progress.h).
   KernelChannelBits kernel_channels;

@@ -149,7 +149,41 @@ struct V5 {
     Stop(g);
     return parts;
   }
+  // An ungrouped call with the send buffer at the receive's place for the rank itself (in-place
+  // AlltoAll; Gather or Scatter at the root): all parts are appended, but scheduleP2pTasksToPlan
+  // frees the Send and Recv to self unplanned, so only the remote parts get a P2p event. Returns
+  // those.
+  std::vector<Part> UngroupedInPlace(const nvtxEventAttributes_t* range, OpType op, int root,
+                                     size_t count, int channels) const {
+    void* g = GroupApi(1);
+    std::vector<Part> parts = Call(range, g, op, root, count);
+    State(g, kGroupEndApiStart);
+    std::vector<Part> remote;
+    for (const Part& p : parts) {
+      if (p.peer != rank) remote.push_back(p);
+    }
+    Launch(remote, channels);
+    Stop(g);
+    return remote;
+  }
 };
+
+// Starts and stops every channel of the parts, the last channel of the last part held back;
+// returns that one.
+void* RunAllButOneChannel(const V5& n, const std::vector<Part>& parts, int channels) {
+  void* held = nullptr;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    std::vector<void*> ch = n.KernelStart(parts[i], channels);
+    for (size_t c = 0; c < ch.size(); ++c) {
+      if (i + 1 == parts.size() && c + 1 == ch.size()) {
+        held = ch[c];
+      } else {
+        V5::KernelStop(ch[c]);
+      }
+    }
+  }
+  return held;
+}
 
 TEST(PluginOnlyParts, AlltoAllInsideItsRangeIsOneCollectiveCompletedByAllItsParts) {
   constexpr uint64_t kComm = 0xa2a1;
@@ -189,6 +223,72 @@ TEST(PluginOnlyParts, AlltoAllInsideItsRangeIsOneCollectiveCompletedByAllItsPart
   EXPECT_TRUE(trace::IsPending(RecordsOf(OpType::kAlltoAll, kComm)[0].t_device_done_ns));
   V5::KernelStop(channels.back()[1]);
   EXPECT_GE(RecordsOf(OpType::kAlltoAll, kComm)[0].t_device_done_ns, calls[0].t_exit_ns);
+}
+
+// NCCL 2.28.9 src/enqueue.cc, scheduleP2pTasksToPlan: "Skip send to self in-place": when the
+// send to self has the receive's buffer (AlltoAll with sendbuff == recvbuff, every rank), both
+// tasks are freed without being planned, so they never get a P2p event. The call still completes
+// once its remote parts ran.
+TEST(PluginOnlyParts, InPlaceAlltoAllCompletesWithoutItsUnlaunchedPartsToSelf) {
+  constexpr uint64_t kComm = 0xa2a3;
+  V5 n(kComm, 3, 1);
+  Push<CommBytes> range(sid::kAlltoAll, {kComm, size_t{8} * 4});
+  std::vector<Part> remote = n.UngroupedInPlace(&range.attr, OpType::kAlltoAll, -1, 8, 2);
+  ASSERT_EQ(remote.size(), 4u);  // Send and Recv to ranks 0 and 2
+  auto calls = RecordsOf(OpType::kAlltoAll, kComm);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].seq, 1u);
+  EXPECT_TRUE(RecordsOf(OpType::kSend, kComm).empty());
+
+  void* last = RunAllButOneChannel(n, remote, 2);
+  EXPECT_TRUE(trace::IsPending(RecordsOf(OpType::kAlltoAll, kComm)[0].t_device_done_ns));
+  V5::KernelStop(last);
+  EXPECT_GE(RecordsOf(OpType::kAlltoAll, kComm)[0].t_device_done_ns, calls[0].t_exit_ns);
+}
+
+// An out-of-place call's parts to self are launched (P2p events with their channel count) but
+// report no kernel channel: src/enqueue.cc addP2pToPlan gives a send to self no proxy ops
+// (nProxyOps = selfSend ? 0 : 2), hence no profiler proxy op (addProfilerProxyOpIfNeeded), the
+// only source of KernelCh events (src/transport/profiler.cc, profilerProxyProgress).
+TEST(PluginOnlyParts, OutOfPlaceAlltoAllCompletesWhenOnlyItsRemotePartsReportChannels) {
+  constexpr uint64_t kComm = 0xa2a4;
+  V5 n(kComm, 3, 2);
+  Push<CommBytes> range(sid::kAlltoAll, {kComm, size_t{8} * 4});
+  std::vector<Part> parts = n.Ungrouped(&range.attr, OpType::kAlltoAll, -1, 8, 2);
+  ASSERT_EQ(parts.size(), 6u);
+  std::vector<Part> remote;
+  for (const Part& p : parts) {
+    if (p.peer != 2) remote.push_back(p);
+  }
+  void* last = RunAllButOneChannel(n, remote, 2);
+  EXPECT_TRUE(trace::IsPending(RecordsOf(OpType::kAlltoAll, kComm)[0].t_device_done_ns));
+  V5::KernelStop(last);
+  EXPECT_GT(RecordsOf(OpType::kAlltoAll, kComm)[0].t_device_done_ns, 0);
+}
+
+// In place at the root (Gather: sendbuff == recvbuff + root x part; Scatter: recvbuff ==
+// sendbuff + root x part): the root's Send and Recv to itself are skipped as above.
+TEST(PluginOnlyParts, InPlaceGatherAndScatterAtTheRootComplete) {
+  constexpr uint64_t kComm = 0x6a8;
+  V5 n(kComm, 3, 0);
+  Push<CommBytesInt> gather(sid::kGather, {kComm, 4, 0});
+  std::vector<Part> g = n.UngroupedInPlace(&gather.attr, OpType::kGather, 0, 1, 1);
+  ASSERT_EQ(g.size(), 2u);  // the Recv from ranks 1 and 2
+  Push<CommBytesInt> scatter(sid::kScatter, {kComm, 4, 0});
+  std::vector<Part> s = n.UngroupedInPlace(&scatter.attr, OpType::kScatter, 0, 1, 1);
+  ASSERT_EQ(s.size(), 2u);  // the Send to ranks 1 and 2
+  ASSERT_EQ(RecordsOf(OpType::kGather, kComm).size(), 1u);
+  ASSERT_EQ(RecordsOf(OpType::kScatter, kComm).size(), 1u);
+
+  void* gather_last = RunAllButOneChannel(n, g, 1);
+  void* scatter_last = RunAllButOneChannel(n, s, 1);
+  EXPECT_TRUE(trace::IsPending(RecordsOf(OpType::kGather, kComm)[0].t_device_done_ns));
+  EXPECT_TRUE(trace::IsPending(RecordsOf(OpType::kScatter, kComm)[0].t_device_done_ns));
+  V5::KernelStop(gather_last);
+  EXPECT_GT(RecordsOf(OpType::kGather, kComm)[0].t_device_done_ns, 0);
+  EXPECT_TRUE(trace::IsPending(RecordsOf(OpType::kScatter, kComm)[0].t_device_done_ns));
+  V5::KernelStop(scatter_last);
+  EXPECT_GT(RecordsOf(OpType::kScatter, kComm)[0].t_device_done_ns, 0);
 }
 
 // Two calls in one user group (parts of both under the same GroupApi), then an AllReduce-like
