@@ -1,0 +1,47 @@
+// The steps every CPU twin of ncclscope's kernels is built from: the grid-stride mapping of
+// 16-byte packs to (block, thread) and one block's side of a barrier. The all-to-all twin uses
+// them; the AllReduce twin (allreduce_twin.cpp) has its own copies of the same two steps.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "collectives/bounded_wait.h"
+#include "collectives/epoch.h"
+
+namespace ncclscope::collectives {
+
+// The packs [begin, begin + len) block b of `blocks` handles, each of its `threads` threads taking
+// every (blocks x threads)-th pack from its own index, as the kernels' grid-stride loop does.
+template <typename F>
+void ForEachPackOfBlock(size_t begin, size_t len, uint32_t b, uint32_t blocks, uint32_t threads,
+                        F f) {
+  const size_t stride = static_cast<size_t>(blocks) * threads;
+  for (size_t i = static_cast<size_t>(b) * threads; i < len; i += stride) {
+    for (size_t t = 0; t < threads && i + t < len; ++t) f(begin + i + t);
+  }
+}
+
+// Who crosses a barrier: this rank of nranks, at this call's epoch, by this deadline.
+struct BarrierSide {
+  int rank;
+  int nranks;
+  uint32_t epoch;
+  int64_t deadline_ns;
+  Signal* const* signal;  // every rank's flags as mapped here (index: rank)
+};
+
+// This rank's side of one barrier of block b: post the epoch to every rank (itself included), then
+// wait for every rank's. False when a wait expired, *stall naming the rank that never posted.
+inline bool CrossBarrier(const BarrierSide& s, uint32_t b, Barrier which, Stall* stall) {
+  for (int q = 0; q < s.nranks; ++q) PostEpoch(FlagOf(s.signal[q], b, which, s.rank), s.epoch);
+  for (int q = 0; q < s.nranks; ++q) {
+    *stall = Stall{s.rank, q, b, which, s.epoch, 0};
+    if (!WaitForEpoch(FlagOf(s.signal[s.rank], b, which, q), s.epoch, s.deadline_ns, stall)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace ncclscope::collectives
