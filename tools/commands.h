@@ -19,6 +19,7 @@ void RegisterSimCommand(CLI::App& app, int* exit_code);
 void RegisterAnalyzeCommand(CLI::App& app, int* exit_code);
 void RegisterExporterCommand(CLI::App& app, int* exit_code);
 void RegisterDigestCommand(CLI::App& app, int* exit_code);
+void RegisterAccelPlanCommand(CLI::App& app, int* exit_code);
 
 // Directory of the running ncclscope executable (build/bin), to find ../lib/libncclscope.so.
 std::string ExecutableDir();

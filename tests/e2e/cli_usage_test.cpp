@@ -16,7 +16,8 @@ namespace ncclscope::testing {
 namespace {
 
 constexpr int kUnusableInput = 3;
-constexpr const char* kCommands[] = {"run", "dump", "sim", "analyze", "exporter", "digest"};
+constexpr const char* kCommands[] = {"run",      "dump",   "sim",       "analyze",
+                                     "exporter", "digest", "accel-plan"};
 
 // The help line of one option ("  --stall-after FLOAT:POSITIVE=2"); empty when absent.
 std::string HelpLine(const std::string& help, const std::string& option) {
