@@ -18,12 +18,37 @@ extern "C" const unsigned char ncclscope_allreduce_fatbin_begin[];
 extern "C" const unsigned char ncclscope_allreduce_fatbin_end[];
 #endif
 
+#ifdef NCCLSCOPE_ALLTOALL_FATBIN
+asm(".section .rodata\n"
+    ".balign 16\n"
+    ".global ncclscope_alltoall_fatbin_begin\n"
+    ".hidden ncclscope_alltoall_fatbin_begin\n"
+    ".global ncclscope_alltoall_fatbin_end\n"
+    ".hidden ncclscope_alltoall_fatbin_end\n"
+    "ncclscope_alltoall_fatbin_begin:\n"
+    ".incbin \"" NCCLSCOPE_ALLTOALL_FATBIN
+    "\"\n"
+    "ncclscope_alltoall_fatbin_end:\n"
+    ".previous\n");
+extern "C" const unsigned char ncclscope_alltoall_fatbin_begin[];
+extern "C" const unsigned char ncclscope_alltoall_fatbin_end[];
+#endif
+
 namespace ncclscope::collectives {
 
 DeviceImage AllReduceFatbin() noexcept {
 #ifdef NCCLSCOPE_ALLREDUCE_FATBIN
   return {ncclscope_allreduce_fatbin_begin,
           static_cast<size_t>(ncclscope_allreduce_fatbin_end - ncclscope_allreduce_fatbin_begin)};
+#else
+  return {};
+#endif
+}
+
+DeviceImage AlltoAllFatbin() noexcept {
+#ifdef NCCLSCOPE_ALLTOALL_FATBIN
+  return {ncclscope_alltoall_fatbin_begin,
+          static_cast<size_t>(ncclscope_alltoall_fatbin_end - ncclscope_alltoall_fatbin_begin)};
 #else
   return {};
 #endif

@@ -14,5 +14,7 @@ struct DeviceImage {
 };
 
 DeviceImage AllReduceFatbin() noexcept;
+// The all-to-all kernel (kernels/alltoall.cu), a fatbin of its own built with the same flags.
+DeviceImage AlltoAllFatbin() noexcept;
 
 }  // namespace ncclscope::collectives

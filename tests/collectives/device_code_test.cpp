@@ -1,8 +1,8 @@
-// The library carries the kernels' device code for the GPUs it claims (docs/collectives.md): the
-// embedded fatbin holds an sm_80 and an sm_90 cubin and sm_90 PTX, with every entry point the
-// host side will look up. Checked by walking the fatbin's entries (the layout nvcc writes: a
-// 16-byte header with magic 0xBA55ED50, then entries each with its own header giving kind, size and
-// architecture), since this image has no cuobjdump.
+// The library carries the kernels' device code for the GPUs it claims (docs/collectives.md): each
+// embedded fatbin (AllReduce, all-to-all) holds an sm_80 and an sm_90 cubin and sm_90 PTX, with
+// every entry point the host side will look up. Checked by walking the fatbin's entries (the layout
+// nvcc writes: a 16-byte header with magic 0xBA55ED50, then entries each with its own header giving
+// kind, size and architecture), since this image has no cuobjdump.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,8 +10,10 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "collectives/allreduce_kernel_args.h"
+#include "collectives/alltoall_kernel_args.h"
 #include "collectives/device_code.h"
 
 namespace ncclscope::collectives {
@@ -47,19 +49,36 @@ std::set<std::pair<uint16_t, uint32_t>> Entries(const DeviceImage& img) {
   return out;
 }
 
-TEST(DeviceCode, TheLibraryCarriesSm80AndSm90KernelsAndPtx) {
-  const DeviceImage img = AllReduceFatbin();
-  if (img.size == 0) GTEST_SKIP() << "built without nvcc: no device code to check";
+// The image is a fatbin of an sm_80 and an sm_90 cubin and sm_90 PTX, 16-byte aligned, naming
+// every entry point in `names`.
+void ExpectKernels(const DeviceImage& img, const std::vector<const char*>& names) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(img.data) % 16, 0u);
   const auto entries = Entries(img);
   EXPECT_EQ(entries, (std::set<std::pair<uint16_t, uint32_t>>{
                          {kKindCubin, 80}, {kKindCubin, 90}, {kKindPtx, 90}}));
   const std::string_view bytes(reinterpret_cast<const char*>(img.data), img.size);
-  for (const auto& per_algorithm : kAllReduceKernelNames) {
-    for (const char* name : per_algorithm) {
-      EXPECT_NE(bytes.find(name), std::string_view::npos) << name;
-    }
+  for (const char* name : names) {
+    EXPECT_NE(bytes.find(name), std::string_view::npos) << name;
   }
+}
+
+TEST(DeviceCode, TheLibraryCarriesSm80AndSm90KernelsAndPtx) {
+  const DeviceImage img = AllReduceFatbin();
+  if (img.size == 0) GTEST_SKIP() << "built without nvcc: no device code to check";
+  std::vector<const char*> names;
+  for (const auto& per_algorithm : kAllReduceKernelNames) {
+    for (const char* name : per_algorithm) names.push_back(name);
+  }
+  ExpectKernels(img, names);
+}
+
+TEST(DeviceCode, TheAlltoAllKernelIsCarriedForTheSameGpus) {
+  const DeviceImage img = AlltoAllFatbin();
+  if (img.size == 0) GTEST_SKIP() << "built without nvcc: no device code to check";
+  ExpectKernels(img, {kAlltoAllKernelName});
+  // Its own image: the AllReduce kernels are not in it, nor it in theirs.
+  const std::string_view bytes(reinterpret_cast<const char*>(img.data), img.size);
+  EXPECT_EQ(bytes.find(kAllReduceKernelNames[0][0]), std::string_view::npos);
 }
 
 }  // namespace
