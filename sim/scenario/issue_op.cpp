@@ -1,6 +1,7 @@
 #include "sim/scenario/issue_op.h"
 
 #include "sim/scenario/dtype_codec.h"
+#include "sim/scenario/names.h"
 
 namespace ncclscope::sim {
 namespace {
@@ -44,8 +45,9 @@ ncclResult_t issuePipeline(RankBackend& nccl, const OpCall& c, OpBuffers& b, ncc
 
 ncclResult_t issueCollective(RankBackend& nccl, const OpCall& c, OpBuffers& b, ncclRedOp_t op,
                              ncclComm_t comm, CUstream s) {
-  const void* in = b.send.data();
-  void* out = b.recv.data();
+  const size_t es = dtypeSize(c.dtype);
+  const void* in = b.in_place ? b.recv.data() + b.in_offset * es : b.send.data();
+  void* out = b.recv.data() + b.recv_offset * es;
   switch (c.kind) {
     case OpKind::kAllReduce:
       return nccl.allReduce(in, out, c.count, c.dtype, op, comm, s);

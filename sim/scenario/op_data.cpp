@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 
 #include "sim/scenario/dtype_codec.h"
 #include "sim/scenario/names.h"
@@ -12,6 +14,32 @@ namespace {
 
 PatternShape shapeOf(const OpCall& c, int n) {
   return PatternShape{c.kind, c.redop, c.dtype, c.redop == RedOp::kPreMulSum ? c.scalar : 1.0, n};
+}
+
+// NCCL's in-place forms: AlltoAll with sendbuff == recvbuff; at the root, a Gather whose
+// sendbuff is its own slot of recvbuff (recvbuff + root x count) and a Scatter whose recvbuff is
+// its own slot of sendbuff. Elsewhere a Gather or Scatter has no in-place form.
+void makeInPlace(const OpCall& c, int me, size_t es, OpBuffers* b) {
+  const size_t own_slot = static_cast<size_t>(c.root) * c.count;
+  switch (c.kind) {
+    case OpKind::kAllToAll:
+      b->recv = b->send;
+      break;
+    case OpKind::kGather:
+      if (me != c.root) return;
+      std::copy(b->send.begin(), b->send.begin() + static_cast<std::ptrdiff_t>(c.count * es),
+                b->recv.begin() + static_cast<std::ptrdiff_t>(own_slot * es));
+      b->in_offset = own_slot;
+      break;
+    case OpKind::kScatter:
+      if (me != c.root) return;
+      b->recv = b->send;
+      b->recv_offset = own_slot;
+      break;
+    default:
+      return;
+  }
+  b->in_place = true;
 }
 
 int mod(int a, int n) {
@@ -62,6 +90,7 @@ OpCall callFromSpec(const OpSpec& spec, int comm_index) {
   c.root = spec.root;
   c.direction = spec.direction;
   c.grouped = spec.grouped;
+  c.in_place = spec.in_place;
   return c;
 }
 
@@ -118,6 +147,7 @@ OpBuffers prepareBuffers(const OpCall& c, const PatternKey& key, int me, int n) 
   for (size_t k = 0; k < b.send_count; ++k) {
     encodeValue(inputValue(key, s, me, k), c.dtype, &b.send[k * es]);
   }
+  if (c.in_place) makeInPlace(c, me, es, &b);
   return b;
 }
 
@@ -128,7 +158,7 @@ std::optional<std::string> checkResult(const OpCall& c, const PatternKey& key, i
   for (size_t i = 0; i < b.recv_count; ++i) {
     const auto want = expectedAt(c, key, me, n, b, i);
     if (!want) return std::nullopt;  // undefined here means undefined for the whole buffer
-    const double got = decodeValue(&b.recv[i * es], c.dtype);
+    const double got = decodeValue(&b.recv[(b.recv_offset + i) * es], c.dtype);
     if (!(std::fabs(got - *want) <= tol)) {
       return fmt::format("offset {}: got {} expected {}{}", i, got, *want,
                          tol > 0 ? fmt::format(" (tolerance {})", tol) : "");

@@ -24,6 +24,7 @@ struct OpCall {
   bool grouped = true;
   int peer_shift = 0;       // pipeline: added to the send peer (wrong_peer)
   bool send_first = false;  // ungrouped pipeline: send before receiving (send_first)
+  bool in_place = false;    // alltoall, gather, scatter (OpSpec::in_place)
 };
 
 OpCall callFromSpec(const OpSpec& spec, int comm_index);
@@ -37,6 +38,12 @@ struct OpBuffers {
   int send_peer = -1;  // pipeline only, comm ranks; -1 = none
   int recv_peer = -1;
   bool send_first = false;  // ungrouped: issue the send before the receive
+  // In place (alltoall everywhere, gather and scatter at the root): `recv` is the one buffer,
+  // holding the input; the call's sendbuff is recv + in_offset, its recvbuff recv + recv_offset
+  // (elements), where the result is checked.
+  bool in_place = false;
+  size_t in_offset = 0;
+  size_t recv_offset = 0;
 };
 
 // Sizes the buffers for rank `me` of a communicator of `n` ranks, fills the send buffer from the

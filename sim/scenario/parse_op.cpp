@@ -13,8 +13,8 @@ constexpr int64_t kMaxCount = int64_t{1} << 28;
 }  // namespace
 
 OpSpec parseOp(const JsonNode& node) {
-  node.expectObject(
-      {"op", "comm", "count", "bytes", "dtype", "redop", "scalar", "root", "direction", "grouped"});
+  node.expectObject({"op", "comm", "count", "bytes", "dtype", "redop", "scalar", "root",
+                     "direction", "grouped", "in_place"});
   OpSpec op;
   const JsonNode kind = node.at("op");
   const std::string kind_name = kind.asString();
@@ -90,6 +90,14 @@ OpSpec parseOp(const JsonNode& node) {
     }
   }
   if (node.has("grouped")) op.grouped = node.at("grouped").asBool();
+  if (node.has("in_place")) {
+    const JsonNode ip = node.at("in_place");
+    if (op.kind != OpKind::kAllToAll && op.kind != OpKind::kGather && op.kind != OpKind::kScatter) {
+      ip.fail(fmt::format("'in_place' only applies to alltoall, gather and scatter, not {}",
+                          kind_name));
+    }
+    op.in_place = ip.asBool();
+  }
   return op;
 }
 

@@ -52,7 +52,8 @@ struct OpSpec {
   double premul_scalar = 2.0;  // only for premulsum; a power of two keeps results exact
   int root = 0;                // rank within the communicator
   PipeDirection direction = PipeDirection::kForward;  // pipeline only
-  bool grouped = true;  // pipeline: send and recv inside one ncclGroupStart/End
+  bool grouped = true;    // pipeline: send and recv inside one ncclGroupStart/End
+  bool in_place = false;  // alltoall, gather, scatter: NCCL's in-place form of the call
 };
 
 // Compute time of a step, in milliseconds. per_rank keys are world ranks as written.

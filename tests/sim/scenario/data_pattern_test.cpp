@@ -152,6 +152,46 @@ TEST(OpData, ExchangePairsNeighboursAndOrdersTheirCalls) {
   EXPECT_TRUE(prepareBuffers(call, key, 2, 4).send_first);
 }
 
+// NCCL's in-place forms: AlltoAll sendbuff == recvbuff; at the root, Gather's sendbuff is
+// recvbuff + root x count and Scatter's recvbuff is sendbuff + root x count. The one buffer holds
+// the rank's input; what the library leaves untouched (the root's own slot) already checks.
+TEST(OpData, InPlaceBuffersHoldTheInputWhereNcclReadsIt) {
+  const int n = 3;
+  const int root = 1;
+  OpCall call;
+  call.count = 2;
+  call.dtype = ncclInt32;
+  call.root = root;
+  call.in_place = true;
+  const PatternKey key{4, 1, 0, 0};
+  const size_t es = 4;
+  const size_t slot = call.count * es;
+
+  call.kind = OpKind::kAllToAll;
+  const OpBuffers a = prepareBuffers(call, key, 0, n);
+  EXPECT_TRUE(a.in_place);
+  EXPECT_EQ(a.in_offset, 0u);
+  EXPECT_EQ(a.recv_offset, 0u);
+  EXPECT_EQ(a.recv, a.send);
+
+  call.kind = OpKind::kGather;
+  const OpBuffers g = prepareBuffers(call, key, root, n);
+  EXPECT_TRUE(g.in_place);
+  EXPECT_EQ(g.in_offset, call.count * root);
+  EXPECT_EQ(std::memcmp(&g.recv[root * slot], g.send.data(), slot), 0);
+  EXPECT_FALSE(prepareBuffers(call, key, 0, n).in_place) << "away from the root: no such form";
+
+  call.kind = OpKind::kScatter;
+  OpBuffers s = prepareBuffers(call, key, root, n);
+  EXPECT_TRUE(s.in_place);
+  EXPECT_EQ(s.recv_offset, call.count * root);
+  EXPECT_EQ(s.recv, s.send);
+  EXPECT_EQ(checkResult(call, key, root, n, s), std::nullopt);
+  s.recv[root * slot] ^= 0x01;
+  EXPECT_TRUE(checkResult(call, key, root, n, s).has_value()) << "checked at the root's slot";
+  EXPECT_FALSE(prepareBuffers(call, key, 0, n).in_place);
+}
+
 TEST(OpData, BufferSizesFollowNcclCounts) {
   OpCall call;
   call.count = 3;

@@ -46,6 +46,17 @@ TEST(ScenarioParse, ExchangeAndSendFirst) {
   EXPECT_EQ(s.faults[0].kind, FaultKind::kSendFirst);
 }
 
+TEST(ScenarioParse, InPlaceAlltoAllGatherScatter) {
+  const Scenario s = parse(R"({"steps": [{"ops": [
+      {"op": "alltoall", "count": 2, "in_place": true},
+      {"op": "gather", "count": 2, "root": 1, "in_place": true},
+      {"op": "scatter", "count": 2}]}]})");
+  const auto& ops = s.steps[0].ops;
+  EXPECT_TRUE(ops[0].in_place);
+  EXPECT_TRUE(ops[1].in_place);
+  EXPECT_FALSE(ops[2].in_place);
+}
+
 TEST(ScenarioParse, AcceptsEveryNcclDtypeSpelling) {
   EXPECT_EQ(parseDtype("ncclHalf"), ncclFloat16);
   EXPECT_EQ(parseDtype("half"), ncclFloat16);

@@ -46,6 +46,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "steps[0].ops[0].redop: allgather does not reduce"},
         BadCase{R"({"steps": [{"ops": [{"op": "allreduce", "count": 1, "root": 1}]}]})",
                 "steps[0].ops[0].root: allreduce has no root"},
+        BadCase{R"({"steps": [{"ops": [{"op": "allgather", "count": 1, "in_place": true}]}]})",
+                "steps[0].ops[0].in_place: 'in_place' only applies to alltoall, gather and "
+                "scatter, not allgather"},
         BadCase{R"({"steps": [{"ops": [{"op": "allreduce", "count": 1, "comm": "tp"}]}]})",
                 "steps[0].ops[0].comm: unknown communicator 'tp'"},
         BadCase{R"({"steps": [{"ops": [{"op": "allreduce", "count": -3}]}]})",
