@@ -443,6 +443,15 @@ def communicator():
                          "rate, mean size, mean and p99 latency, algorithm and bus bandwidth over "
                          "the last minute, all sizes together (per size: the table below).",
                          per_op, 24, 8, first_columns=("comm", "op")),
+            panel("timeseries", "Calls on ncclscope's kernels vs NCCL",
+                  "Which calls did ncclscope's own kernels run (NCCLSCOPE_ACCEL=1), and which "
+                  "went to NCCL? Operations per second by engine and operation; `ncclscope "
+                  "accel-plan` says why a call goes to NCCL.",
+                  "ops", [target(rate_sum("ncclscope_accelerated_operations"), "ncclscope {{op}}"),
+                          target(f"{rate_sum('ncclscope_operations')} - "
+                                 f"{rate_sum('ncclscope_accelerated_operations')}",
+                                 "nccl {{op}}")],
+                  24, 6, options=LEGEND_TABLE, custom=LINE),
 
             row("Latency and size"),
             merged_table("Latency by message size",
