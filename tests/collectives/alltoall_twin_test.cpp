@@ -5,7 +5,8 @@
 // placed at recvbuff+i*count"), for every rank count 2-8, one pack per peer and pack counts that
 // do not divide by blocks x threads, outputs poisoned before each call, in place (copied in) or
 // read in place from registered sendbuffs, across the wrap of the epoch counter; a rank that never
-// arrives makes the others' waits expire, naming it.
+// arrives makes the others' waits expire, naming it. The same through the kernel's entry
+// (AlltoAllKernelArgs), as the emulated driver runs it.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "collectives/alltoall_twin.h"
+#include "collectives/alltoall_twin_kernel.h"
 
 namespace ncclscope::collectives {
 namespace {
@@ -195,6 +197,60 @@ TEST(AlltoAllTwin, ARankThatNeverArrivesIsNamedWhenTheWaitExpires) {
                                      " waited for rank 1 at the start barrier of block 0 "
                                      "(epoch 7, flag 6)");
   }
+}
+
+// The twin entered as the emulated driver enters a kernel: launch shape and AlltoAllKernelArgs, as
+// the routing will fill them (copy-in: every rank's staging buffer as source).
+AlltoAllKernelArgs ArgsOf(Job& job, int r, bool copy_in, KernelStall* stall) {
+  AlltoAllKernelArgs a{};
+  for (int q = 0; q < job.nranks; ++q) {
+    a.source[q] = copy_in ? job.staging[q].data() : job.input[q].data();
+    a.signal[q] = job.signal[q].get();
+  }
+  a.input = job.input[r].data();
+  a.staging = job.staging[r].data();
+  a.output = job.output[r].data();
+  a.stall = stall;
+  a.packs_per_peer = job.plan.packs_per_peer;
+  a.timeout_ns = 2 * kSecond;
+  a.rank = r;
+  a.nranks = job.nranks;
+  a.epoch = job.epoch;
+  a.copy_in = copy_in ? 1 : 0;
+  return a;
+}
+
+TEST(AlltoAllTwin, KernelEntryGivesNcclsLayoutAndReportsAStallInItsRecord) {
+  for (const bool copy_in : {true, false}) {
+    SCOPED_TRACE(copy_in ? "copy-in" : "registered");
+    const AlltoAllPlan plan = PlanFor(kNcclFp32, 4 * 37, 5, !copy_in, false);
+    ASSERT_EQ(plan.copy_in, copy_in);
+    Job job(5, plan, 3);
+    std::mt19937 gen(11);
+    job.Fill(&gen);
+    for (auto& out : job.output) std::memset(out.data(), 0xA5, plan.bytes);
+    KernelStall stall{};
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 5; ++r) {
+      ranks.emplace_back(
+          [&, r] { RunAlltoAllTwinKernel(ArgsOf(job, r, copy_in, &stall), /*blocks=*/4, 9); });
+    }
+    for (std::thread& t : ranks) t.join();
+    EXPECT_EQ(stall.code, 0);
+    for (int r = 0; r < 5; ++r) EXPECT_EQ(job.output[r], job.Expected(job.input, r)) << r;
+  }
+  // Rank 1 never launches: rank 0's record names it, at the start barrier of block 0.
+  const AlltoAllPlan plan = PlanFor(kNcclFp16, 8, 2, false, false);
+  Job job(2, plan, 9);
+  KernelStall stall{};
+  RunAlltoAllTwinKernel(ArgsOf(job, 0, true, &stall), 2, 4);
+  EXPECT_EQ(stall.code, 1);
+  EXPECT_EQ(stall.rank, 0);
+  EXPECT_EQ(stall.peer, 1);
+  EXPECT_EQ(stall.block, 0u);
+  EXPECT_EQ(stall.barrier, static_cast<uint32_t>(Barrier::kStart));
+  EXPECT_EQ(stall.want, 9u);
+  EXPECT_EQ(stall.seen, 8u);
 }
 
 }  // namespace
