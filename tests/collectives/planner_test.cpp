@@ -32,11 +32,12 @@ std::string Explain(const AllReduceCall& c) {
 
 TEST(AllReducePlanner, SmallIsOneShotMediumTwoShotLargeNccl) {
   // 8 ranks on Hopper: one-shot below 256 KiB, two-shot below 64 MiB.
-  EXPECT_EQ(PlanAllReduce(Eligible(16 * 1024)).algorithm, Algorithm::kOneShot);  // 32 KiB of bf16
-  EXPECT_EQ(PlanAllReduce(Eligible(128 * 1024 - 8)).algorithm, Algorithm::kOneShot);
-  EXPECT_EQ(PlanAllReduce(Eligible(128 * 1024)).algorithm, Algorithm::kTwoShot);  // 256 KiB
-  EXPECT_EQ(PlanAllReduce(Eligible(8u << 20)).algorithm, Algorithm::kTwoShot);    // 16 MiB
-  const AllReducePlan big = PlanAllReduce(Eligible(32u << 20));                   // 64 MiB
+  EXPECT_EQ(PlanAllReduce(Eligible(size_t{16} * 1024)).algorithm,
+            Algorithm::kOneShot);  // 32 KiB of bf16
+  EXPECT_EQ(PlanAllReduce(Eligible(size_t{128} * 1024 - 8)).algorithm, Algorithm::kOneShot);
+  EXPECT_EQ(PlanAllReduce(Eligible(size_t{128} * 1024)).algorithm, Algorithm::kTwoShot);  // 256 KiB
+  EXPECT_EQ(PlanAllReduce(Eligible(8u << 20)).algorithm, Algorithm::kTwoShot);            // 16 MiB
+  const AllReducePlan big = PlanAllReduce(Eligible(32u << 20));                           // 64 MiB
   EXPECT_EQ(big.algorithm, Algorithm::kNccl);
   EXPECT_EQ(big.fallback, Fallback::kTooLarge);
   // Two ranks: one-shot all the way.
@@ -74,7 +75,7 @@ TEST(AllReducePlanner, EachIneligibleCallSaysWhy) {
   EXPECT_EQ(why(c), Fallback::kNone);
   c = Eligible(1024);
   c.nccl_dtype = kNcclFp32;
-  c.count = 1001 * 4;  // 16016 bytes: whole packs
+  c.count = size_t{1001} * 4;  // 16016 bytes: whole packs
   EXPECT_EQ(why(c), Fallback::kNone);
   EXPECT_EQ(Explain(Eligible(1024, 1)), "nccl: communicator of 1 rank or more than 8");
 }

@@ -62,7 +62,7 @@ std::string Scenario(const std::string& faults) {
 }
 
 std::string WriteScenario(const ScratchDir& scratch, const std::string& faults) {
-  const std::string path = scratch / "scenario.json";
+  std::string path = scratch / "scenario.json";
   std::ofstream(path) << Scenario(faults);
   return path;
 }

@@ -134,7 +134,7 @@ extern "C" void FuzzSeeds(std::vector<std::string>* seeds) {
       device.Coll(r, dw, OpType::kAllReduce, 0.1 * i, Done::kCompleted);
       ncclscope::trace::RecordData& c =
           device.ProbeRecord(r, dw, OpType::kDeviceCompute, 0.1 * i + 0.05);
-      c.seq = static_cast<uint64_t>(i + 1);
+      c.seq = static_cast<uint64_t>(i) + 1;
       c.redop = static_cast<int32_t>(OpType::kAllReduce);
       c.peer = 1;
       c.count = r == 1 ? 40'000'000 : 20'000'000;
