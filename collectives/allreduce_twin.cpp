@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "collectives/narrow_float.h"
+#include "collectives/twin_steps.h"
 
 namespace ncclscope::collectives {
 namespace {
@@ -43,29 +44,17 @@ void ReducePack(Dtype d, const unsigned char* const* sources, int n, size_t pack
   for (size_t e = 0; e < per_pack; ++e) StoreElement(d, out + at, e, acc[e]);
 }
 
-// The packs [begin, begin + len) block b of `blocks` handles, each of its `threads` threads taking
-// every (blocks x threads)-th pack from its own index, as the kernels' grid-stride loop does. Both
-// stages of two-shot map a slice's packs alike: a pack one block reduced is gathered by the same
-// block (the same thread) of every rank, which is what the middle barrier makes visible.
+// Both stages of two-shot map a slice's packs alike (twin_steps.h, ForEachPackOfBlock): a pack
+// one block reduced is gathered by the same block (the same thread) of every rank, which is what
+// the middle barrier makes visible.
 template <typename F>
 void ForEachPack(size_t begin, size_t len, uint32_t b, uint32_t blocks, uint32_t threads, F f) {
-  const size_t stride = static_cast<size_t>(blocks) * threads;
-  for (size_t i = static_cast<size_t>(b) * threads; i < len; i += stride) {
-    for (size_t t = 0; t < threads && i + t < len; ++t) f(begin + i + t);
-  }
+  ForEachPackOfBlock(begin, len, b, blocks, threads, f);
 }
 
-// This rank's side of one barrier of block b: post the epoch to every rank (itself included), then
-// wait for every rank's.
+// This rank's side of one barrier of block b (twin_steps.h).
 bool Cross(const TwinCall& c, const PeerMemory& m, uint32_t b, Barrier which, Stall* stall) {
-  for (int q = 0; q < c.nranks; ++q) PostEpoch(FlagOf(m.signal[q], b, which, c.rank), c.epoch);
-  for (int q = 0; q < c.nranks; ++q) {
-    *stall = Stall{c.rank, q, b, which, c.epoch, 0};
-    if (!WaitForEpoch(FlagOf(m.signal[c.rank], b, which, q), c.epoch, c.deadline_ns, stall)) {
-      return false;
-    }
-  }
-  return true;
+  return CrossBarrier({c.rank, c.nranks, c.epoch, c.deadline_ns, m.signal}, b, which, stall);
 }
 
 struct Sources {

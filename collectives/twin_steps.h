@@ -1,6 +1,6 @@
 // The steps every CPU twin of ncclscope's kernels is built from: the grid-stride mapping of
-// 16-byte packs to (block, thread) and one block's side of a barrier. The all-to-all twin uses
-// them; the AllReduce twin (allreduce_twin.cpp) has its own copies of the same two steps.
+// 16-byte packs to (block, thread) and one block's side of a barrier, shared by the AllReduce and
+// all-to-all twins.
 #pragma once
 
 #include <cstddef>
