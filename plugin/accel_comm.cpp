@@ -83,6 +83,10 @@ bool Prepare(const AccelDriver& cu, AccelComm* c, Offer* o, std::string* why) {
       }
     }
   }
+  if (cu.event_create(&c->last_launch, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+    *why = "no CUDA event to order the kernels";
+    return false;
+  }
   if (cu.mem_alloc(&c->staging, c->buffer_bytes) != CUDA_SUCCESS ||
       cu.mem_alloc(&c->scratch, c->buffer_bytes) != CUDA_SUCCESS ||
       cu.mem_alloc(&c->signal, sizeof(nc::Signal)) != CUDA_SUCCESS ||
@@ -224,10 +228,17 @@ bool LaunchAccelAllReduce(const AccelDriver& cu, AccelComm* c, const nc::AllRedu
   a.epoch = c->epoch + 1;
   a.copy_in = 1;
   void* params[] = {&a};
+  if (c->launched && stream != c->last_stream &&
+      cu.stream_wait_event(stream, c->last_launch, 0) != CUDA_SUCCESS) {
+    return false;
+  }
   if (cu.launch_kernel(c->kernel[algorithm][dtype], plan.blocks, 1, 1, plan.threads, 1, 1, 0,
                        stream, params, nullptr) != CUDA_SUCCESS) {
     return false;
   }
+  // Without the event the next launch has nothing to wait for: it then only keeps stream order.
+  c->launched = cu.event_record(c->last_launch, stream) == CUDA_SUCCESS;
+  c->last_stream = stream;
   c->epoch = a.epoch;
   c->seq_of_epoch[a.epoch % AccelComm::kEpochs].store(seq, std::memory_order_relaxed);
   return true;

@@ -43,6 +43,12 @@ struct AccelComm {
   unsigned char* peer_scratch[collectives::kMaxRanks] = {};
   collectives::Signal* peer_signal[collectives::kMaxRanks] = {};
   CUfunction kernel[2][3] = {};  // [one-shot, two-shot][fp16, fp32, bf16]
+  // The communicator's kernels share its buffers and flags, so they run one after another as
+  // NCCL's operations on one communicator do, whatever streams they are issued on: each launch
+  // waits for the previous one's event when it comes on another stream.
+  CUevent last_launch = nullptr;
+  CUstream last_stream = nullptr;
+  bool launched = false;
 };
 
 // Collective over `comm` (every rank calls it at the same call, through NCCL itself: two

@@ -38,7 +38,10 @@ bool LoadAccelDriver(const std::string& library, AccelDriver* driver, std::strin
                   Bind(h, "cuStreamSynchronize", &d.stream_synchronize, error) &&
                   Bind(h, "cuStreamIsCapturing", &d.stream_is_capturing, error) &&
                   Bind(h, "cuMemHostAlloc", &d.mem_host_alloc, error) &&
-                  Bind(h, "cuMemHostGetDevicePointer_v2", &d.mem_host_get_device_pointer, error);
+                  Bind(h, "cuMemHostGetDevicePointer_v2", &d.mem_host_get_device_pointer, error) &&
+                  Bind(h, "cuEventCreate", &d.event_create, error) &&
+                  Bind(h, "cuEventRecord", &d.event_record, error) &&
+                  Bind(h, "cuStreamWaitEvent", &d.stream_wait_event, error);
   if (ok) *driver = d;
   return ok;
 }

@@ -28,6 +28,9 @@ struct AccelDriver {
   CUresult (*stream_is_capturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
   CUresult (*mem_host_alloc)(void**, size_t, unsigned int) = nullptr;
   CUresult (*mem_host_get_device_pointer)(CUdeviceptr*, void*, unsigned int) = nullptr;
+  CUresult (*event_create)(CUevent*, unsigned int) = nullptr;
+  CUresult (*event_record)(CUevent, CUstream) = nullptr;
+  CUresult (*stream_wait_event)(CUstream, CUevent, unsigned int) = nullptr;
 };
 
 // dlopen()s `library` (never closed; the completion tracker opens the same one) and fills *driver
