@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "collectives/alltoall_kernel_args.h"
 #include "collectives/device_code.h"
 #include "plugin/nccl_symbols.h"
 
@@ -83,6 +84,14 @@ bool Prepare(const AccelDriver& cu, AccelComm* c, Offer* o, std::string* why) {
       }
     }
   }
+  const nc::DeviceImage alltoall = nc::AlltoAllFatbin();
+  CUmodule alltoall_module = nullptr;
+  if (alltoall.size == 0 || cu.module_load_data(&alltoall_module, alltoall.data) != CUDA_SUCCESS ||
+      cu.module_get_function(&c->alltoall, alltoall_module, nc::kAlltoAllKernelName) !=
+          CUDA_SUCCESS) {
+    *why = "the all-to-all kernel's module did not load";
+    return false;
+  }
   if (cu.event_create(&c->last_launch, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
     *why = "no CUDA event to order the kernels";
     return false;
@@ -131,6 +140,26 @@ std::string Agree(const std::vector<Offer>& offers) {
     return "GPU generation without ncclscope kernels";
   }
   return "";
+}
+
+// Launches one kernel of the communicator with the next epoch (the launch's parameter carries it),
+// after the previous launch when that was on another stream.
+bool Launch(const AccelDriver& cu, AccelComm* c, CUfunction kernel, uint32_t blocks,
+            uint32_t threads, void** params, CUstream stream, uint64_t seq) {
+  if (c->launched && stream != c->last_stream &&
+      cu.stream_wait_event(stream, c->last_launch, 0) != CUDA_SUCCESS) {
+    return false;
+  }
+  if (cu.launch_kernel(kernel, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr) !=
+      CUDA_SUCCESS) {
+    return false;
+  }
+  // Without the event the next launch has nothing to wait for: it then only keeps stream order.
+  c->launched = cu.event_record(c->last_launch, stream) == CUDA_SUCCESS;
+  c->last_stream = stream;
+  c->epoch += 1;
+  c->seq_of_epoch[c->epoch % AccelComm::kEpochs].store(seq, std::memory_order_relaxed);
+  return true;
 }
 
 }  // namespace
@@ -228,20 +257,28 @@ bool LaunchAccelAllReduce(const AccelDriver& cu, AccelComm* c, const nc::AllRedu
   a.epoch = c->epoch + 1;
   a.copy_in = 1;
   void* params[] = {&a};
-  if (c->launched && stream != c->last_stream &&
-      cu.stream_wait_event(stream, c->last_launch, 0) != CUDA_SUCCESS) {
-    return false;
+  return Launch(cu, c, c->kernel[algorithm][dtype], plan.blocks, plan.threads, params, stream, seq);
+}
+
+bool LaunchAccelAlltoAll(const AccelDriver& cu, AccelComm* c, const nc::AlltoAllPlan& plan,
+                         const void* sendbuff, void* recvbuff, CUstream stream, uint64_t seq) {
+  nc::AlltoAllKernelArgs a{};
+  for (int q = 0; q < c->nranks; ++q) {
+    a.source[q] = c->peer_staging[q];  // copy-in: the user's buffers are not registered
+    a.signal[q] = c->peer_signal[q];
   }
-  if (cu.launch_kernel(c->kernel[algorithm][dtype], plan.blocks, 1, 1, plan.threads, 1, 1, 0,
-                       stream, params, nullptr) != CUDA_SUCCESS) {
-    return false;
-  }
-  // Without the event the next launch has nothing to wait for: it then only keeps stream order.
-  c->launched = cu.event_record(c->last_launch, stream) == CUDA_SUCCESS;
-  c->last_stream = stream;
-  c->epoch = a.epoch;
-  c->seq_of_epoch[a.epoch % AccelComm::kEpochs].store(seq, std::memory_order_relaxed);
-  return true;
+  a.input = static_cast<const unsigned char*>(sendbuff);
+  a.staging = reinterpret_cast<unsigned char*>(c->staging);
+  a.output = static_cast<unsigned char*>(recvbuff);
+  a.stall = reinterpret_cast<nc::KernelStall*>(c->stall);
+  a.packs_per_peer = plan.packs_per_peer;
+  a.timeout_ns = c->timeout_ns;
+  a.rank = c->rank;
+  a.nranks = c->nranks;
+  a.epoch = c->epoch + 1;
+  a.copy_in = 1;
+  void* params[] = {&a};
+  return Launch(cu, c, c->alltoall, plan.blocks, plan.threads, params, stream, seq);
 }
 
 bool AccelStalled(const AccelComm& c, nc::Stall* out, uint64_t* seq) {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "collectives/allreduce_kernel_args.h"
+#include "collectives/alltoall_plan.h"
 #include "collectives/bounded_wait.h"
 #include "collectives/planner.h"
 #include "plugin/accel_driver.h"
@@ -42,7 +43,8 @@ struct AccelComm {
   const unsigned char* peer_staging[collectives::kMaxRanks] = {};
   unsigned char* peer_scratch[collectives::kMaxRanks] = {};
   collectives::Signal* peer_signal[collectives::kMaxRanks] = {};
-  CUfunction kernel[2][3] = {};  // [one-shot, two-shot][fp16, fp32, bf16]
+  CUfunction kernel[2][3] = {};   // [one-shot, two-shot][fp16, fp32, bf16]
+  CUfunction alltoall = nullptr;  // collectives/kernels/alltoall.cu
   // The communicator's kernels share its buffers and flags, so they run one after another as
   // NCCL's operations on one communicator do, whatever streams they are issued on: each launch
   // waits for the previous one's event when it comes on another stream.
@@ -64,6 +66,10 @@ std::unique_ptr<AccelComm> SetUpAccelComm(const AccelDriver& cu, ncclComm_t comm
 bool LaunchAccelAllReduce(const AccelDriver& cu, AccelComm* c,
                           const collectives::AllReducePlan& plan, const void* sendbuff,
                           void* recvbuff, CUstream stream, uint64_t seq);
+
+// Launches one ncclAlltoAll planned by collectives::PlanAlltoAll, as LaunchAccelAllReduce does.
+bool LaunchAccelAlltoAll(const AccelDriver& cu, AccelComm* c, const collectives::AlltoAllPlan& plan,
+                         const void* sendbuff, void* recvbuff, CUstream stream, uint64_t seq);
 
 // Whether a kernel of this communicator gave up waiting (read without a copy); *out gets what it
 // wrote and the sequence number of its call. Thread: the communicator's caller.

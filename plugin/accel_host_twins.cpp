@@ -1,9 +1,11 @@
-// The host twins of ncclscope's AllReduce kernels, exported for the emulated CUDA driver: it runs a
-// kernel NAME of a loaded module by calling NAME_host with the launch's parameters and shape, the
-// one by-value parameter being NAME_host_param_bytes long (docs/emulator.md, host twins). On a
-// real GPU nothing calls them.
+// The host twins of ncclscope's AllReduce and all-to-all kernels, exported for the emulated CUDA
+// driver: it runs a kernel NAME of a loaded module by calling NAME_host with the launch's
+// parameters and shape, the one by-value parameter being NAME_host_param_bytes long
+// (docs/emulator.md, host twins). On a real GPU nothing calls them.
 #include "collectives/allreduce_kernel_args.h"
 #include "collectives/allreduce_twin_kernel.h"
+#include "collectives/alltoall_kernel_args.h"
+#include "collectives/alltoall_twin_kernel.h"
 #include "plugin/export.h"
 
 namespace {
@@ -31,3 +33,12 @@ NCCLSCOPE_HOST_TWIN(ncclscope_allreduce_one_shot_bf16, kOneShot, kBf16)
 NCCLSCOPE_HOST_TWIN(ncclscope_allreduce_two_shot_fp16, kTwoShot, kFp16)
 NCCLSCOPE_HOST_TWIN(ncclscope_allreduce_two_shot_fp32, kTwoShot, kFp32)
 NCCLSCOPE_HOST_TWIN(ncclscope_allreduce_two_shot_bf16, kTwoShot, kBf16)
+
+// The all-to-all kernel: one entry point for every data type (it moves bytes).
+NCCLSCOPE_API void ncclscope_alltoall_pull_host(void** params, unsigned grid_x, unsigned block_x) {
+  if (params == nullptr || params[0] == nullptr) return;
+  nc::RunAlltoAllTwinKernel(*static_cast<const nc::AlltoAllKernelArgs*>(params[0]), grid_x,
+                            block_x);
+}
+NCCLSCOPE_API const unsigned long ncclscope_alltoall_pull_host_param_bytes =
+    sizeof(nc::AlltoAllKernelArgs);

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 
+#include "collectives/alltoall_plan.h"
 #include "collectives/bounded_wait.h"
 #include "collectives/planner.h"
 #include "plugin/accel_comm.h"
@@ -52,39 +53,35 @@ bool SymmetricEligible(const nc::AllReduceCall& c, nc::Fallback* why) {
   return p.fallback == nc::Fallback::kNone || p.fallback == nc::Fallback::kTooLarge;
 }
 
-}  // namespace
-
-const char* LastRouteExplanation() noexcept {
-  return t_explanation;
+// Calls inside a group are fused by NCCL with the group's other work: never ours.
+bool Routable(const CallFrame& f, const CommState* cs) {
+  if (cs != nullptr && f.ts->group_depth == 0) return true;
+  Explain("nccl: %s", "inside a group, or a communicator ncclscope does not know");
+  return false;
 }
 
-bool RouteAllReduce(const CallFrame& f, CommState* cs, ncclComm_t comm, const void* sendbuff,
-                    void* recvbuff, size_t count, ncclDataType_t dtype, ncclRedOp_t op,
-                    cudaStream_t stream, ncclResult_t* result) noexcept {
-  if (!f.rt->config.accel) return false;
-  if (cs == nullptr || f.ts->group_depth != 0) {
-    Explain("nccl: %s", "inside a group, or a communicator ncclscope does not know");
-    return false;
-  }
-  nc::AllReduceCall call;
-  call.nccl_dtype = static_cast<int32_t>(dtype);
-  call.nccl_redop = static_cast<int32_t>(op);
-  call.count = count;
-  call.nranks = cs->nranks.load(std::memory_order_acquire);
-  call.in_place = sendbuff == recvbuff;
-  nc::Fallback why = nc::Fallback::kNone;
-  if (!SymmetricEligible(call, &why)) {
-    Explain("nccl: %s", nc::FallbackText(why));
-    return false;
-  }
+bool Capturing(const AccelDriver& cu, cudaStream_t stream) {
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  return cu.stream_is_capturing(reinterpret_cast<CUstream>(stream), &capture) != CUDA_SUCCESS ||
+         capture != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+// The sequence number the call's record will carry (the caller numbers it after the call).
+uint64_t NextSeq(const CommState* cs) {
+  return cs->coll_seq.load(std::memory_order_relaxed) + 1;
+}
+
+// The communicator's side, set up at its first eligible call (every rank is then at the same
+// call) and still usable; null (with the explanation) when the call goes to NCCL.
+AccelComm* ReadyComm(const CallFrame& f, CommState* cs, ncclComm_t comm, int nranks,
+                     const AccelDriver** driver) {
   const AccelDriver* cu = Driver(f.rt->config);
   if (cu == nullptr) {
     Explain("nccl: %s", "the CUDA driver lacks what ncclscope's kernels need");
-    return false;
+    return nullptr;
   }
   if (cs->accel == nullptr) {
-    // The communicator's first eligible call: every rank is here at the same call.
-    cs->accel = SetUpAccelComm(*cu, comm, cs->rank.load(std::memory_order_relaxed), call.nranks,
+    cs->accel = SetUpAccelComm(*cu, comm, cs->rank.load(std::memory_order_relaxed), nranks,
                                f.rt->config.accel_buffer,
                                static_cast<uint64_t>(f.rt->config.accel_timeout_ms) * 1'000'000);
     cs->accel->comm_id = cs->id;
@@ -104,32 +101,97 @@ bool RouteAllReduce(const CallFrame& f, CommState* cs, ncclComm_t comm, const vo
   }
   if (!ac->ready) {
     Explain("nccl: %s", ac->why_not.c_str());
+    return nullptr;
+  }
+  *driver = cu;
+  return ac;
+}
+
+// After a launch: the call is ours, or (the launch failed) NCCL's from now on for this rank; the
+// other ranks' kernels then wait for this one until their timeout and report it.
+bool Launched(const CommState* cs, AccelComm* ac, bool ok, ncclResult_t* result) {
+  if (ok) {
+    *result = ncclSuccess;
+    return true;
+  }
+  ac->ready = false;
+  ac->why_not = "a kernel launch failed";
+  Warn("NCCLSCOPE_ACCEL: kernel launch failed on communicator %s; it goes to NCCL from now",
+       cs->name.c_str());
+  Explain("nccl: %s", "a kernel launch failed");
+  return false;
+}
+
+}  // namespace
+
+const char* LastRouteExplanation() noexcept {
+  return t_explanation;
+}
+
+bool RouteAllReduce(const CallFrame& f, CommState* cs, ncclComm_t comm, const void* sendbuff,
+                    void* recvbuff, size_t count, ncclDataType_t dtype, ncclRedOp_t op,
+                    cudaStream_t stream, ncclResult_t* result) noexcept {
+  if (!f.rt->config.accel) return false;
+  if (!Routable(f, cs)) return false;
+  nc::AllReduceCall call;
+  call.nccl_dtype = static_cast<int32_t>(dtype);
+  call.nccl_redop = static_cast<int32_t>(op);
+  call.count = count;
+  call.nranks = cs->nranks.load(std::memory_order_acquire);
+  call.in_place = sendbuff == recvbuff;
+  nc::Fallback why = nc::Fallback::kNone;
+  if (!SymmetricEligible(call, &why)) {
+    Explain("nccl: %s", nc::FallbackText(why));
     return false;
   }
-  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  const AccelDriver* cu = nullptr;
+  AccelComm* ac = ReadyComm(f, cs, comm, call.nranks, &cu);
+  if (ac == nullptr) return false;
   call.single_node = call.peers_reachable = true;  // agreed at set-up
-  call.capturing =
-      cu->stream_is_capturing(reinterpret_cast<CUstream>(stream), &capture) != CUDA_SUCCESS ||
-      capture != CU_STREAM_CAPTURE_STATUS_NONE;
+  call.capturing = Capturing(*cu, stream);
   call.gpu = ac->gpu;
   call.buffer_bytes = ac->buffer_bytes;
   const nc::AllReducePlan plan = nc::PlanAllReduce(call);
   nc::ExplainPlan(plan, call, t_explanation, sizeof(t_explanation));
   if (plan.algorithm == nc::Algorithm::kNccl) return false;
-  const uint64_t seq = cs->coll_seq.load(std::memory_order_relaxed) + 1;  // the record's
-  if (!LaunchAccelAllReduce(*cu, ac, plan, sendbuff, recvbuff, reinterpret_cast<CUstream>(stream),
-                            seq)) {
-    // The other ranks launched: their kernels will wait for this one until the timeout and report
-    // it. This rank's later calls go to NCCL.
-    ac->ready = false;
-    ac->why_not = "a kernel launch failed";
-    Warn("NCCLSCOPE_ACCEL: kernel launch failed on communicator %s; it goes to NCCL from now",
-         cs->name.c_str());
-    Explain("nccl: %s", "a kernel launch failed");
+  const bool ok = LaunchAccelAllReduce(*cu, ac, plan, sendbuff, recvbuff,
+                                       reinterpret_cast<CUstream>(stream), NextSeq(cs));
+  return Launched(cs, ac, ok, result);
+}
+
+bool RouteAlltoAll(const CallFrame& f, CommState* cs, ncclComm_t comm, const void* sendbuff,
+                   void* recvbuff, size_t count, ncclDataType_t dtype, cudaStream_t stream,
+                   ncclResult_t* result) noexcept {
+  if (!f.rt->config.accel) return false;
+  if (!Routable(f, cs)) return false;
+  nc::AlltoAllCall call;
+  call.nccl_dtype = static_cast<int32_t>(dtype);
+  call.count = count;
+  call.nranks = cs->nranks.load(std::memory_order_acquire);
+  call.in_place = sendbuff == recvbuff;
+  // What the call alone says, judged alike on every rank before anything is known of the GPUs.
+  nc::AlltoAllCall optimistic = call;
+  optimistic.single_node = optimistic.peers_reachable = true;
+  optimistic.gpu = nc::GpuClass::kHopper;
+  const nc::AlltoAllPlan first = nc::PlanAlltoAll(optimistic);
+  if (first.algorithm == nc::Algorithm::kNccl &&
+      first.fallback != nc::Fallback::kAlltoAllTooLarge) {
+    Explain("nccl: %s", nc::FallbackText(first.fallback));
     return false;
   }
-  *result = ncclSuccess;
-  return true;
+  const AccelDriver* cu = nullptr;
+  AccelComm* ac = ReadyComm(f, cs, comm, call.nranks, &cu);
+  if (ac == nullptr) return false;
+  call.single_node = call.peers_reachable = true;  // agreed at set-up
+  call.capturing = Capturing(*cu, stream);
+  call.gpu = ac->gpu;
+  call.buffer_bytes = ac->buffer_bytes;
+  const nc::AlltoAllPlan plan = nc::PlanAlltoAll(call);
+  nc::ExplainAlltoAllPlan(plan, call, t_explanation, sizeof(t_explanation));
+  if (plan.algorithm == nc::Algorithm::kNccl) return false;
+  const bool ok = LaunchAccelAlltoAll(*cu, ac, plan, sendbuff, recvbuff,
+                                      reinterpret_cast<CUstream>(stream), NextSeq(cs));
+  return Launched(cs, ac, ok, result);
 }
 
 }  // namespace ncclscope::plugin

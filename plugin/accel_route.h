@@ -1,5 +1,5 @@
-// NCCLSCOPE_ACCEL: whether an interposed ncclAllReduce runs on ncclscope's own kernels
-// (docs/collectives.md). Off by default; off, it costs the interposer one predicted branch.
+// NCCLSCOPE_ACCEL: whether an interposed ncclAllReduce or ncclAlltoAll runs on ncclscope's own
+// kernels (docs/collectives.md). Off by default; off, it costs the interposer one predicted branch.
 #pragma once
 
 #include <nccl.h>
@@ -18,8 +18,13 @@ bool RouteAllReduce(const CallFrame& f, CommState* cs, ncclComm_t comm, const vo
                     void* recvbuff, size_t count, ncclDataType_t dtype, ncclRedOp_t op,
                     cudaStream_t stream, ncclResult_t* result) noexcept;
 
-// Why the last call that reached RouteAllReduce on this thread went where it did (ExplainPlan's
-// line, or why the communicator is not accelerated), for `ncclscope` and tests.
+// The same for an ncclAlltoAll (collectives/alltoall_plan.h).
+bool RouteAlltoAll(const CallFrame& f, CommState* cs, ncclComm_t comm, const void* sendbuff,
+                   void* recvbuff, size_t count, ncclDataType_t dtype, cudaStream_t stream,
+                   ncclResult_t* result) noexcept;
+
+// Why the last call that reached RouteAllReduce or RouteAlltoAll on this thread went where it did
+// (ExplainPlan's line, or why the communicator is not accelerated), for `ncclscope` and tests.
 const char* LastRouteExplanation() noexcept;
 
 }  // namespace ncclscope::plugin

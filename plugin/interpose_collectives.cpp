@@ -50,9 +50,16 @@ ncclResult_t Collective(const CollArgs& a, Forward&& forward) noexcept {
   f.ts->call_peer = -1;
   ncclResult_t r = ncclSuccess;
   // NCCLSCOPE_ACCEL off (the default) costs this one predicted branch.
-  const bool accelerated = a.op == OpType::kAllReduce && __builtin_expect(f.rt->config.accel, 0) &&
-                           RouteAllReduce(f, cs, a.comm, a.send, const_cast<void*>(a.recv), a.count,
-                                          a.dtype, static_cast<ncclRedOp_t>(a.redop), a.stream, &r);
+  bool accelerated = false;
+  if (__builtin_expect(f.rt->config.accel, 0)) {
+    void* recv = const_cast<void*>(a.recv);
+    if (a.op == OpType::kAllReduce) {
+      accelerated = RouteAllReduce(f, cs, a.comm, a.send, recv, a.count, a.dtype,
+                                   static_cast<ncclRedOp_t>(a.redop), a.stream, &r);
+    } else if (a.op == OpType::kAlltoAll) {
+      accelerated = RouteAlltoAll(f, cs, a.comm, a.send, recv, a.count, a.dtype, a.stream, &r);
+    }
+  }
   if (!accelerated) r = CorrelatedCall(f, forward);
   const int err = errno;
   f.ts->call_op = 0;

@@ -1,9 +1,10 @@
 // NCCLSCOPE_ACCEL end to end on the emulator (docs/collectives.md): an 8-rank job whose eligible
 // AllReduces (one node, fp16/bf16/fp32 sum, whole 16-byte packs, within the staging buffer, outside
-// groups) run on ncclscope's own kernels — the emulated driver runs their CPU twins over the ranks'
-// shared device memory — and whose other AllReduces reach NCCL. What a user must see: every rank's
-// every result checked correct by the scenario runner, each record saying which engine ran it, the
-// same engine for the same call on every rank, sequence numbers unbroken, no verdict.
+// groups) and AlltoAlls (whole packs per peer, any data type) run on ncclscope's own kernels — the
+// emulated driver runs their CPU twins over the ranks' shared device memory — and whose other
+// AllReduces reach NCCL. What a user must see: every rank's every result checked correct by the
+// scenario runner, each record saying which engine ran it, the same engine for the same call on
+// every rank, sequence numbers unbroken, no verdict.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -36,13 +37,19 @@ constexpr const char* kScenario = R"({
     {"op": "allreduce", "comm": "world", "count": 4096, "dtype": "int32"},
     {"op": "allreduce", "comm": "world", "count": 4096, "dtype": "float32", "redop": "max"},
     {"op": "allreduce", "comm": "world", "count": 300000, "dtype": "float32"},
-    {"op": "allreduce", "comm": "tp", "count": 2048, "dtype": "bfloat16"}
+    {"op": "allreduce", "comm": "tp", "count": 2048, "dtype": "bfloat16"},
+    {"op": "alltoall", "comm": "world", "count": 1024, "dtype": "float32"},
+    {"op": "alltoall", "comm": "world", "count": 3, "dtype": "bfloat16"},
+    {"op": "alltoall", "comm": "tp", "count": 4096, "dtype": "int8"}
   ]}]
 })";
 // world's calls of one iteration: one-shot fp32; two-shot bf16 (512 KiB + 48 bytes); 2002 bytes,
 // not whole packs; int32; max; 1.2 MB, past the 1 MiB buffer. tp: one-shot bf16 at 2 ranks.
+// AlltoAll (pull, any data type): world's 4 KiB per peer and tp's int8 blocks are ours; world's
+// 6-byte blocks are not whole packs.
 const std::vector<std::string> kWorldEngines = {"ncclscope", "ncclscope", "nccl",
                                                 "nccl",      "nccl",      "nccl"};
+const std::vector<std::string> kWorldAlltoAllEngines = {"ncclscope", "nccl"};
 
 TEST(AccelAllReduce, EligibleCallsRunOnNcclscopesKernelsAndEveryResultIsRight) {
   ScratchDir scratch;
@@ -60,19 +67,28 @@ TEST(AccelAllReduce, EligibleCallsRunOnNcclscopesKernelsAndEveryResultIsRight) {
   ASSERT_EQ(static_cast<int>(dump.size()), kRanks);
   for (const auto& [rank, d] : dump) {
     SCOPED_TRACE("rank " + std::to_string(rank));
+    // Per communicator, the calls of one iteration in order: world 6 AllReduces then 2 AlltoAlls,
+    // tp one AllReduce then one AlltoAll; sequence numbers count them all.
     std::map<std::string, int> routed;
     for (const auto& rec : d.records) {
-      if (rec.at("op") != "allreduce") continue;
+      const std::string op = rec.at("op");
+      if (op != "allreduce" && op != "alltoall") continue;
       const std::string comm = rec.at("comm_name");
       const auto seq = rec.at("seq").get<uint64_t>();
-      const std::string want =
-          comm == "tp" ? "ncclscope" : kWorldEngines[static_cast<size_t>((seq - 1) % 6)];
+      std::string want = "ncclscope";  // tp: both calls
+      if (comm == "world") {
+        const auto k = static_cast<size_t>((seq - 1) % 8);
+        want = k < 6 ? kWorldEngines[k] : kWorldAlltoAllEngines[k - 6];
+        EXPECT_EQ(op, k < 6 ? "allreduce" : "alltoall") << rec.dump();
+      }
       EXPECT_EQ(rec.at("engine"), want) << rec.dump();
       EXPECT_EQ(rec.at("device"), "done") << rec.dump();
-      routed[comm] += rec.at("engine") == "ncclscope";
+      routed[comm + " " + op] += rec.at("engine") == "ncclscope";
     }
-    EXPECT_EQ(routed["world"], 2 * 3);
-    EXPECT_EQ(routed["tp"], 3);
+    EXPECT_EQ(routed["world allreduce"], 2 * 3);
+    EXPECT_EQ(routed["world alltoall"], 3);
+    EXPECT_EQ(routed["tp allreduce"], 3);
+    EXPECT_EQ(routed["tp alltoall"], 3);
   }
   ExpectCollectivesAgree(dump);
   const ProcessResult analyze = RunProcess({Cli(), "analyze", dir}, {}, 60);

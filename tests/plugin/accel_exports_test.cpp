@@ -1,6 +1,6 @@
 // libncclscope.so exports the host twin of each of its kernels with its parameter size, under the
 // names the emulated driver looks up (docs/emulator.md, host twins), each running the algorithm and
-// element type its name says: two ranks (threads) sum 1.5 and 2.25 to 3.75.
+// element type its name says: two ranks (threads) sum 1.5 and 2.25 to 3.75, or exchange blocks.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectives/allreduce_kernel_args.h"
+#include "collectives/alltoall_kernel_args.h"
 #include "collectives/narrow_float.h"
 
 namespace ncclscope::collectives {
@@ -80,6 +81,53 @@ TEST(AccelExports, EveryKernelHasAHostTwinOfItsAlgorithmAndType) {
       EXPECT_EQ(stall.code, 0);
       EXPECT_EQ(out[0], Filled(dtype, 3.75f, kBytes));
       EXPECT_EQ(out[1], Filled(dtype, 3.75f, kBytes));
+    }
+  }
+}
+
+TEST(AccelExports, TheAlltoAllKernelHasAHostTwin) {
+  void* lib = dlopen(NCCLSCOPE_PROBE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  const std::string name = kAlltoAllKernelName;
+  auto twin = reinterpret_cast<HostTwin>(dlsym(lib, (name + "_host").c_str()));
+  const auto* bytes =
+      static_cast<const unsigned long*>(dlsym(lib, (name + "_host_param_bytes").c_str()));
+  ASSERT_NE(twin, nullptr);
+  ASSERT_NE(bytes, nullptr);
+  EXPECT_EQ(*bytes, sizeof(AlltoAllKernelArgs));
+  // Two ranks, one pack per peer, read in place: rank r receives block r of each rank.
+  unsigned char in[2][32], out[2][32] = {};
+  for (int r = 0; r < 2; ++r) {
+    for (int j = 0; j < 2; ++j) std::memset(in[r] + 16 * j, 0x10 * (r + 1) + j, 16);  // block j
+  }
+  auto signal = std::make_unique<Signal[]>(2);
+  std::memset(signal.get(), 0, 2 * sizeof(Signal));
+  KernelStall stall{};
+  std::thread ranks[2];
+  for (int r = 0; r < 2; ++r) {
+    ranks[r] = std::thread([&, r] {
+      AlltoAllKernelArgs a{};
+      for (int q = 0; q < 2; ++q) {
+        a.source[q] = in[q];
+        a.signal[q] = &signal[q];
+      }
+      a.input = in[r];
+      a.output = out[r];
+      a.stall = &stall;
+      a.packs_per_peer = 1;
+      a.timeout_ns = 30'000'000'000;
+      a.rank = r;
+      a.nranks = 2;
+      a.epoch = 1;
+      void* params[] = {&a};
+      twin(params, 2, 4);
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  EXPECT_EQ(stall.code, 0);
+  for (int r = 0; r < 2; ++r) {
+    for (int q = 0; q < 2; ++q) {
+      EXPECT_EQ(out[r][16 * q], 0x10 * (q + 1) + r) << "rank " << r << " block from " << q;
     }
   }
 }
