@@ -1,9 +1,8 @@
 #include "collectives/allreduce_twin_kernel.h"
 
-#include <atomic>
-
 #include "collectives/allreduce_twin.h"
 #include "collectives/bounded_wait.h"
+#include "collectives/twin_steps.h"
 
 namespace ncclscope::collectives {
 
@@ -40,15 +39,7 @@ void RunAllReduceTwinKernel(Algorithm algorithm, Dtype dtype, const AllReduceKer
   }
   Stall stall;
   if (RunAllReduceTwin(call, mem, &stall) || args.stall == nullptr) return;
-  int32_t expected = 0;
-  std::atomic_ref<int32_t> code(args.stall->code);
-  if (!code.compare_exchange_strong(expected, 1)) return;  // another block (rank) said it first
-  args.stall->rank = stall.rank;
-  args.stall->peer = stall.peer;
-  args.stall->block = stall.block;
-  args.stall->barrier = static_cast<uint32_t>(stall.barrier);
-  args.stall->want = stall.want;
-  args.stall->seen = stall.seen;
+  RecordKernelStall(args.stall, stall);
 }
 
 }  // namespace ncclscope::collectives

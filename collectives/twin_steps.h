@@ -6,6 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <atomic>
+
+#include "collectives/allreduce_kernel_args.h"
 #include "collectives/bounded_wait.h"
 #include "collectives/epoch.h"
 
@@ -42,6 +45,19 @@ inline bool CrossBarrier(const BarrierSide& s, uint32_t b, Barrier which, Stall*
     }
   }
   return true;
+}
+
+// Writes the first expired wait of a launch into the kernel's stall record, as the kernels' first
+// timed-out block does (atomicCAS on code): a later one (another block) leaves it.
+inline void RecordKernelStall(KernelStall* out, const Stall& s) {
+  int32_t expected = 0;
+  if (!std::atomic_ref<int32_t>(out->code).compare_exchange_strong(expected, 1)) return;
+  out->rank = s.rank;
+  out->peer = s.peer;
+  out->block = s.block;
+  out->barrier = static_cast<uint32_t>(s.barrier);
+  out->want = s.want;
+  out->seen = s.seen;
 }
 
 }  // namespace ncclscope::collectives

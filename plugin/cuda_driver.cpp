@@ -4,18 +4,9 @@
 
 #include <cstdio>
 
+#include "plugin/driver_symbol.h"
+
 namespace ncclscope::plugin {
-namespace {
-
-template <typename F>
-bool Bind(void* handle, const char* name, F* out, std::string* error) {
-  *out = reinterpret_cast<F>(dlsym(handle, name));
-  if (*out == nullptr) *error = std::string("symbol ") + name + " missing from the CUDA driver";
-  return *out != nullptr;
-}
-
-}  // namespace
-
 std::string FormatGpuUuid(const CUuuid& uuid) {
   const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
   char text[48];
@@ -46,12 +37,12 @@ bool LoadCudaDriver(const std::string& library, CudaDriver* driver, std::string*
   }
   // Explicit versioned names: cuda.h maps the unversioned ones to these with macros.
   CudaDriver d;
-  if (!Bind(handle, "cuInit", &d.init, error) ||
-      !Bind(handle, "cuCtxGetCurrent", &d.ctx_get_current, error) ||
-      !Bind(handle, "cuEventCreate", &d.event_create, error) ||
-      !Bind(handle, "cuEventRecord", &d.event_record, error) ||
-      !Bind(handle, "cuEventQuery", &d.event_query, error) ||
-      !Bind(handle, "cuEventDestroy_v2", &d.event_destroy, error)) {
+  if (!BindDriverSymbol(handle, "cuInit", &d.init, error) ||
+      !BindDriverSymbol(handle, "cuCtxGetCurrent", &d.ctx_get_current, error) ||
+      !BindDriverSymbol(handle, "cuEventCreate", &d.event_create, error) ||
+      !BindDriverSymbol(handle, "cuEventRecord", &d.event_record, error) ||
+      !BindDriverSymbol(handle, "cuEventQuery", &d.event_query, error) ||
+      !BindDriverSymbol(handle, "cuEventDestroy_v2", &d.event_destroy, error)) {
     return false;
   }
   // The UUID is nice to have: a driver without these still tracks completion. _v2 is the name

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "collectives/allreduce_kernel_args.h"
+#include "collectives/kernels/device_steps.cuh"
 
 namespace ncclscope::collectives {
 namespace {
@@ -38,65 +39,9 @@ union Pack {
   unsigned char bytes[kPackBytes];
 };
 
-__device__ uint64_t GlobalTimerNs() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-__device__ void StoreRelease(uint32_t* flag, uint32_t v) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(flag), "r"(v) : "memory");
-}
-
-__device__ uint32_t LoadAcquire(const uint32_t* flag) {
-  uint32_t v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
-  return v;
-}
-
-// One barrier of this block: thread q (< nranks) posts the epoch into rank q's slot for this rank,
-// then waits for rank q's post into this rank's slot, until the deadline. __syncthreads on both
-// sides orders the block's memory operations with the flags. Returns false on every thread when a
-// wait of the block expired (the first such block in the grid fills *a.stall).
+// One barrier of this block (device_steps.cuh).
 __device__ bool Cross(const AllReduceKernelArgs& a, Barrier which, uint64_t deadline) {
-  __shared__ int expired;
-  if (threadIdx.x == 0) expired = 0;
-  __syncthreads();
-  const int q = static_cast<int>(threadIdx.x);
-  if (q < a.nranks) {
-    StoreRelease(FlagOf(a.signal[q], blockIdx.x, which, a.rank), a.epoch);
-    const uint32_t* mine = FlagOf(a.signal[a.rank], blockIdx.x, which, q);
-    for (;;) {
-      const uint32_t seen = LoadAcquire(mine);
-      if (EpochReached(seen, a.epoch)) break;
-      if (GlobalTimerNs() > deadline) {
-        expired = 1;
-        if (atomicCAS(&a.stall->code, 0, 1) == 0) {
-          a.stall->rank = a.rank;
-          a.stall->peer = q;
-          a.stall->block = blockIdx.x;
-          a.stall->barrier = static_cast<uint32_t>(which);
-          a.stall->want = a.epoch;
-          a.stall->seen = seen;
-          __threadfence_system();
-        }
-        break;
-      }
-    }
-  }
-  __syncthreads();
-  return expired == 0;
-}
-
-// The packs [begin, begin + len) this thread handles: the grid-stride loop of the twin's
-// ForEachPack.
-template <typename F>
-__device__ void ForEachPack(uint64_t begin, uint64_t len, F f) {
-  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < len;
-       i += stride) {
-    f(begin + i);
-  }
+  return CrossBarrier({a.signal, a.stall, a.rank, a.nranks, a.epoch}, which, deadline);
 }
 
 template <typename D>
