@@ -142,6 +142,26 @@ std::string Agree(const std::vector<Offer>& offers) {
   return "";
 }
 
+// What every kernel's parameter takes from the communicator and the call (the kernels' argument
+// structs share these members): every rank's staging buffer as source (copy-in: the user's buffers
+// are not registered) and flags, this rank's buffers, the stall record and the next epoch.
+template <typename Args>
+void FillCommonArgs(const AccelComm& c, const void* sendbuff, void* recvbuff, Args* a) {
+  for (int q = 0; q < c.nranks; ++q) {
+    a->source[q] = c.peer_staging[q];
+    a->signal[q] = c.peer_signal[q];
+  }
+  a->input = static_cast<const unsigned char*>(sendbuff);
+  a->staging = reinterpret_cast<unsigned char*>(c.staging);
+  a->output = static_cast<unsigned char*>(recvbuff);
+  a->stall = reinterpret_cast<nc::KernelStall*>(c.stall);
+  a->timeout_ns = c.timeout_ns;
+  a->rank = c.rank;
+  a->nranks = c.nranks;
+  a->epoch = c.epoch + 1;
+  a->copy_in = 1;
+}
+
 // Launches one kernel of the communicator with the next epoch (the launch's parameter carries it),
 // after the previous launch when that was on another stream.
 bool Launch(const AccelDriver& cu, AccelComm* c, CUfunction kernel, uint32_t blocks,
@@ -241,21 +261,9 @@ bool LaunchAccelAllReduce(const AccelDriver& cu, AccelComm* c, const nc::AllRedu
   const int algorithm = plan.algorithm == nc::Algorithm::kOneShot ? 0 : 1;
   const int dtype = plan.dtype == nc::Dtype::kFp16 ? 0 : plan.dtype == nc::Dtype::kFp32 ? 1 : 2;
   nc::AllReduceKernelArgs a{};
-  for (int q = 0; q < c->nranks; ++q) {
-    a.source[q] = c->peer_staging[q];  // copy-in: the user's buffers are not registered
-    a.scratch[q] = c->peer_scratch[q];
-    a.signal[q] = c->peer_signal[q];
-  }
-  a.input = static_cast<const unsigned char*>(sendbuff);
-  a.staging = reinterpret_cast<unsigned char*>(c->staging);
-  a.output = static_cast<unsigned char*>(recvbuff);
-  a.stall = reinterpret_cast<nc::KernelStall*>(c->stall);
+  FillCommonArgs(*c, sendbuff, recvbuff, &a);
+  for (int q = 0; q < c->nranks; ++q) a.scratch[q] = c->peer_scratch[q];
   a.packs = plan.packs;
-  a.timeout_ns = c->timeout_ns;
-  a.rank = c->rank;
-  a.nranks = c->nranks;
-  a.epoch = c->epoch + 1;
-  a.copy_in = 1;
   void* params[] = {&a};
   return Launch(cu, c, c->kernel[algorithm][dtype], plan.blocks, plan.threads, params, stream, seq);
 }
@@ -263,20 +271,8 @@ bool LaunchAccelAllReduce(const AccelDriver& cu, AccelComm* c, const nc::AllRedu
 bool LaunchAccelAlltoAll(const AccelDriver& cu, AccelComm* c, const nc::AlltoAllPlan& plan,
                          const void* sendbuff, void* recvbuff, CUstream stream, uint64_t seq) {
   nc::AlltoAllKernelArgs a{};
-  for (int q = 0; q < c->nranks; ++q) {
-    a.source[q] = c->peer_staging[q];  // copy-in: the user's buffers are not registered
-    a.signal[q] = c->peer_signal[q];
-  }
-  a.input = static_cast<const unsigned char*>(sendbuff);
-  a.staging = reinterpret_cast<unsigned char*>(c->staging);
-  a.output = static_cast<unsigned char*>(recvbuff);
-  a.stall = reinterpret_cast<nc::KernelStall*>(c->stall);
+  FillCommonArgs(*c, sendbuff, recvbuff, &a);
   a.packs_per_peer = plan.packs_per_peer;
-  a.timeout_ns = c->timeout_ns;
-  a.rank = c->rank;
-  a.nranks = c->nranks;
-  a.epoch = c->epoch + 1;
-  a.copy_in = 1;
   void* params[] = {&a};
   return Launch(cu, c, c->alltoall, plan.blocks, plan.threads, params, stream, seq);
 }

@@ -66,6 +66,16 @@ bool Capturing(const AccelDriver& cu, cudaStream_t stream) {
          capture != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+// What the set-up agreed on (one host, every peer mapped, the GPU generation, the buffer) and the
+// stream's capture state, into a call for the planner (AllReduceCall, AlltoAllCall).
+template <typename Call>
+void Agreed(const AccelDriver& cu, const AccelComm& ac, cudaStream_t stream, Call* call) {
+  call->single_node = call->peers_reachable = true;
+  call->capturing = Capturing(cu, stream);
+  call->gpu = ac.gpu;
+  call->buffer_bytes = ac.buffer_bytes;
+}
+
 // The sequence number the call's record will carry (the caller numbers it after the call).
 uint64_t NextSeq(const CommState* cs) {
   return cs->coll_seq.load(std::memory_order_relaxed) + 1;
@@ -147,10 +157,7 @@ bool RouteAllReduce(const CallFrame& f, CommState* cs, ncclComm_t comm, const vo
   const AccelDriver* cu = nullptr;
   AccelComm* ac = ReadyComm(f, cs, comm, call.nranks, &cu);
   if (ac == nullptr) return false;
-  call.single_node = call.peers_reachable = true;  // agreed at set-up
-  call.capturing = Capturing(*cu, stream);
-  call.gpu = ac->gpu;
-  call.buffer_bytes = ac->buffer_bytes;
+  Agreed(*cu, *ac, stream, &call);
   const nc::AllReducePlan plan = nc::PlanAllReduce(call);
   nc::ExplainPlan(plan, call, t_explanation, sizeof(t_explanation));
   if (plan.algorithm == nc::Algorithm::kNccl) return false;
@@ -182,10 +189,7 @@ bool RouteAlltoAll(const CallFrame& f, CommState* cs, ncclComm_t comm, const voi
   const AccelDriver* cu = nullptr;
   AccelComm* ac = ReadyComm(f, cs, comm, call.nranks, &cu);
   if (ac == nullptr) return false;
-  call.single_node = call.peers_reachable = true;  // agreed at set-up
-  call.capturing = Capturing(*cu, stream);
-  call.gpu = ac->gpu;
-  call.buffer_bytes = ac->buffer_bytes;
+  Agreed(*cu, *ac, stream, &call);
   const nc::AlltoAllPlan plan = nc::PlanAlltoAll(call);
   nc::ExplainAlltoAllPlan(plan, call, t_explanation, sizeof(t_explanation));
   if (plan.algorithm == nc::Algorithm::kNccl) return false;
