@@ -66,7 +66,7 @@ TEST(AlltoAllPlanner, CallsItCannotServeGoToNcclWithTheReason) {
   c = Eligible(1024);  // 8 ranks x 2 KiB = 16 KiB per rank
   c.buffer_bytes = 16 * 1024 - 16;
   EXPECT_EQ(Why(c), Fallback::kBuffer);
-  c.buffer_bytes = 16 * 1024;
+  c.buffer_bytes = size_t{16} * 1024;
   EXPECT_EQ(Why(c), Fallback::kNone);
 }
 

@@ -150,9 +150,9 @@ TEST(AlltoAllTwin, EveryRankCountAndSizeGivesNcclsLayoutOnEveryRank) {
   // Blocks x threads = 5 x 7 = 35 packs per stride.
   const Size sizes[] = {
       {kNcclInt8, 16, "one pack per peer"},
-      {kNcclFp16, 8 * 35, "exactly one stride per peer"},
-      {kNcclFp32, 4 * (2 * 35 + 3), "two strides and 3 packs per peer"},
-      {kNcclFp64, 2 * 22, "22 packs per peer: some blocks have fewer packs than threads"},
+      {kNcclFp16, size_t{8} * 35, "exactly one stride per peer"},
+      {kNcclFp32, size_t{4} * (2 * 35 + 3), "two strides and 3 packs per peer"},
+      {kNcclFp64, size_t{2} * 22, "22 packs per peer: some blocks have fewer packs than threads"},
   };
   for (const Size& s : sizes) {
     for (int n = 2; n <= kMaxRanks; ++n) {
@@ -167,20 +167,21 @@ TEST(AlltoAllTwin, InPlaceCallsAreCopiedInAndCorrect) {
     SCOPED_TRACE(std::to_string(n) + " ranks");
     // Registered, but in place: the plan must copy in, or a rank would overwrite the block a peer
     // has yet to read.
-    const AlltoAllPlan plan = PlanFor(kNcclFp16, 8 * 41, n, /*registered=*/true, /*in_place=*/true);
+    const AlltoAllPlan plan =
+        PlanFor(kNcclFp16, size_t{8} * 41, n, /*registered=*/true, /*in_place=*/true);
     EXPECT_TRUE(plan.copy_in);
     CheckCalls(plan, n, /*in_place=*/true, 3, 8);
   }
 }
 
 TEST(AlltoAllTwin, RegisteredSendbuffsAreReadInPlaceWithoutStaging) {
-  const AlltoAllPlan plan = PlanFor(kNcclFp32, 4 * 29, 6, /*registered=*/true, false);
+  const AlltoAllPlan plan = PlanFor(kNcclFp32, size_t{4} * 29, 6, /*registered=*/true, false);
   ASSERT_FALSE(plan.copy_in);
   CheckCalls(plan, 6, false, 4, 5);
 }
 
 TEST(AlltoAllTwin, ARankThatNeverArrivesIsNamedWhenTheWaitExpires) {
-  AlltoAllPlan plan = PlanFor(kNcclFp16, 8 * 4, 4, false, false);
+  AlltoAllPlan plan = PlanFor(kNcclFp16, size_t{8} * 4, 4, false, false);
   ASSERT_EQ(plan.algorithm, Algorithm::kPull);
   plan.blocks = 2;
   plan.threads = 4;
@@ -223,7 +224,7 @@ AlltoAllKernelArgs ArgsOf(Job& job, int r, bool copy_in, KernelStall* stall) {
 TEST(AlltoAllTwin, KernelEntryGivesNcclsLayoutAndReportsAStallInItsRecord) {
   for (const bool copy_in : {true, false}) {
     SCOPED_TRACE(copy_in ? "copy-in" : "registered");
-    const AlltoAllPlan plan = PlanFor(kNcclFp32, 4 * 37, 5, !copy_in, false);
+    const AlltoAllPlan plan = PlanFor(kNcclFp32, size_t{4} * 37, 5, !copy_in, false);
     ASSERT_EQ(plan.copy_in, copy_in);
     Job job(5, plan, 3);
     std::mt19937 gen(11);

@@ -98,7 +98,8 @@ TEST(AccelExports, TheAlltoAllKernelHasAHostTwin) {
   // Two ranks, one pack per peer, read in place: rank r receives block r of each rank.
   unsigned char in[2][32], out[2][32] = {};
   for (int r = 0; r < 2; ++r) {
-    for (int j = 0; j < 2; ++j) std::memset(in[r] + 16 * j, 0x10 * (r + 1) + j, 16);  // block j
+    for (int j = 0; j < 2; ++j)
+      std::memset(in[r] + size_t{16} * j, 0x10 * (r + 1) + j, 16);  // block j
   }
   auto signal = std::make_unique<Signal[]>(2);
   std::memset(signal.get(), 0, 2 * sizeof(Signal));
@@ -127,7 +128,7 @@ TEST(AccelExports, TheAlltoAllKernelHasAHostTwin) {
   EXPECT_EQ(stall.code, 0);
   for (int r = 0; r < 2; ++r) {
     for (int q = 0; q < 2; ++q) {
-      EXPECT_EQ(out[r][16 * q], 0x10 * (q + 1) + r) << "rank " << r << " block from " << q;
+      EXPECT_EQ(out[r][size_t{16} * q], 0x10 * (q + 1) + r) << "rank " << r << " block from " << q;
     }
   }
 }
