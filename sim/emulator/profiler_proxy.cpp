@@ -49,6 +49,11 @@ ProxyTracker::ProxyTracker(const OpDesc& d, const OpPlan& p) : d_(d), channels_(
   const auto& tasks = d_.prof->tasks;
   for (size_t t = 0; t < tasks.size(); ++t) {
     if (tasks[t].dropped) continue;
+    // A part to the rank itself has no KernelCh events in NCCL 2.28.9: they come only from the
+    // profiler proxy op of a task's proxy ops (src/transport/profiler.cc profilerProxyProgress, the
+    // one caller of ncclProfilerStartKernelChEvent), and a self part has none (src/enqueue.cc
+    // addP2pToPlan: nProxyOps = selfSend ? 0 : 2).
+    if (tasks[t].p2p && tasks[t].peer == d_.comm->rank) continue;
     for (int c = 0; c < channels_; ++c) kernels_.push_back(Kernel{int(t), c});
   }
   for (size_t i = 0; i < p.outs.size(); ++i) {

@@ -43,10 +43,10 @@ void inChild(const std::function<int()>& body);
 // CollApi with parentGroup Group, P2p -> P2pApi, KernelCh and ProxyOp -> Coll or P2p,
 // ProxyStep -> ProxyOp).
 int checkParents(const std::vector<simrec::Event>& ev, int r);
-// Every task of rank r has one KernelCh per channel (start, state 22, stop), and per channel
-// and remote peer a ProxyOp (start, state 19, its steps, stop) whose steps go through net.cc's
-// states, all from a thread other than `caller`; its ProxyOps start on one thread (the proxy's),
-// not the one that starts its KernelCh events (the stream's).
+// Every task of rank r to another rank has one KernelCh per channel (start, state 22, stop), a
+// part to itself none, and per channel and remote peer a ProxyOp (start, state 19, its steps, stop)
+// whose steps go through net.cc's states, all from a thread other than `caller`; its ProxyOps start
+// on one thread (the proxy's), not the one that starts its KernelCh events (the stream's).
 int checkDeviceAndProxy(const std::vector<simrec::Event>& ev, int r, std::thread::id caller,
                         int channels);
 
