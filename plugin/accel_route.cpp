@@ -1,7 +1,6 @@
 #include "plugin/accel_route.h"
 
 #include <atomic>
-#include <cstdio>
 #include <mutex>
 #include <string>
 
@@ -18,13 +17,6 @@ namespace {
 
 namespace nc = collectives;
 
-thread_local char t_explanation[256];
-
-// Formats into this thread's explanation: no allocation, every call may take this path.
-void Explain(const char* format, const char* text) {
-  std::snprintf(t_explanation, sizeof(t_explanation), format, text);
-}
-
 // The driver table, loaded once at the first routed call; null when it cannot be.
 const AccelDriver* Driver(const Config& config) {
   static std::once_flag once;
@@ -40,24 +32,26 @@ const AccelDriver* Driver(const Config& config) {
   return loaded ? &driver : nullptr;
 }
 
-// The calls every rank judges alike before anything is known of the GPUs: what the call says.
-// A call failing these never triggers the communicator's set-up.
-bool SymmetricEligible(const nc::AllReduceCall& c, nc::Fallback* why) {
-  nc::AllReduceCall optimistic = c;
-  optimistic.single_node = optimistic.peers_reachable = true;
-  optimistic.capturing = false;
-  optimistic.gpu = nc::GpuClass::kHopper;  // any generation with kernels: size limits come later
-  optimistic.buffer_bytes = SIZE_MAX;
-  const nc::AllReducePlan p = nc::PlanAllReduce(optimistic);
-  *why = p.fallback;
+// What the call alone says, judged alike on every rank before anything is known of the GPUs
+// (any generation with kernels; size limits come once the set-up agreed on one): a call failing
+// this never triggers the communicator's set-up.
+bool SymmetricEligible(nc::AllReduceCall c) {
+  c.single_node = c.peers_reachable = true;
+  c.gpu = nc::GpuClass::kHopper;
+  const nc::AllReducePlan p = nc::PlanAllReduce(c);
   return p.fallback == nc::Fallback::kNone || p.fallback == nc::Fallback::kTooLarge;
+}
+
+bool SymmetricEligible(nc::AlltoAllCall c) {
+  c.single_node = c.peers_reachable = true;
+  c.gpu = nc::GpuClass::kHopper;
+  const nc::AlltoAllPlan p = nc::PlanAlltoAll(c);
+  return p.fallback == nc::Fallback::kNone || p.fallback == nc::Fallback::kAlltoAllTooLarge;
 }
 
 // Calls inside a group are fused by NCCL with the group's other work: never ours.
 bool Routable(const CallFrame& f, const CommState* cs) {
-  if (cs != nullptr && f.ts->group_depth == 0) return true;
-  Explain("nccl: %s", "inside a group, or a communicator ncclscope does not know");
-  return false;
+  return cs != nullptr && f.ts->group_depth == 0;
 }
 
 bool Capturing(const AccelDriver& cu, cudaStream_t stream) {
@@ -82,12 +76,11 @@ uint64_t NextSeq(const CommState* cs) {
 }
 
 // The communicator's side, set up at its first eligible call (every rank is then at the same
-// call) and still usable; null (with the explanation) when the call goes to NCCL.
+// call) and still usable; null when the call goes to NCCL.
 AccelComm* ReadyComm(const CallFrame& f, CommState* cs, ncclComm_t comm, int nranks,
                      const AccelDriver** driver) {
   const AccelDriver* cu = Driver(f.rt->config);
   if (cu == nullptr) {
-    Explain("nccl: %s", "the CUDA driver lacks what ncclscope's kernels need");
     return nullptr;
   }
   if (cs->accel == nullptr) {
@@ -110,7 +103,6 @@ AccelComm* ReadyComm(const CallFrame& f, CommState* cs, ncclComm_t comm, int nra
     ac->why_not = "a kernel gave up waiting for a peer";
   }
   if (!ac->ready) {
-    Explain("nccl: %s", ac->why_not.c_str());
     return nullptr;
   }
   *driver = cu;
@@ -128,15 +120,10 @@ bool Launched(const CommState* cs, AccelComm* ac, bool ok, ncclResult_t* result)
   ac->why_not = "a kernel launch failed";
   Warn("NCCLSCOPE_ACCEL: kernel launch failed on communicator %s; it goes to NCCL from now",
        cs->name.c_str());
-  Explain("nccl: %s", "a kernel launch failed");
   return false;
 }
 
 }  // namespace
-
-const char* LastRouteExplanation() noexcept {
-  return t_explanation;
-}
 
 bool RouteAllReduce(const CallFrame& f, CommState* cs, ncclComm_t comm, const void* sendbuff,
                     void* recvbuff, size_t count, ncclDataType_t dtype, ncclRedOp_t op,
@@ -149,17 +136,12 @@ bool RouteAllReduce(const CallFrame& f, CommState* cs, ncclComm_t comm, const vo
   call.count = count;
   call.nranks = cs->nranks.load(std::memory_order_acquire);
   call.in_place = sendbuff == recvbuff;
-  nc::Fallback why = nc::Fallback::kNone;
-  if (!SymmetricEligible(call, &why)) {
-    Explain("nccl: %s", nc::FallbackText(why));
-    return false;
-  }
+  if (!SymmetricEligible(call)) return false;
   const AccelDriver* cu = nullptr;
   AccelComm* ac = ReadyComm(f, cs, comm, call.nranks, &cu);
   if (ac == nullptr) return false;
   Agreed(*cu, *ac, stream, &call);
   const nc::AllReducePlan plan = nc::PlanAllReduce(call);
-  nc::ExplainPlan(plan, call, t_explanation, sizeof(t_explanation));
   if (plan.algorithm == nc::Algorithm::kNccl) return false;
   const bool ok = LaunchAccelAllReduce(*cu, ac, plan, sendbuff, recvbuff,
                                        reinterpret_cast<CUstream>(stream), NextSeq(cs));
@@ -176,22 +158,12 @@ bool RouteAlltoAll(const CallFrame& f, CommState* cs, ncclComm_t comm, const voi
   call.count = count;
   call.nranks = cs->nranks.load(std::memory_order_acquire);
   call.in_place = sendbuff == recvbuff;
-  // What the call alone says, judged alike on every rank before anything is known of the GPUs.
-  nc::AlltoAllCall optimistic = call;
-  optimistic.single_node = optimistic.peers_reachable = true;
-  optimistic.gpu = nc::GpuClass::kHopper;
-  const nc::AlltoAllPlan first = nc::PlanAlltoAll(optimistic);
-  if (first.algorithm == nc::Algorithm::kNccl &&
-      first.fallback != nc::Fallback::kAlltoAllTooLarge) {
-    Explain("nccl: %s", nc::FallbackText(first.fallback));
-    return false;
-  }
+  if (!SymmetricEligible(call)) return false;
   const AccelDriver* cu = nullptr;
   AccelComm* ac = ReadyComm(f, cs, comm, call.nranks, &cu);
   if (ac == nullptr) return false;
   Agreed(*cu, *ac, stream, &call);
   const nc::AlltoAllPlan plan = nc::PlanAlltoAll(call);
-  nc::ExplainAlltoAllPlan(plan, call, t_explanation, sizeof(t_explanation));
   if (plan.algorithm == nc::Algorithm::kNccl) return false;
   const bool ok = LaunchAccelAlltoAll(*cu, ac, plan, sendbuff, recvbuff,
                                       reinterpret_cast<CUstream>(stream), NextSeq(cs));

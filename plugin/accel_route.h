@@ -23,8 +23,4 @@ bool RouteAlltoAll(const CallFrame& f, CommState* cs, ncclComm_t comm, const voi
                    void* recvbuff, size_t count, ncclDataType_t dtype, cudaStream_t stream,
                    ncclResult_t* result) noexcept;
 
-// Why the last call that reached RouteAllReduce or RouteAlltoAll on this thread went where it did
-// (ExplainPlan's line, or why the communicator is not accelerated), for `ncclscope` and tests.
-const char* LastRouteExplanation() noexcept;
-
 }  // namespace ncclscope::plugin
