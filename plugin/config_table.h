@@ -89,9 +89,11 @@
   X(accel_buffer, Size, "16m", "65536..1073741824",                                                \
     "Bytes of each communicator's staging and scratch buffers for ncclscope's kernels (device "    \
     "memory, allocated at its first routed call); larger calls go to NCCL.")                       \
-  X(accel_timeout_ms, Int, "10000", "100..3600000",                                                \
+  X(accel_timeout_ms, Int, "600000", "100..3600000",                                               \
     "A wait of ncclscope's kernels for another rank that lasts this long ends the kernel, which "  \
-    "writes down which rank it waited for where (never a silent hang). Milliseconds.")             \
+    "writes down which rank it waited for where (never a silent hang); that call's result is "     \
+    "undefined, so it must outlast every healthy pause (checkpoints, slow ranks): the default "    \
+    "is PyTorch's NCCL timeout. Milliseconds.")                                                    \
   X(exporter, String, "", "",                                                                      \
     "Read by `ncclscope run`, not by the library: PORT or ADDR:PORT of the node's metrics "        \
     "exporter it starts with the job (as run --exporter=...; PORT alone listens on 0.0.0.0). "     \

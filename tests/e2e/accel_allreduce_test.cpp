@@ -135,5 +135,38 @@ TEST(AccelAllReduce, ARankThatNeverArrivesEndsTheKernelsAndIsRecorded) {
   }
 }
 
+// A healthy job where one rank pauses 11 s (a checkpoint, a slow data loader) before an
+// accelerated AllReduce the others already wait in, with the defaults: the kernels outlast the
+// pause (the 10 s timeout this library first shipped would have ended them with undefined
+// results), every result is right, and nothing is warned or recorded.
+TEST(AccelAllReduce, AHealthyPauseLongerThanTenSecondsStaysQuietAndCorrect) {
+  ScratchDir scratch;
+  const std::string scenario = scratch / "pause.json";
+  std::ofstream(scenario) << R"({
+    "name": "accel-pause", "seed": 9, "min_ranks": 4, "repeat": 1,
+    "steps": [
+      {"name": "before", "ops": [
+        {"op": "allreduce", "comm": "world", "count": 4096, "dtype": "float32"}]},
+      {"name": "checkpoint", "compute": {"ms": 1, "per_rank": {"3": 11000}}, "ops": [
+        {"op": "allreduce", "comm": "world", "count": 4096, "dtype": "float32"}]}]
+  })";
+  const std::string dir = scratch / "trace";
+  const ProcessResult sim = RunProcess(
+      {Cli(), "sim", "--ranks", "4", "--scenario", scenario, "--dir", dir, "--timeout", "60"},
+      {{"NCCLSCOPE_ACCEL", "1"}}, 120);
+  ASSERT_EQ(sim.exit_code, 0) << sim.out << sim.err;
+  EXPECT_EQ(sim.err.find("ncclscope: warning:"), std::string::npos) << sim.err;
+  const auto dump = DumpJson(dir);
+  ASSERT_EQ(dump.size(), 4u);
+  for (const auto& [rank, d] : dump) {
+    int routed = 0;
+    for (const auto& rec : d.records) {
+      EXPECT_NE(rec.at("op"), "accel_stall") << rec.dump();
+      routed += rec.at("op") == "allreduce" && rec.at("engine") == "ncclscope";
+    }
+    EXPECT_EQ(routed, 2) << "rank " << rank;
+  }
+}
+
 }  // namespace
 }  // namespace ncclscope::testing
