@@ -8,10 +8,7 @@ namespace ncclscope::collectives {
 
 void RunAllReduceTwinKernel(Algorithm algorithm, Dtype dtype, const AllReduceKernelArgs& args,
                             uint32_t blocks, uint32_t threads) noexcept {
-  if (args.nranks < 1 || args.nranks > kMaxRanks || args.rank < 0 || args.rank >= args.nranks ||
-      blocks == 0 || blocks > kMaxBlocks || threads == 0) {
-    return;  // a launch the planner never makes: nothing is touched
-  }
+  if (!PlausibleLaunch(args.rank, args.nranks, blocks, threads)) return;
   AllReducePlan plan;
   plan.algorithm = algorithm;
   plan.dtype = dtype;

@@ -8,10 +8,7 @@ namespace ncclscope::collectives {
 
 void RunAlltoAllTwinKernel(const AlltoAllKernelArgs& args, uint32_t blocks,
                            uint32_t threads) noexcept {
-  if (args.nranks < 1 || args.nranks > kMaxRanks || args.rank < 0 || args.rank >= args.nranks ||
-      blocks == 0 || blocks > kMaxBlocks || threads == 0) {
-    return;  // a launch the planner never makes: nothing is touched
-  }
+  if (!PlausibleLaunch(args.rank, args.nranks, blocks, threads)) return;
   AlltoAllPlan plan;
   plan.algorithm = Algorithm::kPull;
   plan.packs_per_peer = args.packs_per_peer;

@@ -47,6 +47,12 @@ inline bool CrossBarrier(const BarrierSide& s, uint32_t b, Barrier which, Stall*
   return true;
 }
 
+// Whether a twin launch is one the planner can make; any other touches nothing.
+inline bool PlausibleLaunch(int rank, int nranks, uint32_t blocks, uint32_t threads) {
+  return nranks >= 1 && nranks <= kMaxRanks && rank >= 0 && rank < nranks && blocks != 0 &&
+         blocks <= kMaxBlocks && threads != 0;
+}
+
 // Writes the first expired wait of a launch into the kernel's stall record, as the kernels' first
 // timed-out block does (atomicCAS on code): a later one (another block) leaves it.
 inline void RecordKernelStall(KernelStall* out, const Stall& s) {
