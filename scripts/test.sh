@@ -76,7 +76,7 @@ fi
 begin_stage "ASan+UBSan: configure + build (unit test targets)"
 configure_and_build build-asan \
   "trace_tests plugin_tests plugin_recording_test plugin_profiler_test plugin_profiler_abi_test \
-   ring_reader_fuzz sim_emulator_tests sim_cuda_device_tests sim_profiler_events_test \
+   ring_reader_fuzz sim_emulator_tests sim_cuda_device_tests sim_profiler_events_test sim_profiler_task_order_test \
    sim_scenario_tests hang_detector_tests watchdog_tests exporters_tests exporter_fuzz \
    correlator_fuzz scenario_fuzz \
    digest_tests digest_fuzz watchdog_decision_fuzz peer_sources_fuzz plugin_only_test \

@@ -231,6 +231,7 @@ std::vector<ProfPlan> profilerPlans(std::vector<OpDesc>& descs) {
     // ncclLaunchKernel launches on planner->streams->stream: the newest stream the group met.
     plan.launch_stream = streams.back();
     orderCollTasks(c->nranks, &plan.colls);
+    orderP2pTasks(c->rank, c->nranks, &plan.p2ps);
     for (auto* list : {&plan.colls, &plan.p2ps}) {
       for (const ProfTask* t : *list) {
         if (plan.mask == 0 && t->mask != 0) {

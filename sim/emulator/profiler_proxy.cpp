@@ -5,6 +5,7 @@
 #include "sim/emulator/backoff_wait.h"
 #include "sim/emulator/comm.h"
 #include "sim/emulator/profiler_dispatch.h"
+#include "sim/emulator/profiler_task_order.h"
 #include "sim/emulator/proxy_thread.h"
 
 namespace ncclsim {
@@ -47,7 +48,15 @@ ProxyTracker::ProxyTracker(const OpDesc& d, const OpPlan& p) : d_(d), channels_(
   out_flows_.resize(p.outs.size());
   in_flows_.resize(p.ins.size());
   const auto& tasks = d_.prof->tasks;
-  for (size_t t = 0; t < tasks.size(); ++t) {
+  // KernelCh events follow the tasks' order in the plan: a collective's one task, or the sends
+  // and receives in p2p schedule rounds (profiler_task_order.h).
+  std::vector<bool> send;
+  std::vector<int> peer;
+  for (const ProfTask& t : tasks) {
+    send.push_back(t.send);
+    peer.push_back(t.p2p ? t.peer : 0);
+  }
+  for (const size_t t : p2pPlanOrder(d_.comm->rank, d_.comm->nranks, send, peer)) {
     if (tasks[t].dropped) continue;
     // A part to the rank itself has no KernelCh events in NCCL 2.28.9: they come only from the
     // profiler proxy op of a task's proxy ops (src/transport/profiler.cc profilerProxyProgress, the

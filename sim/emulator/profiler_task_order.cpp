@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <tuple>
 #include <utility>
 
@@ -65,6 +66,69 @@ void orderCollTasks(int nranks, std::vector<ProfTask*>* colls) {
   }
   colls->clear();
   for (const auto& list : gathered) colls->insert(colls->end(), list.begin(), list.end());
+}
+
+std::vector<P2pRound> p2pSchedule(int rank, int nranks) {
+  std::vector<P2pRound> rounds;
+  if (nranks <= 0) return rounds;
+  int pow2 = 1;
+  while (pow2 < nranks) pow2 *= 2;
+  // groupSize is gcd(NCCL_MAX_DEV_WORK_P2P_PER_BATCH, 1 local rank) = 1: a group is one rank.
+  uint32_t group_round = 0;
+  uint32_t group_delta = 0;
+  do {
+    if (group_delta < uint32_t(nranks)) {
+      const int delta = int(group_delta);
+      rounds.push_back({(rank + delta) % nranks, (rank - delta + nranks) % nranks});
+    }
+    group_round += 1;
+    group_delta = (group_delta + group_round) & uint32_t(pow2 - 1);
+  } while (group_round != uint32_t(pow2));
+  return rounds;
+}
+
+std::vector<size_t> p2pPlanOrder(int rank, int nranks, const std::vector<bool>& send,
+                                 const std::vector<int>& peer) {
+  std::vector<size_t> order;
+  order.reserve(peer.size());
+  if (nranks <= 0) return order;
+  std::vector<std::deque<size_t>> sends(static_cast<size_t>(nranks));
+  std::vector<std::deque<size_t>> recvs(static_cast<size_t>(nranks));
+  std::vector<size_t> unscheduled;
+  for (size_t i = 0; i < peer.size(); ++i) {
+    if (peer[i] < 0 || peer[i] >= nranks) {
+      unscheduled.push_back(i);
+      continue;
+    }
+    (send[i] ? sends : recvs)[size_t(peer[i])].push_back(i);
+  }
+  const std::vector<P2pRound> rounds = p2pSchedule(rank, nranks);
+  for (size_t left = peer.size() - unscheduled.size(); left != 0;) {
+    for (const P2pRound& round : rounds) {
+      for (std::deque<size_t>* queue :
+           {&sends[size_t(round.send_rank)], &recvs[size_t(round.recv_rank)]}) {
+        if (queue->empty()) continue;
+        order.push_back(queue->front());
+        queue->pop_front();
+        --left;
+      }
+    }
+  }
+  order.insert(order.end(), unscheduled.begin(), unscheduled.end());
+  return order;
+}
+
+void orderP2pTasks(int rank, int nranks, std::vector<ProfTask*>* p2ps) {
+  std::vector<bool> send;
+  std::vector<int> peer;
+  for (const ProfTask* t : *p2ps) {
+    send.push_back(t->send);
+    peer.push_back(t->peer);
+  }
+  std::vector<ProfTask*> ordered;
+  ordered.reserve(p2ps->size());
+  for (const size_t i : p2pPlanOrder(rank, nranks, send, peer)) ordered.push_back((*p2ps)[i]);
+  *p2ps = std::move(ordered);
 }
 
 }  // namespace ncclsim

@@ -1,7 +1,9 @@
 // The order in which NCCL 2.28.9 puts a group's collectives into a plan, which is the order of
 // their Coll events and of their seqNumbers (src/include/comm.h ncclTaskCollSorterInsert,
 // src/enqueue.cc ncclPrepareTasks): roughly by size descending, then gathered by
-// (function, reduction op, datatype) in order of first appearance, each gathering smallest first.
+// (function, reduction op, datatype) in order of first appearance, each gathering smallest first;
+// and the order of its send and receive tasks, which is the order of their P2p events
+// (src/enqueue.cc scheduleP2pTasksToPlan): by the communicator's p2p schedule rounds.
 #pragma once
 
 #include <vector>
@@ -12,5 +14,27 @@ namespace ncclsim {
 
 // Reorders `colls` (collective tasks of one communicator, in call order, owners set). Pure.
 void orderCollTasks(int nranks, std::vector<ProfTask*>* colls);
+
+// The peers of each round of `rank`'s p2p schedule (src/init.cc ncclP2pSchedule) when every rank
+// is a node of its own, as the emulator tells the profiler (profilerCommInit): one rank per
+// group, peer deltas in the quadratic order 0, 1, 3, 6, 10, ... mod the next power of two,
+// skipping those past nranks. Round i sends to rank + delta_i and receives from rank - delta_i.
+struct P2pRound {
+  int send_rank;
+  int recv_rank;
+};
+std::vector<P2pRound> p2pSchedule(int rank, int nranks);
+
+// The order in which scheduleP2pTasksToPlan takes send and receive tasks given in call order
+// (`send[i]`, `peer[i]`), as indices into them: each peer's sends and receives are FIFO queues;
+// pass after pass over the rounds, a round takes the head send to its send rank, then the head
+// receive from its receive rank. A peer outside the communicator (NCCL refuses it) comes last.
+// Pure.
+std::vector<size_t> p2pPlanOrder(int rank, int nranks, const std::vector<bool>& send,
+                                 const std::vector<int>& peer);
+
+// Reorders `p2ps` (send and receive tasks of one communicator's plan, in call order) by
+// p2pPlanOrder. Pure.
+void orderP2pTasks(int rank, int nranks, std::vector<ProfTask*>* p2ps);
 
 }  // namespace ncclsim

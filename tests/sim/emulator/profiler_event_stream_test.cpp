@@ -45,11 +45,14 @@ Lines ungroupedColl(const std::string& func) {
 
 // p2pTaskAppend per task (AlltoAll: send and receive per peer in rank order; Gather: the send to
 // the root, then at the root a receive per rank; Scatter: at the root a send per rank, then the
-// receive from the root), each P2pApi named Send or Recv; then the plan's P2p events in
-// task order (src/enqueue.cc scheduleP2pTasksToPlan, ncclProfilerStartTaskEvents).
-Lines ungroupedP2p(const std::vector<std::pair<std::string, int>>& tasks) {
+// receive from the root), each P2pApi named Send or Recv; then the plan's P2p events in the order
+// src/enqueue.cc scheduleP2pTasksToPlan takes the tasks (ncclProfilerStartTaskEvents walks
+// plan->p2pTaskQueue): round after round of the rank's p2p schedule (src/init.cc
+// ncclP2pSchedule; with two ranks, itself then the other), a round's send before its receive.
+using Tasks = std::vector<std::pair<std::string, int>>;
+Lines ungroupedP2p(const Tasks& appended, const Tasks& planned) {
   Lines l = {"GroupApi start depth=1", "GroupApi state 23"};
-  for (const auto& t : tasks) {
+  for (const auto& t : appended) {
     l.push_back("P2pApi start " + t.first);
     l.push_back("P2pApi stop");
   }
@@ -57,12 +60,15 @@ Lines ungroupedP2p(const std::vector<std::pair<std::string, int>>& tasks) {
        {"GroupApi state 24", "KernelLaunch start", "KernelLaunch stop", "Group start"}) {
     l.push_back(s);
   }
-  for (const auto& t : tasks)
+  for (const auto& t : planned)
     l.push_back("P2p start " + t.first + " peer=" + std::to_string(t.second));
-  for (size_t i = 0; i < tasks.size(); ++i) l.push_back("P2p stop");
+  for (size_t i = 0; i < planned.size(); ++i) l.push_back("P2p stop");
   l.push_back("Group stop");
   l.push_back("GroupApi stop");
   return l;
+}
+Lines ungroupedP2p(const Tasks& tasks) {
+  return ungroupedP2p(tasks, tasks);
 }
 
 struct KindCase {
@@ -83,10 +89,13 @@ std::vector<KindCase> cases() {
       {"ReduceScatter", issueKind(4), ungroupedColl("ReduceScatter"),
        ungroupedColl("ReduceScatter")},
       {"AlltoAll", issueKind(5), ungroupedP2p({{"Send", 0}, {"Recv", 0}, {"Send", 1}, {"Recv", 1}}),
-       ungroupedP2p({{"Send", 0}, {"Recv", 0}, {"Send", 1}, {"Recv", 1}})},
+       ungroupedP2p({{"Send", 0}, {"Recv", 0}, {"Send", 1}, {"Recv", 1}},
+                    {{"Send", 1}, {"Recv", 1}, {"Send", 0}, {"Recv", 0}})},
       {"Gather", issueKind(6), ungroupedP2p({{"Send", 0}, {"Recv", 0}, {"Recv", 1}}),
        ungroupedP2p({{"Send", 0}})},
-      {"Scatter", issueKind(7), ungroupedP2p({{"Send", 0}, {"Send", 1}, {"Recv", 0}}),
+      {"Scatter", issueKind(7),
+       ungroupedP2p({{"Send", 0}, {"Send", 1}, {"Recv", 0}},
+                    {{"Send", 0}, {"Recv", 0}, {"Send", 1}}),
        ungroupedP2p({{"Recv", 0}})},
       {"SendRecv", issueKind(8), ungroupedP2p({{"Send", 1}}), ungroupedP2p({{"Recv", 0}})},
   };
