@@ -79,8 +79,8 @@
     "are always asked for.")                                                                       \
   X(on_hang, Enum, "report", "report|abort",                                                       \
     "On a confirmed hang: report (verdict.json, stderr), or also ncclCommAbort this rank's "       \
-    "communicators the verdict names, so the job fails fast and its launcher can restart it. "     \
-    "Suspects are only reported.")                                                                 \
+    "communicators the verdict names and those the stalled rank has work in flight on, so the "    \
+    "job fails fast and its launcher can restart it. Suspects are only reported.")                 \
   X(accel, Bool, "0", "",                                                                          \
     "Send eligible ncclAllReduce calls (one node, fp16/bf16/fp32 sum, sizes of the tuning table) " \
     "to ncclscope's own kernels (docs/collectives.md); the rest reach NCCL unchanged. Must be "    \

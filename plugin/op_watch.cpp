@@ -40,7 +40,7 @@ void OpWatch::Examine(uint64_t index, const trace::RecordData& d) {
   }
   // A device operation waits from its enqueue's return; a blocking call from its entry.
   rule_->OnIssue(cls, device ? d.t_exit_ns : d.t_enter_ns);
-  watched_.push_back({index, d.t_enter_ns, static_cast<int8_t>(cls), device});
+  watched_.push_back({index, d.comm_id, d.t_enter_ns, static_cast<int8_t>(cls), device});
 }
 
 bool OpWatch::Settle(const Watched& w) {
@@ -64,6 +64,16 @@ bool OpWatch::Settle(const Watched& w) {
   if (d.result == trace::kResultInCall) return false;
   rule_->OnComplete(w.cls, d.t_exit_ns - w.t_enter, d.t_exit_ns);
   return true;
+}
+
+size_t OpWatch::InFlightComms(uint64_t* out, size_t max) const {
+  size_t n = 0;
+  for (const Watched& w : watched_) {
+    if (n == max) break;
+    if (w.comm_id == 0 || std::find(out, out + n, w.comm_id) != out + n) continue;
+    out[n++] = w.comm_id;
+  }
+  return n;
 }
 
 void OpWatch::Scan() {

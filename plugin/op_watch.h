@@ -4,6 +4,8 @@
 // interposer keeps the hot path untouched. Not thread-safe: the background thread owns it.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -22,6 +24,14 @@ class OpWatch {
   // Reads the records appended since the last scan and re-reads the ones in flight.
   void Scan();
 
+  // The distinct communicators of the operations in flight, at most out->size() of them (the
+  // oldest operations' first); returns how many were written.
+  template <size_t N>
+  size_t InFlightComms(std::array<uint64_t, N>* out) const {
+    return InFlightComms(out->data(), N);
+  }
+  size_t InFlightComms(uint64_t* out, size_t max) const;
+
   // Records not examined (the ring wrapped past them, or too many in flight), for tests.
   uint64_t skipped() const { return skipped_; }
   size_t watched() const { return watched_.size(); }
@@ -29,6 +39,7 @@ class OpWatch {
  private:
   struct Watched {
     uint64_t index;
+    uint64_t comm_id;
     int64_t t_enter;
     int8_t cls;
     bool device;  // device completion (else: the call's return)

@@ -67,6 +67,7 @@ void Watchdog::Post(bool stalled, const StallState& s, int64_t now_ns) {
       mailbox_.stall = true;
       mailbox_.stall_state = s;
       mailbox_.stall_ns = now_ns;
+      mailbox_.in_flight.count = watch_.InFlightComms(&mailbox_.in_flight.ids);
     } else {
       mailbox_.progress = true;
       mailbox_.progress_ns = now_ns;
@@ -106,7 +107,10 @@ void Watchdog::Work() {
     }
     try {
       if (m.progress && stalled_) OnProgress(m.progress_ns);
-      if (m.stall) OnStall(m.stall_state, m.stall_ns);
+      if (m.stall) {
+        in_flight_ = m.in_flight;
+        OnStall(m.stall_state, m.stall_ns);
+      }
     } catch (...) {
       // Allocation failure or a bug in the analysis: the host must not notice.
       WarnOnce(WarnKey::kWatchdog, "watchdog failed; hang detection disabled in this process");
@@ -125,9 +129,13 @@ void Watchdog::OnStall(const StallState& s, int64_t now_ns) {
     onset_wall_ns_ = trace::RealtimeNs() - (now_ns - s.since_ns);
     rt_->ring->SetFlags(trace::kHeaderSuspect);
   }
-  // A settled decider in abort mode keeps looking: a rank that stalls after its last decision
-  // acts only on a decision newer than its own wait.
-  if (settled_ && !(options_.abort_on_hang && lock_.held())) return;
+  // In abort mode a settled rank keeps looking while it stays stalled: an abort returns the rank
+  // to its next wait (another communicator's operation it had issued behind the stuck one), often
+  // without a moment of progress between, so that wait belongs to this incident. The decider
+  // correlates again and the others follow its newer decisions (a rank acts only on a decision
+  // newer than its own wait); when the decider itself leaves (its abort ended its process), a
+  // follower takes the node lock and decides.
+  if (settled_ && !options_.abort_on_hang) return;
   if (!Decides()) {
     FollowDecision();
     return;

@@ -12,14 +12,17 @@
 // act on it only for a confirmed hang (abort mode), reporting nothing themselves. The holder
 // reports: as a suspect (verdict.json with stage "suspect", one stderr line, nothing acted on),
 // then, if the correlator confirms it, as a hang (stage "hang", the stderr block and, with
-// NCCLSCOPE_ON_HANG=abort, ncclCommAbort of this rank's communicators the verdict names). When
+// NCCLSCOPE_ON_HANG=abort, ncclCommAbort of this rank's communicators the verdict names and of
+// those it has work in flight on; a rank still stalled after that keeps following). When
 // progress resumes, the rank that reported rewrites verdict.json with stage "resolved". Tick is
 // called by the background thread only; the rest runs on the watchdog's thread. Never throws, never
 // aborts the process.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -61,6 +64,12 @@ class Watchdog {
   bool stall_posted() const noexcept { return posted_stall_; }
 
  private:
+  // The communicators this rank has operations in flight on (from the ring, by the background
+  // thread). Bounded: a rank stuck in more communicators at once than this is not credible.
+  struct InFlightComms {
+    std::array<uint64_t, 32> ids{};
+    size_t count = 0;
+  };
   enum class Outcome : uint8_t {
     kNothing,  // no hang-class verdict yet: look again later
     kSuspect,  // a suspect: look again later, it may be confirmed or go away
@@ -85,6 +94,7 @@ class Watchdog {
     bool stall = false;
     StallState stall_state;
     int64_t stall_ns = 0;
+    InFlightComms in_flight;  // with the stall: the communicators of this rank's waiting work
   };
   void Post(bool stalled, const StallState& s, int64_t now_ns);  // background thread
   bool StartThread();                                            // background thread
@@ -108,7 +118,8 @@ class Watchdog {
   std::atomic<bool> failed_{false};  // an internal failure turned the watchdog off
   // The watchdog's thread only, from here on.
   bool stalled_ = false;
-  bool settled_ = false;  // this incident has its verdict (ours or another rank's)
+  bool settled_ = false;     // this incident has its verdict (ours or another rank's)
+  InFlightComms in_flight_;  // as of the latest stall posted
   int64_t next_analysis_ns_ = 0;
   int64_t onset_wall_ns_ = 0;
   int64_t onset_ns_ = 0;  // the probe's clock

@@ -145,14 +145,22 @@ void Watchdog::Report(const hd::Analysis& a, const char* stage) {
 }
 
 void Watchdog::AbortCommunicators(const std::vector<uint64_t>& ids) {
-  // The communicators the hang verdicts name, and every other one this rank is stuck in behind
-  // the same fault (a rank waiting in two communicators for one missing peer must leave both, or
-  // it never returns to its error handling): CommsToAbort of the decision.
+  // The communicators the hang verdicts name and those the decision says this rank waits in
+  // (CommsToAbort), and every one this rank still has work in flight on. The rank is stalled
+  // behind a confirmed hang: work it issued on another communicator behind the stuck one (a
+  // broadcast after an AllReduce that waits for a dead peer) would hold its host thread in the
+  // next synchronize, short of its error handling, and the decision's view of what each rank
+  // waits in can miss it (a dead peer's last record, never stamped complete, stands in front).
+  // As PyTorch's watchdog aborts its process group's communicators on a timeout.
   const int me = rt_->ring->GlobalRank();
   auto real_abort = NCCLSCOPE_REAL(CommAbort);
   if (real_abort == nullptr) return;
+  const auto in_flight_end = in_flight_.ids.begin() + static_cast<ptrdiff_t>(in_flight_.count);
   rt_->comms.ForEach([&](void* handle, CommState* cs) {
-    if (std::find(ids.begin(), ids.end(), cs->id) == ids.end()) return;
+    if (std::find(ids.begin(), ids.end(), cs->id) == ids.end() &&
+        std::find(in_flight_.ids.begin(), in_flight_end, cs->id) == in_flight_end) {
+      return;
+    }
     if (cs->aborted_by_watchdog.exchange(true)) return;
     const ncclResult_t r = real_abort(static_cast<ncclComm_t>(handle));
     Warn("NCCLSCOPE_ON_HANG=abort: aborted communicator %s (%016llx) of rank %d: %s",
