@@ -120,10 +120,54 @@ Handle* HandlePool() noexcept {
   return g_handles.load(std::memory_order_acquire);
 }
 
+namespace {
+
+// Whether events of h's operation may still come: it waits for its Coll/P2p event, or some of its
+// kernel channels have not stopped (a part to the rank itself has none in NCCL 2.28.9), or, for
+// an AlltoAll, Gather or Scatter, some of its parts' channels. Such a handle must not be reused:
+// a late KernelCh event would land on the next operation, and the long one would never complete
+// in the records (it would read as hung).
+bool WholeBusy(const Handle& w) noexcept {
+  return w.stage.load(std::memory_order_acquire) != kStageRecorded ||
+         w.parts_launched.load(std::memory_order_relaxed) <
+             w.remote_parts.load(std::memory_order_relaxed) ||
+         w.stopped.load(std::memory_order_relaxed) < w.channels.load(std::memory_order_relaxed);
+}
+
+bool Busy(const Handle& h) noexcept {
+  if (h.tag.load(std::memory_order_acquire) != (kHandleTag | kKindOp)) return false;
+  if (h.parts.load(std::memory_order_relaxed) != 0) return WholeBusy(h);
+  // A part: its events go to its call, and come while the call's do.
+  if (const Handle* w = h.whole.load(std::memory_order_acquire)) return WholeBusy(*w);
+  if (h.stage.load(std::memory_order_relaxed) != kStageLaunched) return true;
+  const Comm* c = h.comm.load(std::memory_order_relaxed);
+  const auto op = static_cast<trace::OpType>(h.op.load(std::memory_order_relaxed));
+  if (trace::IsP2P(op) && c != nullptr && h.peer.load(std::memory_order_relaxed) == c->rank) {
+    return false;
+  }
+  return h.stopped.load(std::memory_order_relaxed) < h.channels.load(std::memory_order_relaxed);
+}
+
+// Bounded: past this many busy handles in a row (hung operations), the next one is reused.
+constexpr uint32_t kMaxHandleProbes = 16;
+
+}  // namespace
+
 Handle* NewHandle(uint32_t kind, Comm* c) noexcept {
   Handle* pool = g_handles.load(std::memory_order_acquire);
-  const uint64_t i = g_next_handle.fetch_add(1, std::memory_order_relaxed);
-  Handle& h = pool[i & (kHandlePoolSize - 1)];
+  Handle* h_ptr = nullptr;
+  for (uint32_t k = 0; k < kMaxHandleProbes && h_ptr == nullptr; ++k) {
+    // A fresh index per probe: two threads never look at the same handle (short of a whole
+    // pool's worth of concurrent claims).
+    Handle& probe =
+        pool[g_next_handle.fetch_add(1, std::memory_order_relaxed) & (kHandlePoolSize - 1)];
+    if (!Busy(probe)) h_ptr = &probe;
+  }
+  if (h_ptr == nullptr) {
+    h_ptr = &pool[g_next_handle.fetch_add(1, std::memory_order_relaxed) & (kHandlePoolSize - 1)];
+    g_counters.busy_reused.fetch_add(1, std::memory_order_relaxed);
+  }
+  Handle& h = *h_ptr;
   h.tag.store(0, std::memory_order_relaxed);
   h.comm.store(c, std::memory_order_relaxed);
   h.group_id.store(0, std::memory_order_relaxed);
@@ -208,6 +252,7 @@ Stats GetStats() noexcept {
   s.records = g_counters.records.load(std::memory_order_relaxed);
   s.completions = g_counters.completions.load(std::memory_order_relaxed);
   s.markers = g_counters.markers.load(std::memory_order_relaxed);
+  s.busy_reused = g_counters.busy_reused.load(std::memory_order_relaxed);
   return s;
 }
 

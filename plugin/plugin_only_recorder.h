@@ -110,6 +110,7 @@ struct Stats {
   uint64_t records = 0;      // collective and send/recv records written
   uint64_t completions = 0;  // of which the device completion was stamped
   uint64_t markers = 0;      // device_start and p2p_device_start records written
+  uint64_t busy_reused = 0;  // handles reused while their operation's events could still come
 };
 Stats GetStats() noexcept;
 

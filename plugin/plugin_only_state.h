@@ -104,9 +104,9 @@ Handle* HandleOf(const void* handle) noexcept;
 // The pool (kHandlePoolSize handles), null until this recorder took a communicator. Thread-safe.
 Handle* HandlePool() noexcept;
 
-// The next handle of the pool, reset to `kind` for communicator c. Recycled round-robin: by the
-// time a slot comes round again its operation has long been launched and finished (or is hung,
-// and then sends no more events). Thread-safe, lock-free; the pool exists once a context does.
+// The next handle of the pool, reset to `kind` for communicator c. Recycled round-robin, skipping
+// handles whose operation may still get events (a long kernel, one queued behind others, a hung
+// one), up to a bound. Thread-safe, lock-free; the pool exists once a context does.
 Handle* NewHandle(uint32_t kind, Comm* c) noexcept;
 
 // The event-path pieces shared by plugin_only_events.cpp and plugin_only_parts.cpp. Hot path: no
@@ -147,6 +147,7 @@ struct Counters {
   std::atomic<uint64_t> records{0};
   std::atomic<uint64_t> completions{0};
   std::atomic<uint64_t> markers{0};
+  std::atomic<uint64_t> busy_reused{0};
 };
 Counters& GetCounters() noexcept;
 

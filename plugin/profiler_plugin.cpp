@@ -65,13 +65,29 @@ struct OpKey {
   int32_t peer = -1;
 };
 
-// Handles are recycled round-robin: by the time a slot comes round again (8192 events later) the
-// kernel of the operation it described has long started (NCCL reports kernel starts through a
-// 64-entry ring per channel).
+// Whether a kernel channel of h's operation started and has not stopped: a long kernel, whose
+// KernelChStop must still find its own channel bits (the stall stage read from kernel_channels
+// records would otherwise blame the wrong operation).
+bool KernelRunning(const EventHandle& h) noexcept {
+  const uint64_t started = h.channels.started.load(std::memory_order_acquire);
+  return (started & ~h.channels.stopped.load(std::memory_order_acquire)) != 0;
+}
+
+// Handles are recycled round-robin (by the time a slot comes round again, 8192 events later, the
+// kernel of the operation it described has started: NCCL reports kernel starts through a 64-entry
+// ring per channel), skipping those whose kernel still runs, at most kMaxHandleProbes in a row.
+constexpr uint32_t kMaxHandleProbes = 16;
 EventHandle* NewHandle(uint64_t tag, Context* ctx, OpKey key, uint64_t nccl_seq) noexcept {
   constexpr auto kRelaxed = std::memory_order_relaxed;
-  const uint64_t i = g_next_handle.fetch_add(1, kRelaxed);
-  EventHandle& h = g_handles[i & (kHandlePoolSize - 1)];
+  EventHandle* free_handle = nullptr;
+  for (uint32_t k = 0; k < kMaxHandleProbes && free_handle == nullptr; ++k) {
+    EventHandle& probe = g_handles[g_next_handle.fetch_add(1, kRelaxed) & (kHandlePoolSize - 1)];
+    if (!KernelRunning(probe)) free_handle = &probe;
+  }
+  if (free_handle == nullptr) {
+    free_handle = &g_handles[g_next_handle.fetch_add(1, kRelaxed) & (kHandlePoolSize - 1)];
+  }
+  EventHandle& h = *free_handle;
   h.tag.store(0, kRelaxed);
   h.ctx.store(ctx, kRelaxed);
   h.seq.store(key.seq, kRelaxed);

@@ -13,6 +13,7 @@ namespace {
 constexpr uint64_t kTagProxyOp = 0x31504f50'6373636eULL;
 constexpr uint64_t kTagProxyStep = 0x31545350'6373636eULL;
 constexpr uint64_t kTagKernelCh = 0x3148434b'6373636eULL;
+constexpr uint64_t kTagKernelChClaimed = kTagKernelCh ^ 1;  // being filled in: no event reads it
 // A slot still busy is skipped; after this many busy slots in a row the event is not tracked.
 constexpr uint32_t kMaxProbes = 16;
 
@@ -85,6 +86,26 @@ ProxyOpSlot* ClaimOpSlot() noexcept {
     if (s.busy.compare_exchange_strong(idle, 1, std::memory_order_acq_rel)) return &s;
   }
   return nullptr;
+}
+
+// A slot whose channel has stopped (tag 0), so that a long-running kernel's channel keeps its
+// slot while thousands of others come and go: its KernelChStop must reach its own operation, or
+// that operation never completes in the records and reads as hung. When kMaxProbes slots in a row
+// are still open (hung kernels), the next one is taken anyway: NCCL must get a handle, and a
+// channel without one would never complete its operation either.
+KernelChSlot& ClaimKernelChSlot() noexcept {
+  KernelChSlot* fallback = nullptr;
+  for (uint32_t k = 0; k < kMaxProbes; ++k) {
+    const uint64_t i = g_next_kernel_ch.fetch_add(1, std::memory_order_relaxed);
+    KernelChSlot& s = g_kernel_ch[i & (kKernelChPoolSize - 1)];
+    if (fallback == nullptr) fallback = &s;
+    uint64_t free_tag = 0;
+    if (s.tag.compare_exchange_strong(free_tag, kTagKernelChClaimed, std::memory_order_acq_rel)) {
+      return s;
+    }
+  }
+  fallback->tag.store(kTagKernelChClaimed, std::memory_order_relaxed);
+  return *fallback;
 }
 
 void SetStepState(ProxyStepSlot& st, int state) noexcept {
@@ -264,9 +285,7 @@ void* StartKernelCh(EventHandle* op, uint8_t channel) noexcept {
 void* StartKernelCh(KernelChannelBits& bits, uint8_t channel, KernelChStopHook on_stop,
                     void* owner) noexcept {
   bits.started.fetch_or(uint64_t{1} << (channel & 63), std::memory_order_release);
-  const uint64_t i = g_next_kernel_ch.fetch_add(1, std::memory_order_relaxed);
-  KernelChSlot& k = g_kernel_ch[i & (kKernelChPoolSize - 1)];
-  k.tag.store(0, std::memory_order_relaxed);
+  KernelChSlot& k = ClaimKernelChSlot();
   k.bits.store(&bits, std::memory_order_relaxed);
   k.channel.store(channel, std::memory_order_relaxed);
   k.on_stop.store(on_stop, std::memory_order_relaxed);

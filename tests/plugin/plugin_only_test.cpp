@@ -17,6 +17,7 @@
 #include "plugin/plugin_only_names.h"
 #include "plugin/plugin_only_recorder.h"
 #include "plugin/profiler_abi.h"
+#include "plugin/proxy_progress.h"
 #include "plugin/runtime.h"
 #include "tests/plugin/own_ring.h"
 #include "trace/ring_reader.h"
@@ -381,6 +382,37 @@ TEST(PluginOnly, V4RecordsFromCollAndP2pEvents) {
   ncclProfiler_v4.recordEventState(ch, abi::kStateKernelChStop, &args);
   ncclProfiler_v4.stopEvent(ch);
   EXPECT_GT(RecordsOf(OpType::kAllGather, 0x4444)[0].t_device_done_ns, 0);
+}
+
+// A kernel that runs long (a large broadcast, one queued behind others) while thousands of other
+// operations come and go on the rank: more than both handle pools hold (operations and kernel
+// channels). Its handles are not reused under it, so its KernelChStop reaches it and it completes
+// in the records; reused, it would stay pending forever and read as hung.
+TEST(PluginOnly, ALongKernelCompletesAfterMorePoolsWorthOfOtherOperations) {
+  NcclV5 n(0x10a6, "long", 2, 0);
+  void* g = n.GroupApi(1);
+  void* api = n.CollApi(g, "Broadcast", 1 << 20, "ncclInt8", 0);
+  n.State(g, kGroupEndApiStart);
+  void* coll = n.Coll(api, "Broadcast", 2);
+  n.Stop(g);
+  const std::vector<void*> long_channels = n.KernelStart(coll, 2);
+  const uint64_t others = plugin_only::kHandlePoolSize / 2 + 100;  // group + operation handle each
+  static_assert(plugin_only::kHandlePoolSize / 2 + 100 > profiler::kKernelChPoolSize / 2,
+                "two kernel channels each: past the kernel channel pool too");
+  for (uint64_t i = 0; i < others; ++i) {
+    void* other = n.AllReduce(8);
+    for (void* ch : n.KernelStart(other, 2)) NcclV5::KernelStop(ch);
+  }
+  const std::vector<trace::RecordData> broadcasts = RecordsOf(OpType::kBroadcast, 0x10a6);
+  ASSERT_EQ(broadcasts.size(), 1u);
+  EXPECT_TRUE(trace::IsPending(broadcasts[0].t_device_done_ns));
+  for (void* ch : long_channels) NcclV5::KernelStop(ch);
+  EXPECT_GT(RecordsOf(OpType::kBroadcast, 0x10a6)[0].t_device_done_ns, 0)
+      << "the long kernel's stops reached another operation";
+  const std::vector<trace::RecordData> reduces = RecordsOf(OpType::kAllReduce, 0x10a6);
+  ASSERT_EQ(reduces.size(), others);
+  for (const trace::RecordData& r : reduces) ASSERT_GT(r.t_device_done_ns, 0) << r.seq;
+  EXPECT_EQ(plugin_only::GetStats().busy_reused, 0u);
 }
 
 TEST(PluginOnly, HeartbeatComesFromTheBackgroundThread) {
