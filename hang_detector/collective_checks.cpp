@@ -227,6 +227,19 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
     SeqStatus st;
     Classify(ctx, comm, seq, silent_members, &st);
     if (st.waiting.empty() && st.not_issued.empty()) continue;
+    // A rank that died right after a collective leaves it pending while every peer completed it:
+    // its completion was never observed, nobody waits there. The communicator's wait, if any, is
+    // further on (the dead rank's next collective, which the others may be stuck in).
+    // (A member whose ring wrapped may still be found not to have issued it, below, unless the
+    // completion proves every member did.)
+    const bool unobserved =
+        !st.completed.empty() && st.not_issued.empty() && !st.waiting.empty() &&
+        (wrapped_members.empty() || CompletionNeedsEveryone(st.waiting[0].sig.op)) &&
+        std::all_of(st.waiting.begin(), st.waiting.end(), [&](const Issued& i) {
+          const Liveness l = ctx.live[i.file].state;
+          return l == Liveness::kDead || l == Liveness::kFinished;
+        });
+    if (unobserved) continue;
     waiting_done = true;
     if (st.waiting.empty()) continue;  // nobody has issued it yet: nothing waits
     WaitingOn w;
@@ -310,15 +323,6 @@ void CheckComm(const Context& ctx, const CommModel& comm, std::vector<Verdict>* 
       for (uint32_t f : st.not_issued_files)
         v.evidence.push_back(NotIssuedEvidence(ctx, comm, f, seq));
     } else {
-      // A rank that died right after its last collective leaves it pending while every peer
-      // completed it: its completion was never observed, nobody waits.
-      const bool unobserved =
-          !st.completed.empty() &&
-          std::all_of(st.waiting.begin(), st.waiting.end(), [&](const Issued& i) {
-            const Liveness l = ctx.live[i.file].state;
-            return l == Liveness::kDead || l == Liveness::kFinished;
-          });
-      if (unobserved) continue;
       v.cls = VerdictClass::kDeviceStall;
       v.culprits = w.issued;
       v.victims = w.completed;

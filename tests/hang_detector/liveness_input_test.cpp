@@ -41,6 +41,34 @@ TEST(Liveness, GoneProcessIsDeadAndItsLastRecordIsEvidence) {
   EXPECT_TRUE(last);
 }
 
+// Rank 3 was killed after its AllReduce #2 completed on the device but before its background
+// thread stamped the completion (a SIGKILL between a step's synchronize and the next poll): #2 is
+// pending in its ring while every other rank completed it. Nobody waits there; the hang is #3,
+// which rank 3 never issued, and the waiting view says so too (abort mode acts on it).
+TEST(Liveness, ADeadRanksUnstampedCompletionDoesNotHideTheNextWait) {
+  JobBuilder job(4);
+  const uint64_t world = job.Comm("world", {0, 1, 2, 3});
+  for (int r = 0; r < 4; ++r) {
+    job.Coll(r, world, OpType::kAllReduce, 0.1, Done::kCompleted);
+    job.Coll(r, world, OpType::kAllReduce, 0.2, r == 3 ? Done::kPending : Done::kCompleted);
+  }
+  for (int r = 0; r < 3; ++r) job.Coll(r, world, OpType::kAllReduce, 1.0, Done::kPending);
+  for (int r = 0; r < 3; ++r) job.Heartbeat(r, 6);
+  job.Heartbeat(3, 0.3);
+  FakeProbe probe;
+  probe.states[JobBuilder::Pid(3)] = ProcessState::kGone;
+  const Analysis a = AnalyzeAt(job, 6, &probe);
+  const Verdict& v = First(a);
+  EXPECT_EQ(v.cls, VerdictClass::kDead);
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_EQ(v.culprits, std::vector<int>{3});
+  EXPECT_EQ(v.victims, (std::vector<int>{0, 1, 2}));
+  ASSERT_EQ(a.waiting.size(), 1u);
+  EXPECT_EQ(a.waiting[0].seq, 3u);
+  EXPECT_EQ(a.waiting[0].issued, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(a.waiting[0].not_issued, std::vector<int>{3});
+}
+
 TEST(Liveness, StoppedProcessIsFrozen) {
   uint64_t world;
   JobBuilder job = Stuck(&world);
