@@ -3,18 +3,22 @@
 // returns the allocation's base (cuda.h: cuIpcGetMemHandle "takes a pointer to the base"; NCCL
 // 2.28.9 src/transport/p2p.cc p2pProxyRegister adds its own offset to what cudaIpcOpenMemHandle
 // returns).
+#include <atomic>
 #include <cstring>
 #include <string>
 
 #include "sim/emulator/cuda_exports.h"
 #include "sim/emulator/device_memory.h"
 #include "sim/emulator/env_config.h"
+#include "sim/emulator/ipc_faults.h"
 
 namespace {
 
 // Layout of CUipcMemHandle::reserved: this tag, then the object's name, NUL-terminated.
 constexpr char kHandleTag[4] = {'n', 's', 'i', 'm'};
 constexpr size_t kNameRoom = CU_IPC_HANDLE_SIZE - sizeof kHandleTag;
+
+std::atomic<bool> g_open_fails{false};  // ncclsimSetIpcOpenFails
 
 }  // namespace
 
@@ -39,7 +43,12 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle* pHandle, CUdeviceptr dptr) {
   return CUDA_SUCCESS;
 }
 
+void ncclsimSetIpcOpenFails(int fails) {
+  g_open_fails.store(fails != 0, std::memory_order_relaxed);
+}
+
 CUresult cuIpcOpenMemHandle_v2(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned int Flags) {
+  if (g_open_fails.load(std::memory_order_relaxed)) return CUDA_ERROR_MAP_FAILED;
   if (pdptr == nullptr || std::memcmp(handle.reserved, kHandleTag, sizeof kHandleTag) != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }

@@ -56,6 +56,10 @@ JsonNode JsonNode::at(size_t index) const {
   return JsonNode((*value_)[index], fmt::format("{}[{}]", path_, index), *file_);
 }
 
+bool JsonNode::isString() const {
+  return value_->is_string();
+}
+
 std::string JsonNode::asString() const {
   if (!value_->is_string()) fail(fmt::format("expected a string, got {}", value_->type_name()));
   return value_->get<std::string>();

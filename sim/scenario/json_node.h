@@ -42,6 +42,7 @@ class JsonNode {
   size_t arraySize() const;                 // requires an array
   JsonNode at(size_t index) const;
 
+  bool isString() const;
   std::string asString() const;
   bool asBool() const;
   int64_t asInt(int64_t min, int64_t max) const;

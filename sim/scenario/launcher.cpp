@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "sim/scenario/accel_env.h"
 #include "sim/scenario/comm_layout.h"
 #include "sim/scenario/launcher_env.h"
 #include "sim/scenario/rank_exit_codes.h"
@@ -138,8 +139,10 @@ int runSim(const SimOptions& opt, std::ostream& out, std::ostream& err) {
         opt.nodes, opt.ranks);
     return kSimSetupError;
   }
+  Scenario parsed;
   try {
-    checkScenarioForRanks(parseScenarioFile(opt.scenario), opt.ranks);
+    parsed = parseScenarioFile(opt.scenario);
+    checkScenarioForRanks(parsed, opt.ranks);
   } catch (const ScenarioError& e) {
     err << "ncclscope sim: invalid scenario: " << e.what() << '\n';
     return kSimSetupError;
@@ -164,6 +167,7 @@ int runSim(const SimOptions& opt, std::ostream& out, std::ostream& err) {
   job.probe = opt.probe ? std::filesystem::absolute(probe).string() : "";
   job.nranks = opt.ranks;
   job.extra = opt.extra_env;
+  if (parsed.accel) job.defaults = accelEnvironment(*parsed.accel);
   std::string error;
   if (!makeTraceDir(job.trace_dir, job.tag, error) ||
       (opt.nodes > 0 && !makeNodeDirs(job.trace_dir, job, opt.nodes, job.node_dirs, error)) ||
@@ -176,6 +180,9 @@ int runSim(const SimOptions& opt, std::ostream& out, std::ostream& err) {
                      opt.scenario, job.job_id, job.trace_dir,
                      opt.nodes > 0 ? fmt::format(" ({} nodes)", opt.nodes) : "",
                      opt.probe ? "" : " (no probe)");
+  if (parsed.accel) {
+    out << "ncclscope sim: " << describeAccelEnvironment(job.defaults, environ) << '\n';
+  }
   for (int k = 0; k < opt.nodes; ++k) {
     const int per_node = opt.ranks / opt.nodes;
     out << fmt::format("ncclscope sim: node {}: ranks {}-{}, trace dir {}\n", NodeHost(k),

@@ -18,6 +18,7 @@ std::vector<std::string> rankEnvironment(const JobEnv& job, int rank, char** bas
     const size_t eq = kv.find('=');
     if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
+  for (const auto& [k, v] : job.defaults) env.try_emplace(k, v);
   env["NCCLSIM_JOB_TAG"] = job.tag;
   env["NCCLSCOPE_JOB_ID"] = job.job_id;
   env["NCCLSCOPE_DIR"] = job.trace_dir;

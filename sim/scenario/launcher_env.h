@@ -22,14 +22,17 @@ struct JobEnv {
   // n = nranks / node_dirs.size(), is named NodeHost(k) and writes to node_dirs[k]; empty: one
   // node, trace_dir.
   std::vector<std::string> node_dirs;
+  // Set unless the launcher's environment already has them (the scenario's accel key: a user's
+  // NCCLSCOPE_ACCEL* wins over the file's).
+  std::vector<std::pair<std::string, std::string>> defaults = {};
 };
 
 // "node<k>": the NCCLSCOPE_HOST of simulated node k, in its ring files' names and headers. Pure.
 std::string NodeHost(int node);
 
 // "NAME=value" strings for rank `rank`: `base` (the launcher's environ) with the job's variables
-// replacing any of the same name; on simulated nodes, its node's host, directory and local rank.
-// Pure.
+// replacing any of the same name, plus its defaults not already in `base`; on simulated nodes,
+// its node's host, directory and local rank. Pure.
 std::vector<std::string> rankEnvironment(const JobEnv& job, int rank, char** base);
 
 // A tag unique across concurrent jobs on this host: [0-9a-f]+, safe in shm and file names.

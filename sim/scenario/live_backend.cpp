@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "sim/emulator/ipc_faults.h"
 #include "sim/emulator/kernel_activity.h"
 #include "sim/emulator/ncclsim_control.h"
 #include "sim/scenario/fault_actions.h"
@@ -140,6 +141,9 @@ void LiveBackend::setLinkSlowdown(double factor) {
 }
 void LiveBackend::setLinkHung() {
   ncclsimSetLinkHung(1);
+}
+void LiveBackend::setIpcOpenFails() {
+  ncclsimSetIpcOpenFails(1);
 }
 void LiveBackend::blockForever(const std::string& why) {
   sim::blockForever(why);

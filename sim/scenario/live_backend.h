@@ -60,6 +60,7 @@ class LiveBackend final : public RankBackend {
   void computeMs(double ms) override;
   void setLinkSlowdown(double factor) override;
   void setLinkHung() override;
+  void setIpcOpenFails() override;
   [[noreturn]] void blockForever(const std::string& why) override;
   [[noreturn]] void crash(CrashMode mode, const std::string& why) override;
   void freeze(const std::string& why) override;

@@ -60,6 +60,10 @@ std::vector<std::string_view> keysFor(FaultKind kind) {
       return {"step", "op"};
     case FaultKind::kNeverJoin:
       return {"comm", "after_ms"};
+    case FaultKind::kIpcOpenFails:
+      // From the rank's start: the accelerated collectives' set-up maps the peers' memory at a
+      // communicator's first routed call, whenever that comes.
+      return {};
   }
   return {};
 }
@@ -67,7 +71,13 @@ std::vector<std::string_view> keysFor(FaultKind kind) {
 bool opRequired(FaultKind kind) {
   return kind != FaultKind::kComputeSlowdown && kind != FaultKind::kSlowLink &&
          kind != FaultKind::kHungLink && kind != FaultKind::kCrash && kind != FaultKind::kFreeze &&
-         kind != FaultKind::kEarlyExit && kind != FaultKind::kNeverJoin;
+         kind != FaultKind::kEarlyExit && kind != FaultKind::kNeverJoin &&
+         kind != FaultKind::kIpcOpenFails;
+}
+
+// Faults that hold for the rank's whole life: no step.
+bool stepless(FaultKind kind) {
+  return kind == FaultKind::kNeverJoin || kind == FaultKind::kIpcOpenFails;
 }
 
 template <typename T, typename Parse>
@@ -159,8 +169,7 @@ FaultSpec parseFault(const JsonNode& node) {
   }
 
   f.ranks = parseRanks(node);
-  if (f.kind != FaultKind::kNeverJoin)
-    f.step = static_cast<int>(node.at("step").asInt(0, kMaxStep));
+  if (!stepless(f.kind)) f.step = static_cast<int>(node.at("step").asInt(0, kMaxStep));
   if (node.has("op")) {
     f.op = static_cast<int>(node.at("op").asInt(0, 1 << 20));
   } else if (opRequired(f.kind)) {

@@ -106,7 +106,7 @@ Scenario parseScenarioText(std::string_view text, const std::string& file) {
   }
   const JsonNode root(doc, "", file);
   root.expectObject({"name", "description", "seed", "min_ranks", "repeat", "compute",
-                     "communicators", "steps", "faults"});
+                     "communicators", "steps", "faults", "accel"});
   Scenario s;
   s.file = file;
   if (root.has("name")) s.name = root.at("name").asString();
@@ -116,6 +116,7 @@ Scenario parseScenarioText(std::string_view text, const std::string& file) {
     s.min_ranks = static_cast<int>(root.at("min_ranks").asInt(1, kMaxRanks));
   if (root.has("repeat")) s.repeat = static_cast<int>(root.at("repeat").asInt(1, 1000000));
   if (root.has("compute")) s.compute = parseCompute(root.at("compute"));
+  if (root.has("accel")) s.accel = parseAccel(root.at("accel"));
 
   std::set<std::string> known{"world"};
   if (root.has("communicators")) {

@@ -86,6 +86,8 @@ class PlanBackend final : public RankBackend {
   // Calls issued from now on wait for sends that never arrive: the step's synchronize ends the
   // plan (conservatively: an op that only receives would still complete).
   void setLinkHung() override;
+  // Only ncclscope's set-up (behind the interposer) opens IPC handles: the rank's calls are alike.
+  void setIpcOpenFails() override {}
   [[noreturn]] void blockForever(const std::string& why) override;
   [[noreturn]] void crash(CrashMode mode, const std::string& why) override;
   void freeze(const std::string& why) override;

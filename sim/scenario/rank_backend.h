@@ -81,6 +81,8 @@ class RankBackend {
   virtual void setLinkSlowdown(double factor) = 0;
   // The hung_link fault: from now on nothing this rank sends arrives (ncclsimSetLinkHung).
   virtual void setLinkHung() = 0;
+  // The ipc_open_fails fault: from now on this rank's cuIpcOpenMemHandle fails.
+  virtual void setIpcOpenFails() = 0;
   // Faults on the process (fault_actions.h). Each logs what it injects; the plan backend ends the
   // plan there instead (by throwing PlanStopped), since the live rank issues nothing after them.
   [[noreturn]] virtual void blockForever(const std::string& why) = 0;

@@ -18,6 +18,7 @@ bool isOpFault(FaultKind k) {
     case FaultKind::kFreeze:
     case FaultKind::kEarlyExit:
     case FaultKind::kNeverJoin:
+    case FaultKind::kIpcOpenFails:
       return false;
     default:
       return true;
@@ -124,6 +125,12 @@ bool RankFaults::linkHung(int step) const {
   });
 }
 
+bool RankFaults::ipcOpenFails() const {
+  return std::any_of(s_.faults.begin(), s_.faults.end(), [&](const FaultSpec& f) {
+    return f.kind == FaultKind::kIpcOpenFails && mine(f);
+  });
+}
+
 bool groupDesynced(const Scenario& s, const JobLayout& job, int comm, int world_rank, int step,
                    int op) {
   const std::vector<int>& members = job.comms()[static_cast<size_t>(comm)].membersOf(world_rank);
@@ -147,6 +154,7 @@ std::string describeFault(const FaultSpec& f) {
     return fmt::format("never_join of '{}' after {} ms (joins late)", f.comm, f.join_after_ms);
   }
   if (f.kind == FaultKind::kNeverJoin) return fmt::format("never_join of '{}'", f.comm);
+  if (f.kind == FaultKind::kIpcOpenFails) return "ipc_open_fails";
   std::string where = fmt::format("step {}", f.step);
   if (f.op) where += fmt::format(" op {}", *f.op);
   return fmt::format("{} at {}", faultKindName(f.kind), where);

@@ -30,6 +30,8 @@ class RankFaults {
   double linkFactor(int step) const;
   // Whether this rank's links are hung during a step (a hung_link fault at or before it).
   bool linkHung(int step) const;
+  // Whether this rank's emulated cuIpcOpenMemHandle fails (an ipc_open_fails fault).
+  bool ipcOpenFails() const;
 
  private:
   bool mine(const FaultSpec& f) const;

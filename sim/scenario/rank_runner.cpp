@@ -36,6 +36,10 @@ class Runner {
   int run() {
     std::string error;
     if (!b_.setupDevice(opt_.local_rank, error)) return fail(kRankLibraryError, error);
+    if (faults_.ipcOpenFails()) {
+      logLine("injecting ipc_open_fails: this rank's cuIpcOpenMemHandle fails");
+      b_.setIpcOpenFails();
+    }
     if (const int rc = createComms(b_, opt_, job_, faults_, comms_, error); rc != kRankOk) {
       return fail(rc, error);
     }

@@ -88,6 +88,7 @@ enum class FaultKind {
   kFreeze,
   kEarlyExit,
   kNeverJoin,
+  kIpcOpenFails,
 };
 
 enum class CrashMode { kSigkill, kAbort, kSegfault };
@@ -114,6 +115,15 @@ struct FaultSpec {
   double join_after_ms = -1;  // never_join: joins this late instead of never (-1: never)
 };
 
+// The top-level "accel" key: NCCLSCOPE_ACCEL and its settings for every rank of `ncclscope sim`
+// (a variable already in the launcher's environment wins). Unset members leave the probe's
+// default.
+struct AccelSpec {
+  bool enabled = true;
+  std::optional<uint64_t> buffer_bytes;  // NCCLSCOPE_ACCEL_BUFFER
+  std::optional<int64_t> timeout_ms;     // NCCLSCOPE_ACCEL_TIMEOUT_MS
+};
+
 struct Scenario {
   std::string file;  // where it was read from, for messages
   std::string name;
@@ -125,6 +135,7 @@ struct Scenario {
   std::vector<CommSpec> comms;  // splits in creation order; "world" is implicit
   std::vector<StepSpec> steps;  // one repetition
   std::vector<FaultSpec> faults;
+  std::optional<AccelSpec> accel;  // absent: the launcher's environment alone decides
 
   int totalSteps() const { return repeat * static_cast<int>(steps.size()); }
   const StepSpec& stepAt(int global_step) const {

@@ -18,6 +18,7 @@ Scenario parseScenarioText(std::string_view text, const std::string& file);
 OpSpec parseOp(const JsonNode& node);
 FaultSpec parseFault(const JsonNode& node);
 ComputeSpec parseCompute(const JsonNode& node);
+AccelSpec parseAccel(const JsonNode& node);
 
 // Cross-reference checks once everything is parsed: communicators, steps and ops named by
 // faults exist, and each fault fits the op it addresses.

@@ -55,9 +55,19 @@ extern "C" void FuzzSeeds(std::vector<std::string>* seeds) {
     if (e.path().extension() == ".json") files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
+  std::vector<std::string> texts;
   for (const auto& path : files) {
     std::ifstream in(path);
-    const std::string text(std::istreambuf_iterator<char>(in), {});
+    texts.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  // The accel key with every member, both spellings of the buffer (no shipped scenario has them
+  // all).
+  texts.emplace_back(R"({"accel": {"enabled": false, "buffer": "64k", "timeout_ms": 100},)"
+                     R"( "steps": [{"ops": [{"op": "allreduce", "count": 8}]}]})");
+  texts.emplace_back(R"({"accel": {"buffer": 1073741824, "timeout_ms": 3600000},)"
+                     R"( "steps": [{"ops": [{"op": "alltoall", "count": 4}]}],)"
+                     R"( "faults": [{"kind": "ipc_open_fails", "ranks": [-1, 0]}]})");
+  for (const std::string& text : texts) {
     seeds->push_back(text);
     for (const Span& v : Values(text)) {
       const auto replace = [&](const char* with) {
