@@ -94,7 +94,8 @@ typedef enum ncclscope_moe_result {
                                          (detail: the rows it needed) */
   NCCLSCOPE_MOE_BAD_HANDLE = 5,       /* combine: recv_counts or send_rows are not what a
                                          successful dispatch wrote (detail: token, or -1) */
-  NCCLSCOPE_MOE_TIMEOUT = 6           /* a wait on a peer expired: see args.stall */
+  NCCLSCOPE_MOE_TIMEOUT = 6           /* a wait on a peer expired (rank: the waiting rank,
+                                         detail: the rank it waited for; more in args.stall) */
 } ncclscope_moe_result;
 
 /* Fixed for the life of a registered buffer; the same on every rank. */
@@ -167,7 +168,8 @@ typedef struct ncclscope_moe_common_args {
   int32_t reserved;   /* 0 */
 } ncclscope_moe_common_args;
 
-/* Dispatch. Inputs are read only; outputs must not overlap inputs or the registered buffer. */
+/* Dispatch. Inputs are read only; outputs must not overlap inputs or the registered buffer.
+ * x, topk_idx and send_rows may be NULL when num_tokens is 0. */
 typedef struct ncclscope_moe_dispatch_args {
   ncclscope_moe_common_args common;
   const void* x;           /* in  [num_tokens][hidden] dtype */
@@ -180,7 +182,9 @@ typedef struct ncclscope_moe_dispatch_args {
 } ncclscope_moe_dispatch_args;
 
 /* Combine, with the outputs of the dispatch whose rows it returns. num_tokens must be that
- * dispatch's. Inputs are read only; `out` must not overlap them or the registered buffer. */
+ * dispatch's. Inputs are read only; `out` must not overlap them or the registered buffer.
+ * topk_idx, send_rows, topk_weights and out may be NULL when num_tokens is 0, expert_out when
+ * recv_counts sum to 0. */
 typedef struct ncclscope_moe_combine_args {
   ncclscope_moe_common_args common;
   const void* expert_out;     /* in  [sum of recv_counts][hidden] dtype, in recv_x's order */

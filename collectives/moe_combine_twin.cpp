@@ -1,0 +1,158 @@
+// The CPU twin of ncclscope's MoE combine kernel (kernels/moe.cu, ncclscope_moe_combine), step for
+// step, and ncclscope_moe_combine_on_cpu. Block b of every rank:
+//   source:  copy its chunk of the expert rows (sum of recv_counts, cut like tokens) into the
+//            registered buffer; block 0 publishes how many rows this rank holds;
+//   start:   grid-wide barrier: every rank's expert rows are visible;
+//   receive: for each token of its chunk, sum weight x expert row over the token's slots in k
+//            order (float32, fused multiply-add, from 0), reading each row where its dispatch put
+//            it (send_rows) on the expert's rank, and round once into `out`; publish the block's
+//            first error;
+//   end:     grid-wide barrier: no rank rewrites its rows (next call) while a peer reads them;
+//            block 0 writes the call's status.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "collectives/accel_types.h"
+#include "collectives/moe_layout.h"
+#include "collectives/moe_twin_steps.h"
+#include "collectives/narrow_float.h"
+
+namespace ncclscope::collectives {
+namespace {
+
+float LoadElement(int32_t dtype, const unsigned char* row, int64_t h) {
+  if (dtype == NCCLSCOPE_MOE_FP32) {
+    float f;
+    std::memcpy(&f, row + h * 4, 4);
+    return f;
+  }
+  uint16_t v;
+  std::memcpy(&v, row + h * 2, 2);
+  return dtype == NCCLSCOPE_MOE_BF16 ? Bf16ToFloat(v) : HalfToFloat(v);
+}
+
+void StoreElement(int32_t dtype, unsigned char* row, int64_t h, float f) {
+  if (dtype == NCCLSCOPE_MOE_FP32) {
+    std::memcpy(row + h * 4, &f, 4);
+    return;
+  }
+  const uint16_t v = dtype == NCCLSCOPE_MOE_BF16 ? FloatToBf16(f) : FloatToHalf(f);
+  std::memcpy(row + h * 2, &v, 2);
+}
+
+struct Combine {
+  const ncclscope_moe_combine_args& a;
+  const MoeTwinCall& c;
+  int32_t experts, top_k, local, hidden, dtype;
+  int64_t row_bytes;
+
+  const MoeBuffer& mine() const { return c.buffer[c.rank]; }
+  MoeCallHeader* header(int q) const { return c.buffer[q].header(c.side.epoch); }
+
+  int32_t Tokens(MoeError* err) const {
+    const int32_t t = a.common.num_tokens;
+    if (t >= 0 && t <= c.plan->config.max_tokens) return t;
+    NoteError(err, NCCLSCOPE_MOE_TOO_MANY_TOKENS, t);
+    return 0;
+  }
+
+  // The expert rows this rank holds, from its dispatch's counts; none when they cannot be a
+  // dispatch's (reported).
+  int32_t ExpertRows(MoeError* err) const {
+    int64_t rows = 0;
+    bool ok = true;
+    for (int32_t e = 0; e < local; ++e) {
+      ok = ok && a.recv_counts[e] >= 0;
+      rows += a.recv_counts[e];
+    }
+    if (ok && rows <= c.plan->config.recv_capacity) return static_cast<int32_t>(rows);
+    NoteError(err, NCCLSCOPE_MOE_BAD_HANDLE, -1);
+    return 0;
+  }
+
+  void Source(uint32_t b, MoeError* err) const {
+    const int32_t rows = ExpertRows(err);
+    int32_t lo, hi;
+    TokenChunk(rows, c.blocks, b, &lo, &hi);
+    if (hi > lo) {  // expert_out may be null without rows
+      std::memcpy(mine().rows() + lo * row_bytes,
+                  static_cast<const unsigned char*>(a.expert_out) + lo * row_bytes,
+                  static_cast<size_t>((hi - lo) * row_bytes));
+    }
+    if (b == 0) header(c.rank)->rows = rows;
+  }
+
+  void Receive(uint32_t b, MoeError* err) const {
+    int32_t rows_of[kMaxRanks];
+    for (int q = 0; q < c.nranks; ++q) rows_of[q] = header(q)->rows;
+    int32_t lo, hi;
+    TokenChunk(Tokens(err), c.blocks, b, &lo, &hi);
+    std::vector<float> acc(static_cast<size_t>(hidden));
+    for (int32_t t = lo; t < hi; ++t) {
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int32_t k = 0; k < top_k; ++k) {
+        const int64_t entry = int64_t{t} * top_k + k;
+        if (BadEntry(a.topk_idx[entry], experts)) NoteError(err, NCCLSCOPE_MOE_BAD_EXPERT, t);
+        const int32_t e = UsedExpert(a.topk_idx[entry], experts);
+        if (e < 0) continue;
+        const int q = e / local;
+        const int32_t row = a.send_rows[entry];
+        if (row < 0 || row >= rows_of[q]) {
+          NoteError(err, NCCLSCOPE_MOE_BAD_HANDLE, t);
+          continue;
+        }
+        const float w = a.topk_weights[entry];
+        const unsigned char* from = c.buffer[q].rows() + row * row_bytes;
+        for (int32_t h = 0; h < hidden; ++h) {
+          acc[static_cast<size_t>(h)] =
+              std::fma(w, LoadElement(dtype, from, h), acc[static_cast<size_t>(h)]);
+        }
+      }
+      unsigned char* out = static_cast<unsigned char*>(a.out) + t * row_bytes;
+      for (int32_t h = 0; h < hidden; ++h) StoreElement(dtype, out, h, acc[static_cast<size_t>(h)]);
+    }
+  }
+};
+
+// The token arrays may be null when there are no tokens (or too many: reported, none read), and
+// expert_out when recv_counts say no rows.
+bool Plausible(const ncclscope_moe_combine_args& a) {
+  if (!MoeArgsPlausible(a.common) || a.recv_counts == nullptr) return false;
+  int64_t rows = 0;
+  for (int32_t e = 0; e < a.common.plan.local_experts; ++e) rows += a.recv_counts[e];
+  const bool tokens =
+      a.common.num_tokens > 0 && a.common.num_tokens <= a.common.plan.config.max_tokens;
+  return (rows <= 0 || a.expert_out != nullptr) &&
+         (!tokens || (a.topk_idx != nullptr && a.send_rows != nullptr &&
+                      a.topk_weights != nullptr && a.out != nullptr));
+}
+
+}  // namespace
+}  // namespace ncclscope::collectives
+
+extern "C" ncclscope_moe_result ncclscope_moe_combine_on_cpu(
+    const ncclscope_moe_combine_args* args) {
+  namespace nc = ncclscope::collectives;
+  if (args == nullptr || !nc::Plausible(*args)) return NCCLSCOPE_MOE_INVALID_ARGUMENT;
+  const nc::MoeTwinCall c = nc::MoeTwinCallOf(args->common);
+  const ncclscope_moe_config& cfg = c.plan->config;
+  const nc::Combine m{*args,      c,         cfg.num_experts,  cfg.top_k, c.plan->local_experts,
+                      cfg.hidden, cfg.dtype, c.plan->row_bytes};
+  nc::MoeError err[nc::kMaxBlocks] = {};
+  nc::Stall stall;
+  for (uint32_t b = 0; b < c.blocks; ++b) {
+    m.Source(b, &err[b]);
+    nc::PostGridBarrier(c, b, nc::Barrier::kStart);
+  }
+  for (uint32_t b = 0; b < c.blocks; ++b) {
+    if (!nc::WaitGridBarrier(c, nc::Barrier::kStart, &stall)) return nc::MoeCallTimedOut(c, stall);
+    m.Receive(b, &err[b]);
+    m.header(c.rank)->error[b] = err[b];
+    nc::PostGridBarrier(c, b, nc::Barrier::kEnd);
+  }
+  for (uint32_t b = 0; b < c.blocks; ++b) {
+    if (!nc::WaitGridBarrier(c, nc::Barrier::kEnd, &stall)) return nc::MoeCallTimedOut(c, stall);
+  }
+  return nc::FinishMoeCall(c);
+}

@@ -1,0 +1,55 @@
+// What the CPU twins of MoE dispatch and combine (moe_dispatch_twin.cpp, moe_combine_twin.cpp)
+// share: the check of a call's arguments, every rank's registered buffer as mapped here, the
+// grid-wide barrier, and the call's status. The twins run a call's blocks phase by phase (every
+// block's steps up to a barrier, then every block's wait): the kernels' blocks run at once and
+// wait for every block of every rank at each barrier, which a twin running one block to its end
+// before the next could never pass.
+#pragma once
+
+#include <cstdint>
+
+#include "collectives/bounded_wait.h"
+#include "collectives/include/ncclscope/moe.h"
+#include "collectives/moe_buffer.h"
+#include "collectives/twin_steps.h"
+
+namespace ncclscope::collectives {
+
+// One call of one rank, as the twin sees it.
+struct MoeTwinCall {
+  const ncclscope_moe_common_args* args;
+  const ncclscope_moe_plan* plan;
+  int rank;
+  int nranks;
+  uint32_t blocks;
+  MoeBuffer buffer[kMaxRanks];  // every rank's, as mapped here
+  Signal* signal[kMaxRanks];
+  BarrierSide side;
+};
+
+// Whether `a` can be a call made from a plan: the plan is what ncclscope_moe_plan_make gives for
+// its config, the rank is one of its ranks, every buffer and the status are given.
+bool MoeArgsPlausible(const ncclscope_moe_common_args& a) noexcept;
+
+// The call's view (MoeArgsPlausible first); every wait ends timeout_ns from now.
+MoeTwinCall MoeTwinCallOf(const ncclscope_moe_common_args& a) noexcept;
+
+// Block b's side of a grid-wide barrier: post the epoch to every rank...
+void PostGridBarrier(const MoeTwinCall& c, uint32_t b, Barrier which) noexcept;
+// ...and wait until every block of every rank has posted it. False when a wait expired, *stall
+// naming the rank and block that never posted.
+bool WaitGridBarrier(const MoeTwinCall& c, Barrier which, Stall* stall) noexcept;
+
+// After the end barrier: the first error any rank's block reported (rank order, then block
+// order), written to the call's status, the same on every rank. Returns its code.
+ncclscope_moe_result FinishMoeCall(const MoeTwinCall& c) noexcept;
+
+// A wait expired: the stall record (when given) and a NCCLSCOPE_MOE_TIMEOUT status.
+ncclscope_moe_result MoeCallTimedOut(const MoeTwinCall& c, const Stall& stall) noexcept;
+
+// The first error of a block: a later one leaves it.
+inline void NoteError(MoeError* e, int32_t code, int32_t detail) {
+  if (e->code == 0) *e = MoeError{code, detail};
+}
+
+}  // namespace ncclscope::collectives
