@@ -4,15 +4,19 @@
 // here are the probe's own (plugin/config_table.h).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <fstream>
 #include <iterator>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "sim/scenario/accel_env.h"
 #include "sim/scenario/accel_limits.h"
 #include "sim/scenario/comm_layout.h"
+#include "sim/scenario/launcher.h"
 #include "sim/scenario/launcher_env.h"
 #include "sim/scenario/rank_faults.h"
 #include "tests/sim/scenario/test_scenario_text.h"
@@ -105,6 +109,26 @@ INSTANTIATE_TEST_SUITE_P(
                  "test.json: accel.timeout_ms: 3600001 is out of range [100, 3600000]"},
         BadAccel{R"({"timeout_ms": "5000"})",
                  "test.json: accel.timeout_ms: expected an integer, got \"5000\""}));
+
+// `ncclscope sim` refuses the file before starting any rank, with the exit code of every scenario
+// error, naming the file and the key.
+TEST(AccelKey, ABadValueStopsTheLauncherAsAnyScenarioErrorDoes) {
+  char dir[] = "/tmp/accel-key-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string file = std::string(dir) + "/bad.json";
+  std::ofstream(file) << withAccel(R"({"buffer": "16q"})");
+  SimOptions opt;
+  opt.ranks = 2;
+  opt.scenario = file;
+  opt.rank_program = "/nonexistent/ncclscope-sim-rank";  // never reached
+  std::ostringstream out, err;
+  EXPECT_EQ(runSim(opt, out, err), kSimSetupError);
+  EXPECT_EQ(err.str(), "ncclscope sim: invalid scenario: " + file +
+                           ": accel.buffer: '16q' is not a size (bytes, or a whole number with k, "
+                           "m or g: \"16m\")\n");
+  unlink(file.c_str());
+  rmdir(dir);
+}
 
 // The ranges above must be the probe's: a value the scenario accepts and the probe refused would
 // be warned about in every rank and replaced by a default (plugin/config_table.h, one table).
