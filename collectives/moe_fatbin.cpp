@@ -1,0 +1,34 @@
+// ncclscope_moe_fatbin (include/ncclscope/moe.h): the MoE kernels' device code (kernels/moe.cu),
+// built by nvcc into a fatbin of its own with the same flags as the other kernels and embedded in
+// the library's read-only data, 16-byte aligned as cuModuleLoadData wants it.
+#include <cstddef>
+
+#include "collectives/include/ncclscope/moe.h"
+
+#ifdef NCCLSCOPE_MOE_FATBIN
+asm(".section .rodata\n"
+    ".balign 16\n"
+    ".global ncclscope_moe_fatbin_begin\n"
+    ".hidden ncclscope_moe_fatbin_begin\n"
+    ".global ncclscope_moe_fatbin_end\n"
+    ".hidden ncclscope_moe_fatbin_end\n"
+    "ncclscope_moe_fatbin_begin:\n"
+    ".incbin \"" NCCLSCOPE_MOE_FATBIN
+    "\"\n"
+    "ncclscope_moe_fatbin_end:\n"
+    ".previous\n");
+extern "C" const unsigned char ncclscope_moe_fatbin_begin[];
+extern "C" const unsigned char ncclscope_moe_fatbin_end[];
+#endif
+
+extern "C" const void* ncclscope_moe_fatbin(size_t* bytes) {
+#ifdef NCCLSCOPE_MOE_FATBIN
+  if (bytes != nullptr) {
+    *bytes = static_cast<size_t>(ncclscope_moe_fatbin_end - ncclscope_moe_fatbin_begin);
+  }
+  return ncclscope_moe_fatbin_begin;
+#else
+  if (bytes != nullptr) *bytes = 0;
+  return nullptr;
+#endif
+}
