@@ -28,6 +28,17 @@ double MedianWithout(const std::vector<double>& sorted, double x) {
 
 }  // namespace
 
+std::vector<double> CollectiveLateness(const std::vector<double>& waits) {
+  std::vector<double> lateness(waits.size(), 0.0);
+  if (waits.size() < 2) return lateness;  // nobody to be late against
+  std::vector<double> sorted = waits;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < waits.size(); ++i) {
+    lateness[i] = std::max(0.0, MedianWithout(sorted, waits[i]) - waits[i]);
+  }
+  return lateness;
+}
+
 void ArrivalLateness::SetMembers(uint64_t comm, std::vector<uint32_t> members) {
   std::sort(members.begin(), members.end());
   Comm& c = comms_[comm];
@@ -109,13 +120,10 @@ void ArrivalLateness::Finish(Comm& c, std::vector<Arrival> arrivals) {
     waits.push_back(a.wait_s);
     durations.push_back(a.duration_s);
   }
-  std::vector<double> sorted = waits;
-  std::sort(sorted.begin(), sorted.end());
+  const std::vector<double> lateness = CollectiveLateness(waits);
   Sample s;
-  for (size_t i = 0; i < arrivals.size(); ++i) {
-    s.lateness.emplace_back(arrivals[i].member,
-                            std::max(0.0, MedianWithout(sorted, waits[i]) - waits[i]));
-  }
+  for (size_t i = 0; i < arrivals.size(); ++i)
+    s.lateness.emplace_back(arrivals[i].member, lateness[i]);
   std::sort(s.lateness.begin(), s.lateness.end());
   s.duration_s = Median(durations);
   c.window.push_back(std::move(s));

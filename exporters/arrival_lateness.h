@@ -21,6 +21,11 @@ inline constexpr size_t kLatenessWindow = 64;
 // (a dead member never completes anything, and must not make the exporter grow).
 inline constexpr size_t kMaxIncomplete = 1024;
 
+// The lateness of each member of one collective from its wait (completion - start of its device
+// work, one host's clock each): the median wait of the others minus its own, clipped at 0. All
+// zeros with fewer than two members. Pure.
+std::vector<double> CollectiveLateness(const std::vector<double>& waits);
+
 struct Lateness {
   double seconds = 0;
   double score = 0;  // 0..1

@@ -34,12 +34,6 @@ struct CommProgress {
 };
 
 // NCCL accepted the call: ncclSuccess, or ncclInProgress on a non-blocking communicator.
-bool Accepted(const trace::RecordData& r) {
-  constexpr int32_t kSuccess = 0;
-  constexpr int32_t kInProgress = 7;
-  return r.result == kSuccess || r.result == kInProgress;
-}
-
 std::string Known(int value) {
   return value >= 0 ? std::to_string(value) : std::string();
 }
@@ -68,7 +62,7 @@ class NodeAggregator::FileState final : public TailEvents {
     cache_ = {};
     ops_.clear();
     comms_.clear();
-    stream_done_.clear();
+    stream_starts_.Clear();
     phases_.clear();
     accel_stalls_.clear();
     nvtx_.Reset();
@@ -91,7 +85,7 @@ class NodeAggregator::FileState final : public TailEvents {
   void Issued(const trace::StoredRecord& record) override {
     const trace::RecordData& r = record.data;
     nvtx_.Issued(r.reserved);  // a call NCCL refused was still made in its step
-    if (!Accepted(r)) return;
+    if (!WasEnqueued(r)) return;
     Entry& e = Lookup(r.comm_id, r.op);
     const uint64_t bytes = OperationBytes(r, e.nranks);
     ++e.totals->operations;
@@ -107,7 +101,7 @@ class NodeAggregator::FileState final : public TailEvents {
 
   void Completed(const trace::StoredRecord& record, bool was_pending) override {
     const trace::RecordData& r = record.data;
-    if (!Accepted(r)) {
+    if (!WasEnqueued(r)) {
       CommProgress& c = comms_[r.comm_id];
       if (was_pending && c.inflight > 0) --c.inflight;
       return;
@@ -117,7 +111,7 @@ class NodeAggregator::FileState final : public TailEvents {
     if (was_pending && c.inflight > 0) --c.inflight;
     const int64_t done = r.t_device_done_ns;
     last_done_ns_ = std::max(last_done_ns_, done);
-    const double duration_s = static_cast<double>(done - r.t_enter_ns) / kNsPerS;
+    const double duration_s = OperationSeconds(r);
     e.histograms->duration_s.Observe(duration_s, node_->duration_bounds_);
     e.histograms->duration_by_size_s[SizeClassOf(OperationBytes(r, e.nranks))].Observe(
         duration_s, node_->duration_by_size_bounds_);
@@ -129,11 +123,7 @@ class NodeAggregator::FileState final : public TailEvents {
     }
     ++e.phase->operations;
     e.phase->seconds += duration_s;
-    // Device work starts when the call enqueues it or when the stream's previous work ends,
-    // whichever is later: a rank that waited on its own earlier work was not waiting for peers.
-    int64_t& stream_done = stream_done_[r.stream];
-    const int64_t start = std::max(r.t_enter_ns, stream_done);
-    stream_done = std::max(stream_done, done);
+    const int64_t start = stream_starts_.StartOf(r);
     if (trace::IsCollective(static_cast<trace::OpType>(r.op)) && r.seq > 0) {
       c.last_completed_seq = std::max(c.last_completed_seq, r.seq);
       node_->lateness_.Completed(r.comm_id, r.seq, id_, static_cast<double>(done - start) / kNsPerS,
@@ -160,7 +150,7 @@ class NodeAggregator::FileState final : public TailEvents {
   std::map<std::pair<uint64_t, uint32_t>, OpTotals> ops_;
   std::map<uint64_t, CommProgress> comms_;
   std::map<uint64_t, uint64_t> accel_stalls_;  // accel_stall records by comm id
-  std::unordered_map<uint64_t, int64_t> stream_done_;
+  StreamStarts stream_starts_;
   FileNvtx nvtx_;
   // Completed operations by (comm id, phase label), counted from the start whether or not the
   // file carries contexts yet, so the series a file gets once it does hold all of its operations.

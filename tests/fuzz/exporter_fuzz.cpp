@@ -1,5 +1,6 @@
 // Fuzz target: any bytes served to the exporter as a ring file, read twice as two scrapes do
-// (incremental cursor, revisits), then rendered and serialized: a count or an error, never a crash.
+// (incremental cursor, revisits), then rendered and serialized, and read by `ncclscope stats`'
+// cost table: a count or an error, never a crash.
 #include <prometheus/text_serializer.h>
 
 #include <cstddef>
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "exporters/cost_table.h"
 #include "exporters/metric_families.h"
 #include "exporters/node_aggregator.h"
 #include "exporters/ring_source.h"
@@ -40,5 +42,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         ncclscope::exporters::RenderFamilies(aggregator.View(nullptr)));
     if (text.find("ncclscope_exporter_ring_files") == std::string::npos) __builtin_trap();
   }
+  ncclscope::exporters::CostTable table;
+  std::string error;
+  if (!ncclscope::exporters::BuildCostTable(source, &table, &error)) __builtin_trap();  // listed
+  if (table.files + table.errors.size() != 1) __builtin_trap();
   return 0;
 }

@@ -1,0 +1,63 @@
+// `ncclscope stats`: what the job's collectives and sends/receives cost, in the units nccl-tests
+// taught, per communicator x operation x message-size class, plus a line per rank. Read through
+// the exporter's own tail reader (file_tail.h) with its definitions of an operation, its bytes,
+// its size class, its duration (operation_size.h, size_classes.h) and a rank's lateness
+// (arrival_lateness.h), so these numbers and /metrics agree for the same records. Not
+// thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exporters/ring_source.h"
+#include "trace/record.h"
+
+namespace ncclscope::exporters {
+
+// One communicator x operation x size class (size_classes.h), over every rank seen.
+struct CostRow {
+  uint64_t comm_id = 0;
+  std::string comm_name;  // the communicator's name, or its id in hex when it has none
+  int nranks = -1;        // -1 when no rank's comm table said
+  trace::OpType op = trace::OpType::kUnknown;
+  size_t size_class = 0;
+  uint64_t calls = 0;  // completed operations, every rank's counted
+  uint64_t bytes = 0;  // their OperationBytes, summed
+  // Durations (call entry to device completion, OperationSeconds) over those calls.
+  double p50_s = 0, p90_s = 0, p99_s = 0, mean_s = 0;
+  // nccl-tests' bandwidths in GB/s (1e9 bytes): algBw = bytes / total time of the calls, so a row
+  // of one size is nccl-tests' size / time; busBw = algBw x BusBandwidthFactor. 0 when unknown.
+  double algbw_gbs = 0, busbw_gbs = 0;
+  // Collectives completed on two ranks or more: the rank with the largest mean lateness (median
+  // wait of the others minus its own) over this row's collectives, and that mean. -1 when none.
+  int slowest_rank = -1;
+  double slowest_lateness_s = 0;
+};
+
+// One rank (ring file) of the job.
+struct RankRow {
+  int rank = -1;  // global rank; -1 when its header did not say
+  std::string host;
+  int pid = -1;
+  uint64_t calls = 0;    // completed operations
+  double seconds = 0;    // their durations, summed
+  uint64_t pending = 0;  // operations not complete when read (running, hung, or never stamped)
+  // Mean lateness over the collectives it completed together with another rank; 0 when none.
+  double mean_lateness_s = 0;
+  uint64_t lateness_samples = 0;
+};
+
+struct CostTable {
+  std::vector<CostRow> rows;        // by communicator name, then operation, then size class
+  std::vector<RankRow> ranks;       // by global rank (unknown last), then pid
+  std::vector<std::string> errors;  // files that could not be read, one line each
+  size_t files = 0;                 // ring files read
+};
+
+// Reads every ring file `source` lists (once; a live job's pending operations are left out of the
+// times and counted per rank). False with *error when the listing fails outright.
+bool BuildCostTable(RingSource& source, CostTable* out, std::string* error);
+
+}  // namespace ncclscope::exporters
