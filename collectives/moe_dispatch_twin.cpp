@@ -82,7 +82,9 @@ struct Dispatch {
         const int32_t e = from.topk()[entry];
         if (e < own_first || e >= own_first + local) continue;
         const int32_t row =
-            offset[static_cast<size_t>((e - own_first) * c.nranks + p)] + from.slot()[entry];
+            offset[static_cast<size_t>(e - own_first) * static_cast<size_t>(c.nranks) +
+                   static_cast<size_t>(p)] +
+            from.slot()[entry];
         const int32_t token = static_cast<int32_t>(entry / top_k);
         std::memcpy(static_cast<unsigned char*>(a.recv_x) + row * row_bytes,
                     from.rows() + token * row_bytes, static_cast<size_t>(row_bytes));

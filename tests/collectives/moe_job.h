@@ -109,7 +109,7 @@ class MoeJob {
         Store(Dtype(), c.x.data() + t * Row(), h, value(*gen));
       }
     }
-    c.topk.resize(static_cast<size_t>(tokens * K()));
+    c.topk.resize(static_cast<size_t>(tokens) * static_cast<size_t>(K()));
     for (int32_t& e : c.topk) e = static_cast<int>((*gen)() % 100) < unused_pct ? -1 : expert(gen);
     c.weights.resize(c.topk.size());
     for (float& w : c.weights) w = value(*gen);
@@ -209,7 +209,8 @@ class MoeJob {
       for (int32_t h = 0; h < plan.config.hidden; ++h) {
         float acc = 0.0f;
         for (int32_t k = 0; k < K(); ++k) {
-          const size_t j = static_cast<size_t>(t * K() + k);
+          const size_t j =
+              static_cast<size_t>(t) * static_cast<size_t>(K()) + static_cast<size_t>(k);
           const int32_t e = c.topk[j];
           if (e < 0 || e >= plan.config.num_experts) continue;
           // The expert's output is stored in the data type before combine reads it.

@@ -120,11 +120,14 @@ void CheckAgainstReferenceOrder(const Routing& g) {
         TokenChunk(static_cast<int32_t>(g.topk[p].size()) / g.top_k, g.blocks, b, &lo, &hi);
         for (int32_t t = lo; t < hi; ++t) {
           for (int32_t k = 0; k < g.top_k; ++k) {
-            const size_t j = static_cast<size_t>(t * g.top_k + k);
+            const size_t j =
+                static_cast<size_t>(t) * static_cast<size_t>(g.top_k) + static_cast<size_t>(k);
             const int32_t e = g.topk[p][j];
             if (e < r * local || e >= (r + 1) * local) continue;
             const int32_t el = e - r * local;
-            const int32_t row = offset[static_cast<size_t>(el * g.nranks + p)] + g.slot[p][j];
+            const int32_t row = offset[static_cast<size_t>(el) * static_cast<size_t>(g.nranks) +
+                                       static_cast<size_t>(p)] +
+                                g.slot[p][j];
             const auto want = std::find(order.begin(), order.end(), std::make_tuple(el, p, t, k));
             ASSERT_EQ(row, want - order.begin())
                 << "rank " << r << " receiving rank " << p << " token " << t << " slot " << k;
