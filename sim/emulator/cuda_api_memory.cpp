@@ -2,11 +2,18 @@
 // copies and fills, and pointer queries. Copies and fills are plain memcpy/memset on the calling
 // thread: unlike a real driver's, they are not ordered after work queued on the default stream.
 #include <cstring>
+#include <mutex>
 
 #include "sim/emulator/cuda_exports.h"
 #include "sim/emulator/device_memory.h"
+#include "sim/emulator/driver_faults.h"
 
 namespace {
+
+// ncclsimSetDeviceMemoryLimit: this process's live allocations against the limit (0: none).
+std::mutex g_budget_mu;
+size_t g_limit = 0;
+size_t g_live = 0;
 
 // The host address of [dptr, dptr + bytes) when it lies in one emulated allocation or mapping.
 void* deviceBytes(CUdeviceptr dptr, size_t bytes) {
@@ -18,12 +25,30 @@ void* deviceBytes(CUdeviceptr dptr, size_t bytes) {
 
 extern "C" {
 
+void ncclsimSetDeviceMemoryLimit(size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_budget_mu);
+  g_limit = bytes;
+}
+
 CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
-  return ncclsim::allocateDeviceMemory(bytesize, dptr);
+  std::lock_guard<std::mutex> lock(g_budget_mu);
+  if (g_limit != 0 && (bytesize > g_limit || g_live > g_limit - bytesize)) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  const CUresult rc = ncclsim::allocateDeviceMemory(bytesize, dptr);
+  if (rc == CUDA_SUCCESS) g_live += bytesize;
+  return rc;
 }
 
 CUresult cuMemFree_v2(CUdeviceptr dptr) {
-  return ncclsim::freeDeviceMemory(dptr);
+  ncclsim::DeviceRange range;
+  const bool known = ncclsim::findDeviceRange(uintptr_t(dptr), 0, &range);
+  const CUresult rc = ncclsim::freeDeviceMemory(dptr);
+  if (rc == CUDA_SUCCESS && known) {
+    std::lock_guard<std::mutex> lock(g_budget_mu);
+    g_live -= range.bytes;
+  }
+  return rc;
 }
 
 CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N) {

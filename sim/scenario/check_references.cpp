@@ -34,7 +34,8 @@ class Checker {
       checkComm(f.comm, path + ".comm");
       return;
     }
-    if (f.kind == FaultKind::kIpcOpenFails) return;  // no step: the rank's whole life
+    // No step: the rank's whole life.
+    if (f.kind == FaultKind::kIpcOpenFails || f.kind == FaultKind::kDeviceMemoryLimit) return;
     if (f.step >= s_.totalSteps()) {
       fail(path + ".step", fmt::format("step {} does not exist ({} steps x repeat {} = {})", f.step,
                                        s_.steps.size(), s_.repeat, s_.totalSteps()));

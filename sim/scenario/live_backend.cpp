@@ -5,7 +5,7 @@
 #include <chrono>
 #include <thread>
 
-#include "sim/emulator/ipc_faults.h"
+#include "sim/emulator/driver_faults.h"
 #include "sim/emulator/kernel_activity.h"
 #include "sim/emulator/ncclsim_control.h"
 #include "sim/scenario/fault_actions.h"
@@ -144,6 +144,9 @@ void LiveBackend::setLinkHung() {
 }
 void LiveBackend::setIpcOpenFails() {
   ncclsimSetIpcOpenFails(1);
+}
+void LiveBackend::setDeviceMemoryLimit(size_t bytes) {
+  ncclsimSetDeviceMemoryLimit(bytes);
 }
 void LiveBackend::blockForever(const std::string& why) {
   sim::blockForever(why);

@@ -61,6 +61,7 @@ class LiveBackend final : public RankBackend {
   void setLinkSlowdown(double factor) override;
   void setLinkHung() override;
   void setIpcOpenFails() override;
+  void setDeviceMemoryLimit(size_t bytes) override;
   [[noreturn]] void blockForever(const std::string& why) override;
   [[noreturn]] void crash(CrashMode mode, const std::string& why) override;
   void freeze(const std::string& why) override;

@@ -79,7 +79,7 @@ constexpr std::array<std::pair<std::string_view, RedOp>, 6> kRedOps{{
     {"premulsum", RedOp::kPreMulSum},
 }};
 
-constexpr std::array<std::pair<std::string_view, FaultKind>, 19> kFaults{{
+constexpr std::array<std::pair<std::string_view, FaultKind>, 20> kFaults{{
     {"hang", FaultKind::kHang},
     {"stuck_before", FaultKind::kStuckBefore},
     {"skip", FaultKind::kSkip},
@@ -99,6 +99,7 @@ constexpr std::array<std::pair<std::string_view, FaultKind>, 19> kFaults{{
     {"early_exit", FaultKind::kEarlyExit},
     {"never_join", FaultKind::kNeverJoin},
     {"ipc_open_fails", FaultKind::kIpcOpenFails},
+    {"device_memory_limit", FaultKind::kDeviceMemoryLimit},
 }};
 
 constexpr std::array<std::pair<std::string_view, CrashMode>, 3> kCrashModes{{

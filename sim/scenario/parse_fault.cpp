@@ -64,6 +64,8 @@ std::vector<std::string_view> keysFor(FaultKind kind) {
       // From the rank's start: the accelerated collectives' set-up maps the peers' memory at a
       // communicator's first routed call, whenever that comes.
       return {};
+    case FaultKind::kDeviceMemoryLimit:
+      return {"bytes"};
   }
   return {};
 }
@@ -72,12 +74,13 @@ bool opRequired(FaultKind kind) {
   return kind != FaultKind::kComputeSlowdown && kind != FaultKind::kSlowLink &&
          kind != FaultKind::kHungLink && kind != FaultKind::kCrash && kind != FaultKind::kFreeze &&
          kind != FaultKind::kEarlyExit && kind != FaultKind::kNeverJoin &&
-         kind != FaultKind::kIpcOpenFails;
+         kind != FaultKind::kIpcOpenFails && kind != FaultKind::kDeviceMemoryLimit;
 }
 
 // Faults that hold for the rank's whole life: no step.
 bool stepless(FaultKind kind) {
-  return kind == FaultKind::kNeverJoin || kind == FaultKind::kIpcOpenFails;
+  return kind == FaultKind::kNeverJoin || kind == FaultKind::kIpcOpenFails ||
+         kind == FaultKind::kDeviceMemoryLimit;
 }
 
 template <typename T, typename Parse>
@@ -141,6 +144,9 @@ void parseKindOptions(const JsonNode& node, FaultSpec& f) {
       f.comm = node.at("comm").asString();
       // A slow start-up: the rank joins, only late.
       if (node.has("after_ms")) f.join_after_ms = node.at("after_ms").asNumber(0, 3.6e6);
+      break;
+    case FaultKind::kDeviceMemoryLimit:
+      f.memory_bytes = static_cast<size_t>(node.at("bytes").asInt(1, INT64_MAX));
       break;
     default:
       break;

@@ -83,6 +83,8 @@ class RankBackend {
   virtual void setLinkHung() = 0;
   // The ipc_open_fails fault: from now on this rank's cuIpcOpenMemHandle fails.
   virtual void setIpcOpenFails() = 0;
+  // The device_memory_limit fault: this rank's device allocations fail past `bytes` in all.
+  virtual void setDeviceMemoryLimit(size_t bytes) = 0;
   // Faults on the process (fault_actions.h). Each logs what it injects; the plan backend ends the
   // plan there instead (by throwing PlanStopped), since the live rank issues nothing after them.
   [[noreturn]] virtual void blockForever(const std::string& why) = 0;

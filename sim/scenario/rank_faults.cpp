@@ -19,6 +19,7 @@ bool isOpFault(FaultKind k) {
     case FaultKind::kEarlyExit:
     case FaultKind::kNeverJoin:
     case FaultKind::kIpcOpenFails:
+    case FaultKind::kDeviceMemoryLimit:
       return false;
     default:
       return true;
@@ -131,6 +132,17 @@ bool RankFaults::ipcOpenFails() const {
   });
 }
 
+size_t RankFaults::deviceMemoryLimit() const {
+  size_t limit = 0;
+  for (const FaultSpec& f : s_.faults) {
+    if (f.kind == FaultKind::kDeviceMemoryLimit && mine(f) &&
+        (limit == 0 || f.memory_bytes < limit)) {
+      limit = f.memory_bytes;
+    }
+  }
+  return limit;
+}
+
 bool groupDesynced(const Scenario& s, const JobLayout& job, int comm, int world_rank, int step,
                    int op) {
   const std::vector<int>& members = job.comms()[static_cast<size_t>(comm)].membersOf(world_rank);
@@ -155,6 +167,9 @@ std::string describeFault(const FaultSpec& f) {
   }
   if (f.kind == FaultKind::kNeverJoin) return fmt::format("never_join of '{}'", f.comm);
   if (f.kind == FaultKind::kIpcOpenFails) return "ipc_open_fails";
+  if (f.kind == FaultKind::kDeviceMemoryLimit) {
+    return fmt::format("device_memory_limit of {} bytes", f.memory_bytes);
+  }
   std::string where = fmt::format("step {}", f.step);
   if (f.op) where += fmt::format(" op {}", *f.op);
   return fmt::format("{} at {}", faultKindName(f.kind), where);

@@ -32,6 +32,8 @@ class RankFaults {
   bool linkHung(int step) const;
   // Whether this rank's emulated cuIpcOpenMemHandle fails (an ipc_open_fails fault).
   bool ipcOpenFails() const;
+  // The device memory this rank's emulated GPU holds (the smallest device_memory_limit); 0: all.
+  size_t deviceMemoryLimit() const;
 
  private:
   bool mine(const FaultSpec& f) const;

@@ -40,6 +40,10 @@ class Runner {
       logLine("injecting ipc_open_fails: this rank's cuIpcOpenMemHandle fails");
       b_.setIpcOpenFails();
     }
+    if (const size_t bytes = faults_.deviceMemoryLimit(); bytes != 0) {
+      logLine(fmt::format("injecting device_memory_limit: this rank's GPU holds {} bytes", bytes));
+      b_.setDeviceMemoryLimit(bytes);
+    }
     if (const int rc = createComms(b_, opt_, job_, faults_, comms_, error); rc != kRankOk) {
       return fail(rc, error);
     }

@@ -89,6 +89,7 @@ enum class FaultKind {
   kEarlyExit,
   kNeverJoin,
   kIpcOpenFails,
+  kDeviceMemoryLimit,
 };
 
 enum class CrashMode { kSigkill, kAbort, kSegfault };
@@ -113,6 +114,7 @@ struct FaultSpec {
   CrashMode crash_mode = CrashMode::kSigkill;
   std::string comm;           // never_join
   double join_after_ms = -1;  // never_join: joins this late instead of never (-1: never)
+  size_t memory_bytes = 0;    // device_memory_limit
 };
 
 // The top-level "accel" key: NCCLSCOPE_ACCEL and its settings for every rank of `ncclscope sim`

@@ -66,7 +66,8 @@ extern "C" void FuzzSeeds(std::vector<std::string>* seeds) {
                      R"( "steps": [{"ops": [{"op": "allreduce", "count": 8}]}]})");
   texts.emplace_back(R"({"accel": {"buffer": 1073741824, "timeout_ms": 3600000},)"
                      R"( "steps": [{"ops": [{"op": "alltoall", "count": 4}]}],)"
-                     R"( "faults": [{"kind": "ipc_open_fails", "ranks": [-1, 0]}]})");
+                     R"( "faults": [{"kind": "ipc_open_fails", "ranks": [-1, 0]},)"
+                     R"( {"kind": "device_memory_limit", "ranks": [1], "bytes": 65536}]})");
   for (const std::string& text : texts) {
     seeds->push_back(text);
     for (const Span& v : Values(text)) {

@@ -1,5 +1,6 @@
 // The scenario's "accel" key (NCCLSCOPE_ACCEL and its settings for every rank of `ncclscope sim`)
-// and the ipc_open_fails fault: what parses, what every bad value says (file, JSON path, problem),
+// and the faults of the emulated driver that its set-up meets (ipc_open_fails,
+// device_memory_limit): what parses, what every bad value says (file, JSON path, problem),
 // which variables the ranks get, that the user's environment wins, and that the ranges checked
 // here are the probe's own (plugin/config_table.h).
 #include <gtest/gtest.h>
@@ -219,6 +220,36 @@ TEST(IpcOpenFailsFault, TakesNoStepOrOpAndItsRanksMustExist) {
               std::string::npos)
         << e.what();
   }
+}
+
+TEST(DeviceMemoryLimitFault, TheSmallestLimitOfTheRankHoldsForItsWholeLife) {
+  const Scenario s = parse(testing::withFaults(
+      R"([{"kind": "device_memory_limit", "ranks": [1], "bytes": 1048576},
+          {"kind": "device_memory_limit", "ranks": [1, 2], "bytes": 4096}])"));
+  checkScenarioForRanks(s, 4);
+  EXPECT_EQ(RankFaults(s, 1, 4).deviceMemoryLimit(), 4096u);
+  EXPECT_EQ(RankFaults(s, 2, 4).deviceMemoryLimit(), 4096u);
+  EXPECT_EQ(RankFaults(s, 0, 4).deviceMemoryLimit(), 0u);
+  for (int step = 0; step < s.totalSteps(); ++step) {
+    EXPECT_TRUE(RankFaults(s, 1, 4).opFaults(step, 0).empty());
+    EXPECT_TRUE(RankFaults(s, 1, 4).processFaults(step, std::nullopt).empty());
+  }
+  EXPECT_EQ(describeFault(s.faults[0]), "device_memory_limit of 1048576 bytes");
+}
+
+TEST(DeviceMemoryLimitFault, NeedsAPositiveByteCountAndNoStep) {
+  const auto error = [](const std::string& fault) {
+    return parseError(testing::withFaults("[" + fault + "]"));
+  };
+  EXPECT_EQ(error(R"({"kind": "device_memory_limit", "ranks": [1]})"),
+            "test.json: faults[0].bytes: required key is missing");
+  EXPECT_EQ(error(R"({"kind": "device_memory_limit", "ranks": [1], "bytes": 0})"),
+            "test.json: faults[0].bytes: 0 is out of range [1, 9223372036854775807]");
+  EXPECT_EQ(error(R"({"kind": "device_memory_limit", "ranks": [1], "bytes": "1m"})"),
+            "test.json: faults[0].bytes: expected an integer, got \"1m\"");
+  EXPECT_EQ(error(R"({"kind": "device_memory_limit", "ranks": [1], "bytes": 1, "step": 0})"),
+            "test.json: faults[0].step: unknown key for a device_memory_limit fault (allowed: "
+            "kind, ranks, bytes)");
 }
 
 }  // namespace

@@ -1,13 +1,15 @@
-// The emulated driver's IPC fault (ncclsimSetIpcOpenFails, the scenario's ipc_open_fails): while
-// set, every cuIpcOpenMemHandle of the process fails as a driver's does when it cannot map the
-// peer's memory, whatever the handle; cleared, the same handle opens again.
+// The emulated driver's fault controls (driver_faults.h), behind the scenario faults ipc_open_fails
+// and device_memory_limit: while set, every cuIpcOpenMemHandle of the process fails as a driver's
+// does when it cannot map the peer's memory, whatever the handle (cleared, the same handle opens
+// again); an allocation past the limit fails as on a full GPU, counting what was allocated before
+// and giving back what is freed.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include <cuda.h>
 
-#include "sim/emulator/ipc_faults.h"
+#include "sim/emulator/driver_faults.h"
 #include "tests/sim/emulator/child_check.h"
 #include "tests/sim/emulator/rank_harness.h"
 
@@ -56,6 +58,30 @@ TEST(IpcOpenFault, FailsEveryOpenWhileSetAndNoneOnceCleared) {
       },
       20000);
   for (int fd : {to1[0], to1[1], to0[0], to0[1]}) close(fd);
+  const std::string failures = ncclsim_test::describeFailures(out);
+  EXPECT_TRUE(failures.empty()) << failures;
+}
+
+int limited() {
+  CUdeviceptr before = 0, a = 0, b = 0;
+  CHILD_CHECK(cuMemAlloc(&before, kBytes) == CUDA_SUCCESS);
+  ncclsimSetDeviceMemoryLimit(3 * kBytes);
+  CHILD_CHECK(cuMemAlloc(&a, 2 * kBytes) == CUDA_SUCCESS);  // exactly full, counting `before`
+  CHILD_CHECK(cuMemAlloc(&b, 1) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHILD_CHECK(cuMemAlloc(&b, 4 * kBytes) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHILD_CHECK(cuMemFree(before) == CUDA_SUCCESS);
+  CHILD_CHECK(cuMemFree(before) == CUDA_ERROR_INVALID_VALUE);  // counted back once only
+  CHILD_CHECK(cuMemAlloc(&b, kBytes) == CUDA_SUCCESS);
+  CHILD_CHECK(cuMemAlloc(&before, 1) == CUDA_ERROR_OUT_OF_MEMORY);
+  ncclsimSetDeviceMemoryLimit(0);
+  CHILD_CHECK(cuMemAlloc(&before, 4 * kBytes) == CUDA_SUCCESS);
+  for (CUdeviceptr p : {a, b, before}) CHILD_CHECK(cuMemFree(p) == CUDA_SUCCESS);
+  return 0;
+}
+
+TEST(DeviceMemoryLimit, AllocationsPastItFailAndFreedMemoryCountsBack) {
+  const auto out = ncclsim_test::runRanks(
+      1, [](int, int, const ncclUniqueId&) { return limited(); }, 20000);
   const std::string failures = ncclsim_test::describeFailures(out);
   EXPECT_TRUE(failures.empty()) << failures;
 }
