@@ -32,25 +32,37 @@ uint64_t HostHash() {
   return h;
 }
 
-// Allgathers `bytes` of `mine` from every rank into `all` through NCCL itself (the library behind
-// the interposer), on `stream`, synchronously.
-bool Exchange(const AccelDriver& cu, ncclComm_t comm, CUstream stream, const void* mine,
-              size_t bytes, int nranks, void* all) {
+// The device memory both exchanges go through, taken before this rank's own buffers: a rank
+// whose GPU is nearly full must still take part in the exchanges, since one that leaves them out
+// leaves its peers waiting in NCCL's allgather for ever. Room for nranks offers and this rank's.
+struct ExchangeBuffer {
+  const AccelDriver& cu;
+  CUdeviceptr dev = 0;
+  ExchangeBuffer(const AccelDriver& driver, int nranks) : cu(driver) {
+    if (cu.mem_alloc(&dev, sizeof(Offer) * static_cast<size_t>(nranks + 1)) != CUDA_SUCCESS)
+      dev = 0;
+  }
+  ~ExchangeBuffer() {
+    if (dev != 0) cu.mem_free(dev);
+  }
+  ExchangeBuffer(const ExchangeBuffer&) = delete;
+  ExchangeBuffer& operator=(const ExchangeBuffer&) = delete;
+};
+
+// Allgathers `bytes` (at most sizeof(Offer)) of `mine` from every rank into `all` through NCCL
+// itself (the library behind the interposer), on `stream`, through `dev`, synchronously.
+bool Exchange(const AccelDriver& cu, ncclComm_t comm, CUstream stream, CUdeviceptr dev,
+              const void* mine, size_t bytes, int nranks, void* all) {
   using AllGatherFn =
       ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
   auto all_gather = reinterpret_cast<AllGatherFn>(NcclFnPtr(NcclFn::kAllGather));
-  if (all_gather == nullptr) return false;
-  CUdeviceptr dev = 0;
-  const size_t total = bytes * static_cast<size_t>(nranks + 1);
-  if (cu.mem_alloc(&dev, total) != CUDA_SUCCESS) return false;
+  if (all_gather == nullptr || dev == 0) return false;
   const CUdeviceptr send = dev + bytes * static_cast<size_t>(nranks);
-  bool ok = cu.memcpy_htod(send, mine, bytes) == CUDA_SUCCESS &&
-            all_gather(reinterpret_cast<const void*>(send), reinterpret_cast<void*>(dev), bytes,
-                       ncclInt8, comm, reinterpret_cast<cudaStream_t>(stream)) == ncclSuccess &&
-            cu.stream_synchronize(stream) == CUDA_SUCCESS &&
-            cu.memcpy_dtoh(all, dev, bytes * static_cast<size_t>(nranks)) == CUDA_SUCCESS;
-  cu.mem_free(dev);
-  return ok;
+  return cu.memcpy_htod(send, mine, bytes) == CUDA_SUCCESS &&
+         all_gather(reinterpret_cast<const void*>(send), reinterpret_cast<void*>(dev), bytes,
+                    ncclInt8, comm, reinterpret_cast<cudaStream_t>(stream)) == ncclSuccess &&
+         cu.stream_synchronize(stream) == CUDA_SUCCESS &&
+         cu.memcpy_dtoh(all, dev, bytes * static_cast<size_t>(nranks)) == CUDA_SUCCESS;
 }
 
 // This rank's buffers, their handles and the kernels; false (with what failed) when any is missing.
@@ -202,12 +214,13 @@ std::unique_ptr<AccelComm> SetUpAccelComm(const AccelDriver& cu, ncclComm_t comm
     c->why_not = "no CUDA stream for the exchange";
     return c;
   }
+  const ExchangeBuffer exchange(cu, nranks);
   Offer mine;
   mine.host = HostHash();
   std::string local_why;
   mine.ready = Prepare(cu, c.get(), &mine, &local_why) ? 1 : 0;
   std::vector<Offer> offers(static_cast<size_t>(nranks));
-  if (!Exchange(cu, comm, stream, &mine, sizeof(Offer), nranks, offers.data())) {
+  if (!Exchange(cu, comm, stream, exchange.dev, &mine, sizeof(Offer), nranks, offers.data())) {
     c->why_not = "the exchange through NCCL failed";
     FreeBuffers(cu, c.get());
     return c;
@@ -242,7 +255,8 @@ std::unique_ptr<AccelComm> SetUpAccelComm(const AccelDriver& cu, ncclComm_t comm
     c->peer_signal[q] = reinterpret_cast<nc::Signal*>(sg);
   }
   std::vector<int32_t> all_mapped(static_cast<size_t>(nranks));
-  if (!Exchange(cu, comm, stream, &mapped, sizeof(mapped), nranks, all_mapped.data())) {
+  if (!Exchange(cu, comm, stream, exchange.dev, &mapped, sizeof(mapped), nranks,
+                all_mapped.data())) {
     c->why_not = "the exchange through NCCL failed";
     return c;
   }

@@ -8,9 +8,9 @@
 //     rank checked every result against the emulated NCCL's, outputs poisoned with 0xff before each
 //     call), `dump --json` says which engine ran each call, as the planner says it must, and the
 //     same on every rank;
-//   - a rank whose driver cannot open its peers' IPC handles (the ipc_open_fails fault): every
-//     rank of each communicator holding it agrees to stay on NCCL, warns once, and the job is
-//     right;
+//   - a rank whose driver cannot open its peers' IPC handles (the ipc_open_fails fault), or whose
+//     GPU is too full for its staging buffer (device_memory_limit): every rank of each
+//     communicator holding it agrees to stay on NCCL, warns once, and the job is right;
 //   - the exporter's ncclscope_accelerated_operations_total counts exactly the routed calls.
 // The flag/epoch counters wrap only after 2^32 calls of one communicator: that is tested by the
 // twins' unit tests (tests/collectives/allreduce_twin_test.cpp and alltoall_twin_test.cpp start
@@ -19,6 +19,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -241,32 +242,39 @@ INSTANTIATE_TEST_SUITE_P(Ranks, AccelMatrix, ::testing::Range(2, 9),
                            return std::to_string(p.param) + "ranks";
                          });
 
-// sim/scenarios/accel-ipc-fails.json at 4 ranks (tp pairs {0,1} and {2,3}): rank 3's driver
-// fails every cuIpcOpenMemHandle. Its set-up fails locally after the others' succeeded; the
-// second exchange (plugin/accel_comm.cpp SetUpAccelComm) makes every rank of world and of tp
-// {2,3} agree to stay on NCCL, so no rank is left waiting in a kernel its peers never launch.
-TEST(AccelIpcFailure, EveryRankOfTheCommunicatorsHoldingTheRankStaysOnNcclAndWarnsOnce) {
+// A set-up failure on one rank of a 4-rank accel.json job (tp pairs {0,1} and {2,3}): every rank
+// of world and of the failed rank's tp pair must agree to stay on NCCL, so that no rank is left
+// waiting for a peer that never comes (in a kernel, or in the set-up's exchanges), and say so once
+// per communicator: `reason(comm_rank_of_failed, on_the_failed_rank)` is the line's end. The other
+// pair stays on ncclscope's kernels; every result is right.
+void ExpectSetUpFailureAgreed(const std::string& scenario, const std::string& injected, int failed,
+                              const std::function<std::string(int, bool)>& reason) {
   constexpr int kRanks = 4;
   ClearAccelEnvironment();
   ScratchDir scratch;
   const std::string dir = scratch / "trace";
-  const ProcessResult sim = RunSim("accel-ipc-fails.json", kRanks, dir, 60);
+  const ProcessResult sim = RunSim(scenario, kRanks, dir, 60);
   ASSERT_EQ(sim.exit_code, 0) << sim.out << sim.err;
   EXPECT_NE(sim.out.find("all 4 ranks finished with correct results"), std::string::npos)
       << sim.out;
-  EXPECT_NE(sim.err.find("[rank 3] ncclscope-sim-rank: injecting ipc_open_fails"),
+  EXPECT_NE(sim.err.find("[rank " + std::to_string(failed) + "] ncclscope-sim-rank: injecting " +
+                         injected),
             std::string::npos)
       << sim.err;
-  // One line per communicator that stays on NCCL, on each of its ranks; nothing else warned.
-  // The rank named is the failed one's rank in that communicator.
-  const auto line = [](int rank, const std::string& comm, int failed) {
+  const int pair = failed / 2;
+  const auto line = [&](int rank, const std::string& comm) {
+    const int in_comm = comm == "world" ? failed : failed % 2;
     return "[rank " + std::to_string(rank) +
-           "] ncclscope: warning: NCCLSCOPE_ACCEL: communicator " + comm + " stays on NCCL: rank " +
-           std::to_string(failed) + " could not map its peers' memory\n";
+           "] ncclscope: warning: NCCLSCOPE_ACCEL: communicator " + comm +
+           " stays on NCCL: " + reason(in_comm, rank == failed) + "\n";
   };
-  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(Count(sim.err, line(r, "world", 3)), 1u) << sim.err;
-  for (int r : {2, 3}) EXPECT_EQ(Count(sim.err, line(r, "tp", 1)), 1u) << sim.err;
-  EXPECT_EQ(Count(sim.err, "warning"), 6u) << sim.err;
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(Count(sim.err, line(r, "world")), 1u) << line(r, "world") << sim.err;
+    if (r / 2 == pair) {
+      EXPECT_EQ(Count(sim.err, line(r, "tp")), 1u) << line(r, "tp") << sim.err;
+    }
+  }
+  EXPECT_EQ(Count(sim.err, "warning"), 6u) << sim.err;  // nothing else
 
   const auto dump = DumpJson(dir);
   ASSERT_EQ(dump.size(), 4u);
@@ -286,10 +294,30 @@ TEST(AccelIpcFailure, EveryRankOfTheCommunicatorsHoldingTheRankStaysOnNcclAndWar
     EXPECT_EQ(calls["tp allreduce"], 3);
     EXPECT_EQ(routed["world allreduce"], 0);
     EXPECT_EQ(routed["world alltoall"], 0);
-    // The pair without rank 3 mapped its peer: its calls are still on ncclscope's kernels.
-    EXPECT_EQ(routed["tp allreduce"], rank < 2 ? 3 : 0);
+    EXPECT_EQ(routed["tp allreduce"], rank / 2 == pair ? 0 : 3);
   }
   ExpectCollectivesAgree(dump);
+}
+
+// sim/scenarios/accel-ipc-fails.json: rank 3's driver fails every cuIpcOpenMemHandle. Its
+// set-up fails after the first exchange; the second (plugin/accel_comm.cpp SetUpAccelComm) tells
+// every rank.
+TEST(AccelSetUpFailure, ARankThatCannotMapItsPeersKeepsItsCommunicatorsOnNccl) {
+  ExpectSetUpFailureAgreed("accel-ipc-fails.json", "ipc_open_fails", 3, [](int in_comm, bool) {
+    return "rank " + std::to_string(in_comm) + " could not map its peers' memory";
+  });
+}
+
+// sim/scenarios/accel-device-memory.json: rank 1's GPU holds 1 MiB, so its staging buffer (1 MiB)
+// cannot be allocated. Before the set-up reserved its exchange buffer first, that rank's full GPU
+// also refused the exchange's few bytes, it left the exchange out, and the others waited in
+// NCCL's allgather for ever: the job hung.
+TEST(AccelSetUpFailure, ARankWhoseGpuIsFullKeepsItsCommunicatorsOnNccl) {
+  ExpectSetUpFailureAgreed(
+      "accel-device-memory.json", "device_memory_limit", 1, [](int in_comm, bool here) {
+        return "rank " + std::to_string(in_comm) + " could not prepare" +
+               (here ? " (here: device memory for the buffers could not be allocated)" : "");
+      });
 }
 
 // The value of `series` (name and labels as the exporter writes them) in a scrape; -1 if absent.
