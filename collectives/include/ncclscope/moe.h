@@ -39,7 +39,9 @@
  *
  * Units: tokens and rows are counted in rows, `hidden` in elements, sizes in bytes, time in ns.
  * Layouts are row-major and dense: element h of token t lies at t * hidden + h; slot k of token t
- * of a [num_tokens][top_k] table at t * top_k + k.
+ * of a [num_tokens][top_k] table at t * top_k + k. The kernels move rows in 16-byte packs: row
+ * arrays (x, recv_x, expert_out, out) must be 16-byte aligned and registered buffers 128-byte
+ * aligned (cudaMalloc's 256-byte alignment is both).
  *
  * Receive capacity: config.recv_capacity bounds the rows one rank may receive in one dispatch
  * (recv_x, recv_src). 0 means nranks * max_tokens * top_k, which no routing can exceed. A dispatch
