@@ -123,7 +123,8 @@ bool Plausible(const ncclscope_moe_combine_args& a) {
   for (int32_t e = 0; e < a.common.plan.local_experts; ++e) rows += a.recv_counts[e];
   const bool tokens =
       a.common.num_tokens > 0 && a.common.num_tokens <= a.common.plan.config.max_tokens;
-  return (rows <= 0 || a.expert_out != nullptr) &&
+  return (rows <= 0 || a.expert_out != nullptr) && Aligned(a.expert_out, kPackBytes) &&
+         Aligned(a.out, kPackBytes) &&
          (!tokens || (a.topk_idx != nullptr && a.send_rows != nullptr &&
                       a.topk_weights != nullptr && a.out != nullptr));
 }

@@ -108,8 +108,8 @@ struct Dispatch {
 bool Plausible(const ncclscope_moe_dispatch_args& a) {
   const bool tokens =
       a.common.num_tokens > 0 && a.common.num_tokens <= a.common.plan.config.max_tokens;
-  return MoeArgsPlausible(a.common) && a.recv_x != nullptr && a.recv_src != nullptr &&
-         a.recv_counts != nullptr &&
+  return MoeArgsPlausible(a.common) && a.recv_x != nullptr && Aligned(a.recv_x, kPackBytes) &&
+         Aligned(a.x, kPackBytes) && a.recv_src != nullptr && a.recv_counts != nullptr &&
          (!tokens || (a.x != nullptr && a.topk_idx != nullptr && a.send_rows != nullptr));
 }
 

@@ -31,7 +31,7 @@ bool MoeArgsPlausible(const ncclscope_moe_common_args& a) noexcept {
   if (!SamePlan(fresh, a.plan)) return false;
   if (a.rank < 0 || a.rank >= a.plan.config.nranks || a.status == nullptr) return false;
   for (int q = 0; q < a.plan.config.nranks; ++q) {
-    if (a.buffer[q] == nullptr) return false;
+    if (a.buffer[q] == nullptr || !Aligned(a.buffer[q], 128)) return false;
   }
   return true;
 }

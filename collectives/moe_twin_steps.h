@@ -31,6 +31,12 @@ struct MoeTwinCall {
 // its config, the rank is one of its ranks, every buffer and the status are given.
 bool MoeArgsPlausible(const ncclscope_moe_common_args& a) noexcept;
 
+// Whether p is a multiple of `bytes` (null is): what the kernels' 16-byte packs and 128-byte flags
+// need (moe.h), refused here too so a caller on the CPU learns it before a GPU faults.
+inline bool Aligned(const void* p, uintptr_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
 // The call's view (MoeArgsPlausible first); every wait ends timeout_ns from now.
 MoeTwinCall MoeTwinCallOf(const ncclscope_moe_common_args& a) noexcept;
 

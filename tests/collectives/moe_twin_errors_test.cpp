@@ -4,7 +4,7 @@
 // and leaves the buffer usable for the next call; a routing entry out of range and too many tokens
 // are reported the same way; a combine handed outputs no dispatch wrote is refused; a rank that
 // never arrives ends every other rank's wait with its name; arguments not from a plan touch
-// nothing.
+// nothing (misaligned rows and buffers included).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -156,13 +156,15 @@ TEST(MoeTwinErrors, ArgumentsNotFromAPlanTouchNothing) {
     a.send_rows = ints.data();
     return a;
   };
-  std::vector<ncclscope_moe_dispatch_args> bad(6, args());
+  std::vector<ncclscope_moe_dispatch_args> bad(8, args());
   bad[0].common.rank = 2;
   bad[1].common.plan.buffer_rows += 16;  // not what the plan gives
   bad[2].common.plan.config.nranks = 9;
   bad[3].common.buffer[1] = nullptr;
   bad[4].recv_x = nullptr;
   bad[5].common.status = nullptr;
+  bad[6].recv_x = rows.data() + 8;  // rows must be whole 16-byte packs apart from 0
+  bad[7].common.buffer[1] = static_cast<unsigned char*>(bad[7].common.buffer[1]) + 16;
   for (size_t i = 0; i < bad.size(); ++i) {
     EXPECT_EQ(ncclscope_moe_dispatch_on_cpu(&bad[i]), NCCLSCOPE_MOE_INVALID_ARGUMENT) << i;
   }
