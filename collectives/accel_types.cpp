@@ -40,6 +40,8 @@ const char* AlgorithmName(Algorithm a) noexcept {
       return "two-shot";
     case Algorithm::kPull:
       return "pull";
+    case Algorithm::kExchange:
+      return "exchange";
   }
   return "?";
 }

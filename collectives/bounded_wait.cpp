@@ -19,6 +19,10 @@ const char* BarrierName(Barrier b) noexcept {
       return "middle";
     case Barrier::kEnd:
       return "end";
+    case Barrier::kChunkReady:
+      return "chunk-ready";
+    case Barrier::kSlotFree:
+      return "slot-free";
   }
   return "?";
 }

@@ -34,6 +34,22 @@ extern "C" const unsigned char ncclscope_alltoall_fatbin_begin[];
 extern "C" const unsigned char ncclscope_alltoall_fatbin_end[];
 #endif
 
+#ifdef NCCLSCOPE_EXCHANGE_FATBIN
+asm(".section .rodata\n"
+    ".balign 16\n"
+    ".global ncclscope_exchange_fatbin_begin\n"
+    ".hidden ncclscope_exchange_fatbin_begin\n"
+    ".global ncclscope_exchange_fatbin_end\n"
+    ".hidden ncclscope_exchange_fatbin_end\n"
+    "ncclscope_exchange_fatbin_begin:\n"
+    ".incbin \"" NCCLSCOPE_EXCHANGE_FATBIN
+    "\"\n"
+    "ncclscope_exchange_fatbin_end:\n"
+    ".previous\n");
+extern "C" const unsigned char ncclscope_exchange_fatbin_begin[];
+extern "C" const unsigned char ncclscope_exchange_fatbin_end[];
+#endif
+
 namespace ncclscope::collectives {
 
 DeviceImage AllReduceFatbin() noexcept {
@@ -49,6 +65,15 @@ DeviceImage AlltoAllFatbin() noexcept {
 #ifdef NCCLSCOPE_ALLTOALL_FATBIN
   return {ncclscope_alltoall_fatbin_begin,
           static_cast<size_t>(ncclscope_alltoall_fatbin_end - ncclscope_alltoall_fatbin_begin)};
+#else
+  return {};
+#endif
+}
+
+DeviceImage ExchangeFatbin() noexcept {
+#ifdef NCCLSCOPE_EXCHANGE_FATBIN
+  return {ncclscope_exchange_fatbin_begin,
+          static_cast<size_t>(ncclscope_exchange_fatbin_end - ncclscope_exchange_fatbin_begin)};
 #else
   return {};
 #endif

@@ -16,5 +16,7 @@ struct DeviceImage {
 DeviceImage AllReduceFatbin() noexcept;
 // The all-to-all kernel (kernels/alltoall.cu), a fatbin of its own built with the same flags.
 DeviceImage AlltoAllFatbin() noexcept;
+// The grouped send/recv exchange kernel (kernels/exchange.cu), likewise.
+DeviceImage ExchangeFatbin() noexcept;
 
 }  // namespace ncclscope::collectives

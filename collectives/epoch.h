@@ -14,13 +14,19 @@ namespace ncclscope::collectives {
 
 inline constexpr uint32_t kMaxBlocks = 64;
 
-enum class Barrier : uint8_t { kStart, kMiddle, kEnd };
+// kChunkReady and kSlotFree are the grouped send/recv exchange's per-pair flags
+// (exchange_twin.h): they count chunks, not calls.
+enum class Barrier : uint8_t { kStart, kMiddle, kEnd, kChunkReady, kSlotFree };
 const char* BarrierName(Barrier b) noexcept;
 
 struct alignas(128) BlockFlags {
   uint32_t start[kMaxRanks];
   uint32_t middle[kMaxRanks];  // two-shot: between reduce-scatter and all-gather
   uint32_t end[kMaxRanks];
+  // Exchange (exchange_twin.h): [s] = the last chunk sender s made ready for this rank in this
+  // block's share of the slot; [d] = the last chunk receiver d took from this rank's slot.
+  uint32_t chunk_ready[kMaxRanks];
+  uint32_t slot_free[kMaxRanks];
 };
 
 struct Signal {
@@ -29,7 +35,11 @@ struct Signal {
 
 NCCLSCOPE_HOST_DEVICE inline uint32_t* FlagOf(Signal* s, uint32_t block, Barrier b, int peer) {
   BlockFlags& f = s->block[block];
-  uint32_t* slots = b == Barrier::kStart ? f.start : b == Barrier::kMiddle ? f.middle : f.end;
+  uint32_t* slots = b == Barrier::kStart        ? f.start
+                    : b == Barrier::kMiddle     ? f.middle
+                    : b == Barrier::kEnd        ? f.end
+                    : b == Barrier::kChunkReady ? f.chunk_ready
+                                                : f.slot_free;
   return &slots[peer];
 }
 

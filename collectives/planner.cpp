@@ -47,6 +47,12 @@ const char* FallbackText(Fallback f) noexcept {
       return "data type unknown to ncclscope (element size unknown)";
     case Fallback::kAlltoAllTooLarge:
       return "larger than the tuning table's all-to-all limit";
+    case Fallback::kSeveralOnPair:
+      return "more than one send to (or receive from) that peer in the group";
+    case Fallback::kSelfUnpaired:
+      return "a send to itself without one receive of the same size from itself";
+    case Fallback::kPeer:
+      return "peer outside the communicator";
   }
   return "?";
 }

@@ -43,6 +43,10 @@ enum class Fallback : uint8_t {
   // All-to-all (alltoall_plan.h); appended so the values above keep their numbers.
   kDtypeUnknown,      // not one of NCCL's data types: its element size is unknown
   kAlltoAllTooLarge,  // past the table's all-to-all limit
+  // Grouped sends and receives (exchange_plan.h).
+  kSeveralOnPair,  // more than one send to (receive from) that peer in the group
+  kSelfUnpaired,   // a send to itself without one matching receive from itself, or the reverse
+  kPeer,           // a peer outside the communicator (NCCL's to refuse)
 };
 const char* FallbackText(Fallback f) noexcept;
 

@@ -81,6 +81,18 @@ const TuningRow* TuningRows(size_t* count) noexcept {
   return kRows;
 }
 
+// 16 parts x 4 blocks = 64 blocks of 512 threads: co-resident on an A100 (108 SMs) and an
+// H100/H200 (132 SMs) with one block per SM, which the spin-waits between parts need.
+constexpr ExchangeTuningRow kExchangeRows[] = {
+    {GpuClass::kHopper, 2, 8, 4, 512, 256 * kKiB,
+     "4 blocks a part: 64 blocks at most, one per SM of a 132-SM H100/H200 (co-residency, "
+     "required); 512 threads as the other kernels; 256 KiB chunks: 8 slots fit the default 16 MiB "
+     "staging buffer 8 times over; not measured"},
+    {GpuClass::kAmpere, 2, 8, 4, 512, 256 * kKiB,
+     "4 blocks a part: 64 blocks at most, one per SM of a 108-SM A100 (co-residency, required); "
+     "512 threads as the other kernels; 256 KiB chunks as on sm_90; not measured"},
+};
+
 const AlltoAllTuningRow* FindAlltoAllTuning(GpuClass gpu, int nranks) noexcept {
   for (const AlltoAllTuningRow& r : kAlltoAllRows) {
     if (r.gpu == gpu && nranks >= r.min_ranks && nranks <= r.max_ranks) return &r;
@@ -91,6 +103,18 @@ const AlltoAllTuningRow* FindAlltoAllTuning(GpuClass gpu, int nranks) noexcept {
 const AlltoAllTuningRow* AlltoAllTuningRows(size_t* count) noexcept {
   *count = sizeof(kAlltoAllRows) / sizeof(kAlltoAllRows[0]);
   return kAlltoAllRows;
+}
+
+const ExchangeTuningRow* FindExchangeTuning(GpuClass gpu, int nranks) noexcept {
+  for (const ExchangeTuningRow& r : kExchangeRows) {
+    if (r.gpu == gpu && nranks >= r.min_ranks && nranks <= r.max_ranks) return &r;
+  }
+  return nullptr;
+}
+
+const ExchangeTuningRow* ExchangeTuningRows(size_t* count) noexcept {
+  *count = sizeof(kExchangeRows) / sizeof(kExchangeRows[0]);
+  return kExchangeRows;
 }
 
 }  // namespace ncclscope::collectives

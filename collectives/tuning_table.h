@@ -43,6 +43,21 @@ struct AlltoAllTuningRow {
 };
 
 const AlltoAllTuningRow* FindAlltoAllTuning(GpuClass gpu, int nranks) noexcept;
+
+// Grouped sends and receives (exchange_plan.h): each part (one peer, one direction) gets
+// blocks_per_part blocks of `threads`; at most 2 x 8 parts, all co-resident.
+struct ExchangeTuningRow {
+  GpuClass gpu;
+  int min_ranks;
+  int max_ranks;
+  uint32_t blocks_per_part;
+  uint32_t threads;
+  size_t chunk_bytes;  // what a part moves through its slot at once; a multiple of 16 x blocks
+  const char* provenance;
+};
+
+const ExchangeTuningRow* FindExchangeTuning(GpuClass gpu, int nranks) noexcept;
+const ExchangeTuningRow* ExchangeTuningRows(size_t* count) noexcept;
 const AlltoAllTuningRow* AlltoAllTuningRows(size_t* count) noexcept;
 
 }  // namespace ncclscope::collectives

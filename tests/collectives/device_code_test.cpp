@@ -15,6 +15,7 @@
 #include "collectives/allreduce_kernel_args.h"
 #include "collectives/alltoall_kernel_args.h"
 #include "collectives/device_code.h"
+#include "collectives/exchange_kernel_args.h"
 
 namespace ncclscope::collectives {
 namespace {
@@ -79,6 +80,14 @@ TEST(DeviceCode, TheAlltoAllKernelIsCarriedForTheSameGpus) {
   // Its own image: the AllReduce kernels are not in it, nor it in theirs.
   const std::string_view bytes(reinterpret_cast<const char*>(img.data), img.size);
   EXPECT_EQ(bytes.find(kAllReduceKernelNames[0][0]), std::string_view::npos);
+}
+
+TEST(DeviceCode, TheExchangeKernelIsCarriedForTheSameGpus) {
+  const DeviceImage img = ExchangeFatbin();
+  if (img.size == 0) GTEST_SKIP() << "built without nvcc: no device code to check";
+  ExpectKernels(img, {kExchangeKernelName});
+  const std::string_view bytes(reinterpret_cast<const char*>(img.data), img.size);
+  EXPECT_EQ(bytes.find(kAlltoAllKernelName), std::string_view::npos);
 }
 
 }  // namespace

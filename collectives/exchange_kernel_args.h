@@ -1,0 +1,43 @@
+// What the host passes to ncclscope's exchange kernel (kernels/exchange.cu) and its CPU twin
+// (exchange_twin.h), by value as the launch's one parameter: the parts of one group's sends and
+// receives that the plan gave ncclscope (exchange_plan.h), with each pair's chunk counter.
+#pragma once
+
+#include <cstdint>
+
+#include "collectives/accel_types.h"
+#include "collectives/allreduce_kernel_args.h"
+#include "collectives/epoch.h"
+
+namespace ncclscope::collectives {
+
+// At most one send and one receive per peer run on ncclscope's kernel (exchange_plan.h).
+inline constexpr uint32_t kMaxExchangeParts = 2 * kMaxRanks;
+
+struct ExchangePartArgs {
+  unsigned char* user;   // a send's sendbuff (read) or a receive's recvbuff (written)
+  uint64_t bytes;        // whole packs
+  uint32_t first_chunk;  // chunks of this pair and direction before this part (both sides agree)
+  int32_t peer;
+  int32_t send;
+  int32_t pad;
+};
+
+struct ExchangeKernelArgs {
+  unsigned char* staging[kMaxRanks];  // every rank's staging buffer as mapped here
+  Signal* signal[kMaxRanks];
+  KernelStall* stall;
+  ExchangePartArgs part[kMaxExchangeParts];
+  uint64_t slot_bytes;  // a destination's slot in its sender's staging (one chunk)
+  uint64_t sub_bytes;   // one block's share of a slot: slot_bytes / blocks_per_part
+  uint64_t timeout_ns;  // every wait ends this long after the kernel started
+  int32_t rank;
+  int32_t nranks;
+  uint32_t nparts;
+  uint32_t blocks_per_part;  // the grid is nparts x blocks_per_part blocks
+};
+
+// The kernel's entry point as the fatbin names it.
+inline constexpr const char* kExchangeKernelName = "ncclscope_exchange";
+
+}  // namespace ncclscope::collectives
