@@ -8,6 +8,7 @@
 
 #include "collectives/alltoall_kernel_args.h"
 #include "collectives/device_code.h"
+#include "collectives/exchange_kernel_args.h"
 #include "plugin/nccl_symbols.h"
 
 namespace ncclscope::plugin {
@@ -102,6 +103,14 @@ bool Prepare(const AccelDriver& cu, AccelComm* c, Offer* o, std::string* why) {
       cu.module_get_function(&c->alltoall, alltoall_module, nc::kAlltoAllKernelName) !=
           CUDA_SUCCESS) {
     *why = "the all-to-all kernel's module did not load";
+    return false;
+  }
+  const nc::DeviceImage exchange = nc::ExchangeFatbin();
+  CUmodule exchange_module = nullptr;
+  if (exchange.size == 0 || cu.module_load_data(&exchange_module, exchange.data) != CUDA_SUCCESS ||
+      cu.module_get_function(&c->exchange, exchange_module, nc::kExchangeKernelName) !=
+          CUDA_SUCCESS) {
+    *why = "the exchange kernel's module did not load";
     return false;
   }
   if (cu.event_create(&c->last_launch, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
@@ -266,6 +275,7 @@ std::unique_ptr<AccelComm> SetUpAccelComm(const AccelDriver& cu, ncclComm_t comm
       return c;
     }
   }
+  c->held.reserve(AccelComm::kMaxHeld);
   c->ready = true;
   return c;
 }
@@ -291,6 +301,55 @@ bool LaunchAccelAlltoAll(const AccelDriver& cu, AccelComm* c, const nc::AlltoAll
   return Launch(cu, c, c->alltoall, plan.blocks, plan.threads, params, stream, seq);
 }
 
+bool LaunchAccelExchange(const AccelDriver& cu, AccelComm* c, const nc::ExchangePlan& plan,
+                         const ExchangePartBuffer* parts, CUstream stream) {
+  nc::ExchangeKernelArgs a{};
+  for (int q = 0; q < c->nranks; ++q) {
+    // Every rank's staging as mapped here: its own is the device pointer, peers' through IPC.
+    a.staging[q] = const_cast<unsigned char*>(c->peer_staging[q]);
+    a.signal[q] = c->peer_signal[q];
+  }
+  a.stall = reinterpret_cast<nc::KernelStall*>(c->stall);
+  a.slot_bytes = plan.slot_bytes;
+  a.sub_bytes = plan.sub_bytes;
+  a.timeout_ns = c->timeout_ns;
+  a.rank = c->rank;
+  a.nranks = c->nranks;
+  a.nparts = plan.nparts;
+  a.blocks_per_part = plan.blocks_per_part;
+  uint32_t next_sent[nc::kMaxRanks];
+  uint32_t next_received[nc::kMaxRanks];
+  std::memcpy(next_sent, c->sent_chunks, sizeof next_sent);
+  std::memcpy(next_received, c->received_chunks, sizeof next_received);
+  for (uint32_t i = 0; i < plan.nparts; ++i) {
+    const ExchangePartBuffer& b = parts[i];
+    nc::ExchangePartArgs& p = a.part[i];
+    p.user = static_cast<unsigned char*>(b.buffer);
+    p.bytes = b.bytes;
+    p.peer = b.peer;
+    p.send = b.send ? 1 : 0;
+    uint32_t& counter = (b.send ? next_sent : next_received)[b.peer];
+    p.first_chunk = counter;
+    counter += static_cast<uint32_t>(nc::ExchangeChunks(plan, b.bytes));
+  }
+  void* params[] = {&a};
+  // Not an epoch of the communicator's barriers (the exchange counts chunks per pair): the
+  // launch leaves the epoch alone, and a stall of it names no collective (seq 0).
+  if (c->launched && stream != c->last_stream &&
+      cu.stream_wait_event(stream, c->last_launch, 0) != CUDA_SUCCESS) {
+    return false;
+  }
+  if (cu.launch_kernel(c->exchange, plan.nparts * plan.blocks_per_part, 1, 1, plan.threads, 1, 1, 0,
+                       stream, params, nullptr) != CUDA_SUCCESS) {
+    return false;
+  }
+  c->launched = cu.event_record(c->last_launch, stream) == CUDA_SUCCESS;
+  c->last_stream = stream;
+  std::memcpy(c->sent_chunks, next_sent, sizeof next_sent);
+  std::memcpy(c->received_chunks, next_received, sizeof next_received);
+  return true;
+}
+
 bool AccelStalled(const AccelComm& c, nc::Stall* out, uint64_t* seq) {
   if (c.stall_host == nullptr) return false;
   // Written by the device (system-scope atomic, then a system fence) or the emulator's twin.
@@ -299,7 +358,9 @@ bool AccelStalled(const AccelComm& c, nc::Stall* out, uint64_t* seq) {
   }
   const nc::KernelStall& k = *c.stall_host;
   *out = nc::Stall{k.rank, k.peer, k.block, static_cast<nc::Barrier>(k.barrier), k.want, k.seen};
-  *seq = c.seq_of_epoch[k.want % AccelComm::kEpochs].load(std::memory_order_relaxed);
+  const bool exchange =
+      out->barrier == nc::Barrier::kChunkReady || out->barrier == nc::Barrier::kSlotFree;
+  *seq = exchange ? 0 : c.seq_of_epoch[k.want % AccelComm::kEpochs].load(std::memory_order_relaxed);
   return true;
 }
 

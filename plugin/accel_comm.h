@@ -11,14 +11,30 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "collectives/allreduce_kernel_args.h"
 #include "collectives/alltoall_plan.h"
 #include "collectives/bounded_wait.h"
+#include "collectives/exchange_plan.h"
 #include "collectives/planner.h"
 #include "plugin/accel_driver.h"
+#include "trace/record.h"
 
 namespace ncclscope::plugin {
+
+// One ncclSend or ncclRecv a group holds back for the exchange (accel_group.h): its arguments and
+// its record as made at the call (times, thread, NVTX step), completed when it is decided.
+struct HeldP2p {
+  void* buffer = nullptr;
+  size_t count = 0;
+  ncclDataType_t dtype = ncclInt8;
+  int peer = -1;
+  bool send = false;
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  trace::RecordData record{};
+};
 
 struct AccelComm {
   bool ready = false;
@@ -45,6 +61,15 @@ struct AccelComm {
   collectives::Signal* peer_signal[collectives::kMaxRanks] = {};
   CUfunction kernel[2][3] = {};   // [one-shot, two-shot][fp16, fp32, bf16]
   CUfunction alltoall = nullptr;  // collectives/kernels/alltoall.cu
+  CUfunction exchange = nullptr;  // collectives/kernels/exchange.cu
+  // Grouped sends and receives (collectives/exchange_plan.h): chunks sent to and taken from each
+  // peer so far by the exchange kernel, as each peer counts them on its side.
+  uint32_t sent_chunks[collectives::kMaxRanks] = {};
+  uint32_t received_chunks[collectives::kMaxRanks] = {};
+  // The sends and receives of the open group held back, in call order; kMaxHeld reserved at set-up
+  // (no allocation on a call's path). Used by the communicator's calling thread only.
+  static constexpr size_t kMaxHeld = 64;
+  std::vector<HeldP2p> held;
   // The communicator's kernels share its buffers and flags, so they run one after another as
   // NCCL's operations on one communicator do, whatever streams they are issued on: each launch
   // waits for the previous one's event when it comes on another stream.
@@ -70,6 +95,19 @@ bool LaunchAccelAllReduce(const AccelDriver& cu, AccelComm* c,
 // Launches one ncclAlltoAll planned by collectives::PlanAlltoAll, as LaunchAccelAllReduce does.
 bool LaunchAccelAlltoAll(const AccelDriver& cu, AccelComm* c, const collectives::AlltoAllPlan& plan,
                          const void* sendbuff, void* recvbuff, CUstream stream, uint64_t seq);
+
+// One part of an exchange as the routing hands it over: a send's sendbuff or a receive's recvbuff.
+struct ExchangePartBuffer {
+  void* buffer = nullptr;
+  size_t bytes = 0;
+  int peer = -1;
+  bool send = false;
+};
+
+// Launches the parts `plan` gave ncclscope (parts[i] for plan.part_op[i]), advancing the pairs'
+// chunk counters once launched. False when the launch failed (counters unchanged).
+bool LaunchAccelExchange(const AccelDriver& cu, AccelComm* c, const collectives::ExchangePlan& plan,
+                         const ExchangePartBuffer* parts, CUstream stream);
 
 // Whether a kernel of this communicator gave up waiting (read without a copy); *out gets what it
 // wrote and the sequence number of its call. Thread: the communicator's caller.

@@ -6,6 +6,9 @@
 #include "collectives/allreduce_twin_kernel.h"
 #include "collectives/alltoall_kernel_args.h"
 #include "collectives/alltoall_twin_kernel.h"
+#include "collectives/exchange_kernel_args.h"
+#include "collectives/exchange_twin.h"
+#include "collectives/twin_steps.h"
 #include "plugin/export.h"
 
 namespace {
@@ -42,3 +45,17 @@ NCCLSCOPE_API void ncclscope_alltoall_pull_host(void** params, unsigned grid_x, 
 }
 NCCLSCOPE_API const unsigned long ncclscope_alltoall_pull_host_param_bytes =
     sizeof(nc::AlltoAllKernelArgs);
+
+// The exchange kernel of grouped sends and receives: the twin runs every unit of the launch on this
+// thread in turn (exchange_twin.h), so the grid shape is the parameter's own.
+NCCLSCOPE_API void ncclscope_exchange_host(void** params, unsigned /*grid_x*/,
+                                           unsigned /*block_x*/) {
+  if (params == nullptr || params[0] == nullptr) return;
+  const auto& args = *static_cast<const nc::ExchangeKernelArgs*>(params[0]);
+  nc::Stall stall;
+  const int64_t deadline = nc::MonotonicNs() + static_cast<int64_t>(args.timeout_ns);
+  if (nc::RunExchangeTwin(args, deadline, &stall) || args.stall == nullptr) return;
+  nc::RecordKernelStall(args.stall, stall);
+}
+NCCLSCOPE_API const unsigned long ncclscope_exchange_host_param_bytes =
+    sizeof(nc::ExchangeKernelArgs);

@@ -17,8 +17,9 @@ namespace {
 
 namespace nc = collectives;
 
-// The driver table, loaded once at the first routed call; null when it cannot be.
-const AccelDriver* Driver(const Config& config) {
+}  // namespace
+
+const AccelDriver* LoadedAccelDriver(const Config& config) noexcept {
   static std::once_flag once;
   static AccelDriver driver;
   static bool loaded = false;
@@ -31,6 +32,14 @@ const AccelDriver* Driver(const Config& config) {
   });
   return loaded ? &driver : nullptr;
 }
+
+bool StreamCapturing(const AccelDriver& cu, cudaStream_t stream) noexcept {
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  return cu.stream_is_capturing(reinterpret_cast<CUstream>(stream), &capture) != CUDA_SUCCESS ||
+         capture != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+namespace {
 
 // What the call alone says, judged alike on every rank before anything is known of the GPUs
 // (any generation with kernels; size limits come once the set-up agreed on one): a call failing
@@ -54,18 +63,12 @@ bool Routable(const CallFrame& f, const CommState* cs) {
   return cs != nullptr && f.ts->group_depth == 0;
 }
 
-bool Capturing(const AccelDriver& cu, cudaStream_t stream) {
-  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  return cu.stream_is_capturing(reinterpret_cast<CUstream>(stream), &capture) != CUDA_SUCCESS ||
-         capture != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 // What the set-up agreed on (one host, every peer mapped, the GPU generation, the buffer) and the
 // stream's capture state, into a call for the planner (AllReduceCall, AlltoAllCall).
 template <typename Call>
 void Agreed(const AccelDriver& cu, const AccelComm& ac, cudaStream_t stream, Call* call) {
   call->single_node = call->peers_reachable = true;
-  call->capturing = Capturing(cu, stream);
+  call->capturing = StreamCapturing(cu, stream);
   call->gpu = ac.gpu;
   call->buffer_bytes = ac.buffer_bytes;
 }
@@ -79,7 +82,7 @@ uint64_t NextSeq(const CommState* cs) {
 // call) and still usable; null when the call goes to NCCL.
 AccelComm* ReadyComm(const CallFrame& f, CommState* cs, ncclComm_t comm, int nranks,
                      const AccelDriver** driver) {
-  const AccelDriver* cu = Driver(f.rt->config);
+  const AccelDriver* cu = LoadedAccelDriver(f.rt->config);
   if (cu == nullptr) {
     return nullptr;
   }

@@ -1,5 +1,6 @@
 #include "plugin/accel_stall_report.h"
 
+#include <cstdio>
 #include <mutex>
 #include <vector>
 
@@ -44,10 +45,17 @@ bool NoticeAccelStall(AccelComm& c, trace::RingWriter& ring, int64_t now_ns) noe
   if (c.stall_reported.exchange(true)) return true;
   char where[160];
   nc::DescribeStall(stall, where, sizeof(where));
+  // The exchange of grouped sends and receives counts chunks, not collectives: no number to name.
+  char what[64];
+  if (stall.barrier == nc::Barrier::kChunkReady || stall.barrier == nc::Barrier::kSlotFree) {
+    std::snprintf(what, sizeof what, "a group's sends and receives");
+  } else {
+    std::snprintf(what, sizeof what, "collective #%llu", static_cast<unsigned long long>(seq));
+  }
   Warn(
-      "NCCLSCOPE_ACCEL: allreduce #%llu on communicator %s ended without its peer: %s; its "
-      "result is undefined and the communicator goes to NCCL from its next call",
-      static_cast<unsigned long long>(seq), c.comm_name.c_str(), where);
+      "NCCLSCOPE_ACCEL: %s on communicator %s ended without its peer: %s; its result is "
+      "undefined and the communicator goes to NCCL from its next call",
+      what, c.comm_name.c_str(), where);
   Record(c, stall, seq, ring, now_ns);
   return true;
 }

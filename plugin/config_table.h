@@ -82,10 +82,9 @@
     "communicators the verdict names and those the stalled rank has work in flight on, so the "    \
     "job fails fast and its launcher can restart it. Suspects are only reported.")                 \
   X(accel, Bool, "0", "",                                                                          \
-    "Send eligible ncclAllReduce calls (one node, fp16/bf16/fp32 sum, sizes of the tuning table) " \
-    "to ncclscope's own kernels (docs/collectives.md); the rest reach NCCL unchanged. Must be "    \
-    "the "                                                                                         \
-    "same on every rank of a job.")                                                                \
+    "Send eligible ncclAllReduce and ncclAlltoAll calls and the sends and receives of each group " \
+    "(one node, sizes of the tuning table; docs/collectives.md) to ncclscope's own kernels; the "  \
+    "rest reach NCCL unchanged. Must be the same on every rank of a job.")                         \
   X(accel_buffer, Size, "16m", "65536..1073741824",                                                \
     "Bytes of each communicator's staging and scratch buffers for ncclscope's kernels (device "    \
     "memory, allocated at its first routed call); larger calls go to NCCL.")                       \

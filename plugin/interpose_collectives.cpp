@@ -1,6 +1,7 @@
 // Interposed collectives: each gets the next per-communicator sequence number.
 #include <nccl.h>
 
+#include "plugin/accel_group.h"
 #include "plugin/accel_route.h"
 #include "plugin/cupti_correlate.h"
 #include "plugin/export.h"
@@ -52,6 +53,8 @@ ncclResult_t Collective(const CollArgs& a, Forward&& forward) noexcept {
   // NCCLSCOPE_ACCEL off (the default) costs this one predicted branch.
   bool accelerated = false;
   if (__builtin_expect(f.rt->config.accel, 0)) {
+    // Sends and receives this group held back reach NCCL before this call does.
+    FlushHeldP2p(f);
     void* recv = const_cast<void*>(a.recv);
     if (a.op == OpType::kAllReduce) {
       accelerated = RouteAllReduce(f, cs, a.comm, a.send, recv, a.count, a.dtype,

@@ -1,6 +1,7 @@
 // Interposed group calls: group nesting and ids, and the completion events of grouped calls.
 #include <nccl.h>
 
+#include "plugin/accel_group.h"
 #include "plugin/cupti_correlate.h"
 #include "plugin/export.h"
 #include "plugin/group_tracker.h"
@@ -33,6 +34,16 @@ ncclResult_t GroupEnd(trace::OpType op, Forward&& forward) noexcept {
   trace::RecordData d = MakeRecord(f, op, ncclSuccess);
   d.flags &= ~trace::kFlagInGroup;
   // Connection setup for the group's peers happens here and blocks until they take part.
+  // NCCLSCOPE_ACCEL: the sends and receives the group held back run on ncclscope's exchange or
+  // reach NCCL now, still inside the group (its outermost end; a simulated end launches nothing),
+  // their records before the group end's as if they had reached NCCL at their calls.
+  if (__builtin_expect(f.ts->held_comm != nullptr, 0) && f.ts->group_depth == 1) {
+    if (op == trace::OpType::kGroupEnd) {
+      EndHeldGroup(f);
+    } else {
+      FlushHeldP2p(f);
+    }
+  }
   const uint64_t slot = OpenHostRecord(f, d);
   const ncclResult_t r = CorrelatedCall(f, forward);
   const int err = errno;

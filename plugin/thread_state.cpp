@@ -20,6 +20,7 @@ void ResetThreadStateAfterFork() noexcept {
   t_thread_state.group_id = 0;
   t_thread_state.call_op = 0;
   t_thread_state.call_peer = -1;
+  t_thread_state.held_comm = nullptr;
 }
 
 }  // namespace ncclscope::plugin

@@ -29,6 +29,9 @@ struct ThreadState {
   // on this thread, learn from them which operation (and which per-peer counter) they belong to.
   uint32_t call_op;
   int32_t call_peer;
+  // NCCLSCOPE_ACCEL: the communicator (CommState) whose sends and receives this thread's open
+  // group holds back for ncclscope's exchange (accel_group.h); null when none.
+  void* held_comm;
   PendingCompletion pending[kMaxPendingInGroup];
 };
 

@@ -118,7 +118,7 @@ TEST(AccelAllReduce, ARankThatNeverArrivesEndsTheKernelsAndIsRecorded) {
   for (int r = 0; r < 3; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
     EXPECT_NE(sim.err.find("[rank " + std::to_string(r) +
-                           "] ncclscope: warning: NCCLSCOPE_ACCEL: allreduce #2 on communicator "
+                           "] ncclscope: warning: NCCLSCOPE_ACCEL: collective #2 on communicator "
                            "world ended without its peer: rank " +
                            std::to_string(r) + " waited for rank 3 at the start barrier"),
               std::string::npos)
