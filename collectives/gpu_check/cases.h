@@ -1,0 +1,53 @@
+// What the GPU check runs: for a rank count, every size class of the tuning table (the edges of
+// one-shot and two-shot for fp32/fp16/bf16, all-to-all's smallest, odd and largest sizes), each
+// with the algorithm the planner picks and, for small sizes, the other one too (a kernel must be
+// right whatever the table says), and how many repetitions each gets.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives/accel_types.h"
+#include "collectives/tuning_table.h"
+
+namespace ncclscope::gpu_check {
+
+enum class Op : uint8_t { kAllReduce, kAlltoAll };
+
+struct Case {
+  Op op = Op::kAllReduce;
+  collectives::Algorithm algorithm = collectives::Algorithm::kOneShot;  // or kTwoShot, kPull
+  collectives::Dtype dtype = collectives::Dtype::kFp32;                 // AllReduce only
+  int nranks = 0;
+  size_t bytes = 0;     // AllReduce: the buffer; AlltoAll: a rank's whole sendbuff
+  uint64_t packs = 0;   // AllReduce: bytes / 16; AlltoAll: packs per peer
+  uint32_t blocks = 0;  // the table's launch (the single-device run may lower it: co-residency)
+  uint32_t threads = 0;
+  bool planned = true;  // the planner's choice for this call; false: the other algorithm, forced
+  int reps = 0;
+};
+
+struct CaseLimits {
+  size_t max_bytes = 64u << 20;       // larger sizes are left out
+  size_t force_other_max = 1u << 20;  // up to here the other AllReduce algorithm runs too
+  size_t big_bytes = 1u << 20;        // above this a case gets big_reps instead of reps
+  int reps = 20;
+  int big_reps = 3;
+};
+
+// Every case for `nranks` on a GPU of generation `gpu` (the table's rows; kUnknown: sm_90's).
+std::vector<Case> BuildCases(collectives::GpuClass gpu, int nranks, const CaseLimits& limits);
+
+// The kernel's name in the fatbin (collectives/*_kernel_args.h).
+const char* KernelName(const Case& c);
+
+// "allreduce two-shot bf16" / "alltoall pull".
+std::string CaseName(const Case& c);
+
+// Bytes one rank reads and writes in device memory for one call (copy-in included), for the
+// bandwidth column: one-shot (n + 3) S, two-shot 5 S + S / n, pull 4 S.
+double BytesMovedPerRank(const Case& c);
+
+}  // namespace ncclscope::gpu_check

@@ -1,0 +1,139 @@
+#include "collectives/gpu_check/device_rank.h"
+
+#include <time.h>
+
+#include <memory>
+
+#include "collectives/bounded_wait.h"
+#include "collectives/device_code.h"
+#include "collectives/gpu_check/kernel_params.h"
+
+namespace ncclscope::gpu_check {
+namespace {
+
+namespace nc = collectives;
+
+}  // namespace
+
+bool AllocateRank(const Driver& cu, size_t bytes, uint32_t first_epoch, DeviceRank* r,
+                  std::string* error) {
+  struct Want {
+    CUdeviceptr* slot;
+    size_t bytes;
+    const char* name;
+  };
+  const Want wants[] = {{&r->input, bytes, "input"},
+                        {&r->output, bytes, "output"},
+                        {&r->staging, bytes, "staging"},
+                        {&r->scratch, bytes, "scratch"},
+                        {&r->signal, sizeof(nc::Signal), "flags"},
+                        {&r->stall, sizeof(nc::KernelStall), "stall record"}};
+  for (const Want& w : wants) {
+    const CUresult res = cu.mem_alloc(w.slot, w.bytes);
+    if (res != CUDA_SUCCESS) {
+      *error = std::string("cuMemAlloc of the ") + w.name + " buffer (" + std::to_string(w.bytes) +
+               " bytes): " + ErrorText(cu, res);
+      FreeRank(cu, r);
+      return false;
+    }
+  }
+  if (!ResetRankFlags(cu, *r, first_epoch - 1)) {
+    *error = "writing the flags failed";
+    FreeRank(cu, r);
+    return false;
+  }
+  return true;
+}
+
+void FreeRank(const Driver& cu, DeviceRank* r) {
+  for (CUdeviceptr* p : {&r->input, &r->output, &r->staging, &r->scratch, &r->signal, &r->stall}) {
+    if (*p != 0) cu.mem_free(*p);
+    *p = 0;
+  }
+}
+
+bool ResetRankFlags(const Driver& cu, const DeviceRank& r, uint32_t value) {
+  // cuMemsetD32 would do for the flags, but the emulated driver has only cuMemsetD8.
+  auto flags = std::make_unique<nc::Signal>();
+  FillFlags(flags.get(), value);
+  return cu.memcpy_htod(r.signal, flags.get(), sizeof(nc::Signal)) == CUDA_SUCCESS &&
+         cu.memset_d8(r.stall, 0, sizeof(nc::KernelStall)) == CUDA_SUCCESS &&
+         cu.ctx_synchronize() == CUDA_SUCCESS;
+}
+
+bool ReadStall(const Driver& cu, const DeviceRank& r, nc::KernelStall* out) {
+  return cu.memcpy_dtoh(out, r.stall, sizeof(*out)) == CUDA_SUCCESS;
+}
+
+std::string StallText(const nc::KernelStall& k) {
+  char text[160];
+  nc::DescribeStall(
+      nc::Stall{k.rank, k.peer, k.block, static_cast<nc::Barrier>(k.barrier), k.want, k.seen}, text,
+      sizeof(text));
+  return text;
+}
+
+CUfunction Kernels::Of(const Case& c) const {
+  if (c.op == Op::kAlltoAll) return alltoall;
+  const int a = c.algorithm == nc::Algorithm::kOneShot ? 0 : 1;
+  const int d = c.dtype == nc::Dtype::kFp16 ? 0 : c.dtype == nc::Dtype::kFp32 ? 1 : 2;
+  return allreduce[a][d];
+}
+
+bool LoadKernels(const Driver& cu, Kernels* k, std::string* error) {
+  const nc::DeviceImage allreduce = nc::AllReduceFatbin(), alltoall = nc::AlltoAllFatbin();
+  if (allreduce.size == 0 || alltoall.size == 0) {
+    *error = "this build has no device code (built without nvcc)";
+    return false;
+  }
+  CUmodule m = nullptr, m2 = nullptr;
+  CUresult res = cu.module_load_data(&m, allreduce.data);
+  if (res == CUDA_SUCCESS) res = cu.module_load_data(&m2, alltoall.data);
+  if (res != CUDA_SUCCESS) {
+    *error = "cuModuleLoadData: " + ErrorText(cu, res) +
+             " (the fatbin carries sm_80 and sm_90 cubins and sm_90 PTX)";
+    return false;
+  }
+  for (int a = 0; a < 2; ++a) {
+    for (int d = 0; d < 3; ++d) {
+      res = cu.module_get_function(&k->allreduce[a][d], m, nc::kAllReduceKernelNames[a][d]);
+      if (res != CUDA_SUCCESS) {
+        *error = std::string("cuModuleGetFunction ") + nc::kAllReduceKernelNames[a][d] + ": " +
+                 ErrorText(cu, res);
+        return false;
+      }
+    }
+  }
+  res = cu.module_get_function(&k->alltoall, m2, nc::kAlltoAllKernelName);
+  if (res != CUDA_SUCCESS) {
+    *error =
+        std::string("cuModuleGetFunction ") + nc::kAlltoAllKernelName + ": " + ErrorText(cu, res);
+    return false;
+  }
+  return true;
+}
+
+bool WaitStreams(const Driver& cu, const CUstream* streams, int n, int64_t deadline_ns, int* stuck,
+                 std::string* error) {
+  for (int i = 0; i < n; ++i) {
+    for (;;) {
+      const CUresult res = cu.stream_query(streams[i]);
+      if (res == CUDA_SUCCESS) break;
+      if (res != CUDA_ERROR_NOT_READY) {
+        *error = "cuStreamQuery: " + ErrorText(cu, res);
+        *stuck = i;
+        return false;
+      }
+      if (nc::MonotonicNs() > deadline_ns) {
+        *error = "timed out";
+        *stuck = i;
+        return false;
+      }
+      const timespec pause{0, 20000};
+      nanosleep(&pause, nullptr);
+    }
+  }
+  return true;
+}
+
+}  // namespace ncclscope::gpu_check

@@ -1,0 +1,50 @@
+// One simulated rank's memory on the device (input, output, the registered staging, scratch and
+// flags, its stall record), the kernels' module, and waiting for kernels with a host-side deadline
+// so that a kernel whose bounded wait failed to end it is reported as a hang instead of blocking
+// the check for ever.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "collectives/allreduce_kernel_args.h"
+#include "collectives/gpu_check/cases.h"
+#include "collectives/gpu_check/driver.h"
+
+namespace ncclscope::gpu_check {
+
+struct DeviceRank {
+  CUdeviceptr input = 0, output = 0, staging = 0, scratch = 0, signal = 0, stall = 0;
+};
+
+// Allocates `bytes` of each buffer, flags as after epoch first_epoch - 1, stall record zeroed.
+// False with *error naming the call that failed (what was allocated is freed).
+bool AllocateRank(const Driver& cu, size_t bytes, uint32_t first_epoch, DeviceRank* r,
+                  std::string* error);
+void FreeRank(const Driver& cu, DeviceRank* r);
+
+// Every flag slot of the rank as after epoch `value`, and its stall record zeroed (synchronous).
+bool ResetRankFlags(const Driver& cu, const DeviceRank& r, uint32_t value);
+
+// The rank's stall record (after its kernel ended).
+bool ReadStall(const Driver& cu, const DeviceRank& r, collectives::KernelStall* out);
+
+// "rank 3 waited for rank 5 at the start barrier of block 2 (epoch 17, flag 16)".
+std::string StallText(const collectives::KernelStall& k);
+
+// The seven kernels of the two embedded fatbins.
+struct Kernels {
+  CUfunction allreduce[2][3] = {};  // [one-shot, two-shot][fp16, fp32, bf16]
+  CUfunction alltoall = nullptr;
+  CUfunction Of(const Case& c) const;
+};
+// False with *error when the build has no device code or a kernel is missing.
+bool LoadKernels(const Driver& cu, Kernels* k, std::string* error);
+
+// Polls the streams until all are idle or MonotonicNs() passes deadline_ns. False on a timeout
+// (*stuck: the first stream still busy) or an error (*error).
+bool WaitStreams(const Driver& cu, const CUstream* streams, int n, int64_t deadline_ns, int* stuck,
+                 std::string* error);
+
+}  // namespace ncclscope::gpu_check
