@@ -91,6 +91,28 @@ void PrintTable() {
                 Bytes(r.one_shot_max_bytes).c_str(), Bytes(r.two_shot_max_bytes).c_str(),
                 launch.c_str(), r.provenance);
   }
+  // The other kernels' rows: ncclAlltoAll's pull, and the exchange of a group's sends and
+  // receives (docs/collectives.md).
+  const nc::AlltoAllTuningRow* a2a = nc::AlltoAllTuningRows(&n);
+  std::printf("\nalltoall (pull)\n%-6s %-6s %-15s %-7s %s\n", "gpu", "ranks", "sendbuff below",
+              "launch", "provenance");
+  for (size_t i = 0; i < n; ++i) {
+    const nc::AlltoAllTuningRow& r = a2a[i];
+    const std::string ranks = std::to_string(r.min_ranks) + "-" + std::to_string(r.max_ranks);
+    const std::string launch = std::to_string(r.blocks) + "x" + std::to_string(r.threads);
+    std::printf("%-6s %-6s %-15s %-7s %s\n", nc::GpuClassName(r.gpu), ranks.c_str(),
+                Bytes(r.max_bytes).c_str(), launch.c_str(), r.provenance);
+  }
+  const nc::ExchangeTuningRow* ex = nc::ExchangeTuningRows(&n);
+  std::printf("\ngrouped sends and receives (exchange)\n%-6s %-6s %-15s %-7s %s\n", "gpu", "ranks",
+              "chunk", "a part", "provenance");
+  for (size_t i = 0; i < n; ++i) {
+    const nc::ExchangeTuningRow& r = ex[i];
+    const std::string ranks = std::to_string(r.min_ranks) + "-" + std::to_string(r.max_ranks);
+    const std::string launch = std::to_string(r.blocks_per_part) + "x" + std::to_string(r.threads);
+    std::printf("%-6s %-6s %-15s %-7s %s\n", nc::GpuClassName(r.gpu), ranks.c_str(),
+                Bytes(r.chunk_bytes).c_str(), launch.c_str(), r.provenance);
+  }
 }
 
 // A whole number in [min, max], checked on the text as typed: CLI11 would wrap "-5" into a huge

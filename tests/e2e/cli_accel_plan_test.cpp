@@ -106,6 +106,21 @@ TEST(CliAccelPlan, TheTableShowsEveryRowWithItsProvenance) {
     EXPECT_EQ(line.rfind(nc::GpuClassName(rows[i].gpu), 0), 0u) << line;
     EXPECT_NE(line.find(" " + ranks + " "), std::string::npos) << line;
   }
+  // The all-to-all and exchange kernels' rows follow, each under its heading, once per row.
+  const size_t a2a = p.out.find("\nalltoall (pull)\n");
+  const size_t exchange = p.out.find("\ngrouped sends and receives (exchange)\n");
+  ASSERT_NE(a2a, std::string::npos) << p.out;
+  ASSERT_NE(exchange, std::string::npos) << p.out;
+  const nc::AlltoAllTuningRow* a2a_rows = nc::AlltoAllTuningRows(&n);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t at = p.out.find(a2a_rows[i].provenance, a2a);
+    EXPECT_TRUE(at != std::string::npos && at < exchange) << a2a_rows[i].provenance;
+  }
+  const nc::ExchangeTuningRow* exchange_rows = nc::ExchangeTuningRows(&n);
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_NE(p.out.find(exchange_rows[i].provenance, exchange), std::string::npos)
+        << exchange_rows[i].provenance;
+  }
 }
 
 TEST(CliAccelPlan, BadValuesNameTheirOptionAndExit3) {
