@@ -63,8 +63,11 @@ class Checker {
         if (f.dtype && *f.dtype == op.dtype) fail(path + ".dtype", "equals the op's dtype");
         break;
       case FaultKind::kWrongOp:
-        if (op.kind == OpKind::kPipeline) fail(path + ".op", "wrong_op applies to collectives");
-        if (f.as_op && (*f.as_op == op.kind || *f.as_op == OpKind::kPipeline)) {
+        if (opIsPointToPoint(op.kind)) {
+          fail(path + ".op",
+               fmt::format("wrong_op applies to collectives, {} is sends and receives", name));
+        }
+        if (f.as_op && (*f.as_op == op.kind || opIsPointToPoint(*f.as_op))) {
           fail(path + ".as_op", "must name a different collective");
         }
         break;

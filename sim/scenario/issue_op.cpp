@@ -43,6 +43,28 @@ ncclResult_t issuePipeline(RankBackend& nccl, const OpCall& c, OpBuffers& b, ncc
   return rc;
 }
 
+// As torch/csrc/cuda/nccl.cpp all2all_single_unequal_split: one group; for every peer in rank
+// order, itself included, a send and then a receive, each left out when its part is empty. Parts
+// start at element offsets, so most are not 16-byte aligned, as in PyTorch.
+ncclResult_t issueAllToAllV(RankBackend& nccl, const OpCall& c, OpBuffers& b, ncclComm_t comm,
+                            CUstream s) {
+  const size_t es = dtypeSize(c.dtype);
+  const AlltoallvSplit& p = b.split;
+  ncclResult_t rc = nccl.groupStart();
+  for (size_t peer = 0; rc == ncclSuccess && peer < p.send_counts.size(); ++peer) {
+    if (p.send_counts[peer] != 0) {
+      rc = nccl.send(b.send.data() + p.send_offsets[peer] * es, p.send_counts[peer], c.dtype,
+                     static_cast<int>(peer), comm, s);
+    }
+    if (rc == ncclSuccess && p.recv_counts[peer] != 0) {
+      rc = nccl.recv(b.recv.data() + p.recv_offsets[peer] * es, p.recv_counts[peer], c.dtype,
+                     static_cast<int>(peer), comm, s);
+    }
+  }
+  const ncclResult_t end = nccl.groupEnd();
+  return rc != ncclSuccess ? rc : end;
+}
+
 ncclResult_t issueCollective(RankBackend& nccl, const OpCall& c, OpBuffers& b, ncclRedOp_t op,
                              ncclComm_t comm, CUstream s) {
   const size_t es = dtypeSize(c.dtype);
@@ -66,6 +88,7 @@ ncclResult_t issueCollective(RankBackend& nccl, const OpCall& c, OpBuffers& b, n
     case OpKind::kScatter:
       return nccl.scatter(in, out, c.count, c.dtype, c.root, comm, s);
     case OpKind::kPipeline:
+    case OpKind::kAllToAllV:
       break;
   }
   return ncclInvalidArgument;
@@ -76,6 +99,7 @@ ncclResult_t issueCollective(RankBackend& nccl, const OpCall& c, OpBuffers& b, n
 ncclResult_t issueOp(RankBackend& nccl, const OpCall& c, OpBuffers& b, ncclComm_t comm,
                      CUstream stream) {
   if (c.kind == OpKind::kPipeline) return issuePipeline(nccl, c, b, comm, stream);
+  if (c.kind == OpKind::kAllToAllV) return issueAllToAllV(nccl, c, b, comm, stream);
   if (c.redop != RedOp::kPreMulSum) {
     return issueCollective(nccl, c, b, builtinOp(c.redop), comm, stream);
   }

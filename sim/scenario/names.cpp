@@ -37,7 +37,7 @@ std::string choices(const std::array<std::pair<std::string_view, E>, N>& table) 
   return out;
 }
 
-constexpr std::array<std::pair<std::string_view, OpKind>, 9> kOps{{
+constexpr std::array<std::pair<std::string_view, OpKind>, 10> kOps{{
     {"allreduce", OpKind::kAllReduce},
     {"broadcast", OpKind::kBroadcast},
     {"reduce", OpKind::kReduce},
@@ -47,6 +47,7 @@ constexpr std::array<std::pair<std::string_view, OpKind>, 9> kOps{{
     {"gather", OpKind::kGather},
     {"scatter", OpKind::kScatter},
     {"pipeline", OpKind::kPipeline},
+    {"alltoallv", OpKind::kAllToAllV},
 }};
 
 // Canonical names first: dtypeName() returns the first match.
@@ -183,6 +184,10 @@ bool opHasRoot(OpKind kind) {
 
 bool opReduces(OpKind kind) {
   return kind == OpKind::kAllReduce || kind == OpKind::kReduce || kind == OpKind::kReduceScatter;
+}
+
+bool opIsPointToPoint(OpKind kind) {
+  return kind == OpKind::kPipeline || kind == OpKind::kAllToAllV;
 }
 
 }  // namespace ncclscope::sim

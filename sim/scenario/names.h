@@ -36,5 +36,7 @@ std::string_view crashModeName(CrashMode mode);
 // Ops addressed by one rank's data buffers (collectives) versus point-to-point pipelines.
 bool opHasRoot(OpKind kind);
 bool opReduces(OpKind kind);
+// Issued as ncclSend/ncclRecv calls (pipeline, alltoallv), not as one NCCL collective.
+bool opIsPointToPoint(OpKind kind);
 
 }  // namespace ncclscope::sim

@@ -42,6 +42,24 @@ void makeInPlace(const OpCall& c, int me, size_t es, OpBuffers* b) {
   b->in_place = true;
 }
 
+// The peer whose part holds receive offset i (parts are contiguous, in rank order).
+int alltoallvSource(const AlltoallvSplit& split, size_t i) {
+  const auto& offs = split.recv_offsets;
+  // The last part starting at or before i (i < the total): never an empty one, which starts
+  // where the next part does.
+  return static_cast<int>(std::upper_bound(offs.begin(), offs.end(), i) - offs.begin()) - 1;
+}
+
+std::optional<std::string> checkGuard(const OpBuffers& b, size_t es) {
+  for (size_t k = b.recv_count * es; k < b.recv.size(); ++k) {
+    if (b.recv[k] != 0xff) {
+      return fmt::format("byte {} past the last received part was written (0x{:02x})",
+                         k - b.recv_count * es, b.recv[k]);
+    }
+  }
+  return std::nullopt;
+}
+
 int mod(int a, int n) {
   return ((a % n) + n) % n;
 }
@@ -73,6 +91,11 @@ std::optional<double> expectedAt(const OpCall& c, const PatternKey& key, int me,
     case OpKind::kPipeline:
       if (b.recv_peer < 0) return std::nullopt;
       return inputValue(key, s, b.recv_peer, i);
+    case OpKind::kAllToAllV: {
+      const int src = alltoallvSource(b.split, i);
+      const size_t at = alltoallvSendOffset(cnt, c.equal_counts, key, src, me);
+      return inputValue(key, s, src, at + i - b.split.recv_offsets[static_cast<size_t>(src)]);
+    }
   }
   return std::nullopt;
 }
@@ -91,6 +114,7 @@ OpCall callFromSpec(const OpSpec& spec, int comm_index) {
   c.direction = spec.direction;
   c.grouped = spec.grouped;
   c.in_place = spec.in_place;
+  c.equal_counts = spec.equal_counts;
   return c;
 }
 
@@ -138,11 +162,17 @@ OpBuffers prepareBuffers(const OpCall& c, const PatternKey& key, int me, int n) 
       b.recv_count = b.recv_peer >= 0 ? cnt : 0;
       break;
     }
+    case OpKind::kAllToAllV:
+      b.split = alltoallvSplit(cnt, c.equal_counts, key, me, n);
+      b.send_count = b.split.send_total;
+      b.recv_count = b.split.recv_total;
+      break;
   }
   const size_t es = dtypeSize(c.dtype);
+  const size_t guard = c.kind == OpKind::kAllToAllV ? kGuardBytes : 0;
   // Never hand the library a null pointer, even for an empty or unused buffer.
   b.send.assign(std::max<size_t>(b.send_count, 1) * es, 0);
-  b.recv.assign(std::max<size_t>(b.recv_count, 1) * es, 0xff);
+  b.recv.assign(std::max<size_t>(b.recv_count, 1) * es + guard, 0xff);
   const PatternShape s = shapeOf(c, n);
   for (size_t k = 0; k < b.send_count; ++k) {
     encodeValue(inputValue(key, s, me, k), c.dtype, &b.send[k * es]);
@@ -160,10 +190,15 @@ std::optional<std::string> checkResult(const OpCall& c, const PatternKey& key, i
     if (!want) return std::nullopt;  // undefined here means undefined for the whole buffer
     const double got = decodeValue(&b.recv[(b.recv_offset + i) * es], c.dtype);
     if (!(std::fabs(got - *want) <= tol)) {
-      return fmt::format("offset {}: got {} expected {}{}", i, got, *want,
+      const std::string from =
+          c.kind == OpKind::kAllToAllV
+              ? fmt::format(" (part from rank {})", alltoallvSource(b.split, i))
+              : "";
+      return fmt::format("offset {}{}: got {} expected {}{}", i, from, got, *want,
                          tol > 0 ? fmt::format(" (tolerance {})", tol) : "");
     }
   }
+  if (c.kind == OpKind::kAllToAllV) return checkGuard(b, es);
   return std::nullopt;
 }
 

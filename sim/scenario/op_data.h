@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/scenario/alltoallv_split.h"
 #include "sim/scenario/data_pattern.h"
 #include "sim/scenario/scenario.h"
 
@@ -22,9 +23,10 @@ struct OpCall {
   int root = 0;
   PipeDirection direction = PipeDirection::kForward;
   bool grouped = true;
-  int peer_shift = 0;       // pipeline: added to the send peer (wrong_peer)
-  bool send_first = false;  // ungrouped pipeline: send before receiving (send_first)
-  bool in_place = false;    // alltoall, gather, scatter (OpSpec::in_place)
+  int peer_shift = 0;         // pipeline: added to the send peer (wrong_peer)
+  bool send_first = false;    // ungrouped pipeline: send before receiving (send_first)
+  bool in_place = false;      // alltoall, gather, scatter (OpSpec::in_place)
+  bool equal_counts = false;  // alltoallv (OpSpec::equal_counts)
 };
 
 OpCall callFromSpec(const OpSpec& spec, int comm_index);
@@ -44,14 +46,21 @@ struct OpBuffers {
   bool in_place = false;
   size_t in_offset = 0;
   size_t recv_offset = 0;
+  // alltoallv: each peer's part of `send` and `recv`. `recv` ends with kGuardBytes of 0xff past
+  // the last part, which no receive may write.
+  AlltoallvSplit split;
 };
+
+// Bytes of 0xff after an alltoallv's receive buffer: a receive longer than its part shows there.
+inline constexpr size_t kGuardBytes = 16;
 
 // Sizes the buffers for rank `me` of a communicator of `n` ranks, fills the send buffer from the
 // pattern and the receive buffer with 0xff bytes (no dtype's pattern value looks like that).
 OpBuffers prepareBuffers(const OpCall& call, const PatternKey& key, int me, int n);
 
 // First element of the receive buffer that differs from the pattern, as a message naming offset,
-// got and expected; nullopt when all is right or the op leaves this rank's buffer undefined.
+// got and expected (alltoallv: also the part's source rank, and any written guard byte); nullopt
+// when all is right or the op leaves this rank's buffer undefined.
 std::optional<std::string> checkResult(const OpCall& call, const PatternKey& key, int me, int n,
                                        const OpBuffers& buffers);
 

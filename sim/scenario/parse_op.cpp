@@ -14,7 +14,7 @@ constexpr int64_t kMaxCount = int64_t{1} << 28;
 
 OpSpec parseOp(const JsonNode& node) {
   node.expectObject({"op", "comm", "count", "bytes", "dtype", "redop", "scalar", "root",
-                     "direction", "grouped", "in_place"});
+                     "direction", "grouped", "in_place", "counts"});
   OpSpec op;
   const JsonNode kind = node.at("op");
   const std::string kind_name = kind.asString();
@@ -97,6 +97,18 @@ OpSpec parseOp(const JsonNode& node) {
                           kind_name));
     }
     op.in_place = ip.asBool();
+  }
+  if (node.has("counts")) {
+    const JsonNode c = node.at("counts");
+    if (op.kind != OpKind::kAllToAllV) {
+      c.fail(fmt::format("'counts' only applies to alltoallv, not {}", kind_name));
+    }
+    const std::string split = c.asString();
+    if (split == "equal") {
+      op.equal_counts = true;
+    } else if (split != "uneven") {
+      c.fail(fmt::format("unknown counts '{}' (expected uneven or equal)", split));
+    }
   }
   return op;
 }

@@ -23,6 +23,9 @@ enum class OpKind {
   kGather,
   kScatter,
   kPipeline,  // send/recv between consecutive ranks of a communicator
+  // PyTorch's all_to_all_single with uneven splits: one group of a send and a receive per peer
+  // (torch/csrc/cuda/nccl.cpp, all2all_single_unequal_split); parts sized by alltoallv_split.h.
+  kAllToAllV,
 };
 
 // Reduction as written in the scenario; premulsum is turned into a dynamic ncclRedOp_t at issue.
@@ -52,8 +55,9 @@ struct OpSpec {
   double premul_scalar = 2.0;  // only for premulsum; a power of two keeps results exact
   int root = 0;                // rank within the communicator
   PipeDirection direction = PipeDirection::kForward;  // pipeline only
-  bool grouped = true;    // pipeline: send and recv inside one ncclGroupStart/End
-  bool in_place = false;  // alltoall, gather, scatter: NCCL's in-place form of the call
+  bool grouped = true;        // pipeline: send and recv inside one ncclGroupStart/End
+  bool in_place = false;      // alltoall, gather, scatter: NCCL's in-place form of the call
+  bool equal_counts = false;  // alltoallv: every part `count` elements (an equal split)
 };
 
 // Compute time of a step, in milliseconds. per_rank keys are world ranks as written.

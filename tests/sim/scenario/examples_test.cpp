@@ -67,6 +67,35 @@ TEST(ExampleScenarios, HealthyUsesEveryOpAndNoFault) {
   EXPECT_EQ(redops.size(), 6u);
 }
 
+// healthy.json covers the original nine; ops added since may live in an example of their own
+// (alltoallv.json), but every op kind is played by some example.
+TEST(ExampleScenarios, CoverEveryOpKind) {
+  std::set<OpKind> ops;
+  for (const std::string& f : exampleFiles()) {
+    for (const StepSpec& step : parseScenarioFile(f).steps) {
+      for (const OpSpec& op : step.ops) ops.insert(op.kind);
+    }
+  }
+  for (int k = 0; k <= static_cast<int>(OpKind::kAllToAllV); ++k) {
+    EXPECT_TRUE(ops.count(static_cast<OpKind>(k))) << opKindName(static_cast<OpKind>(k));
+  }
+}
+
+TEST(ExampleScenarios, AlltoallvExampleRunsFromTwoRanksWithBothSplits) {
+  const Scenario s = parseScenarioFile(std::string(NCCLSCOPE_SCENARIOS_DIR) + "/alltoallv.json");
+  EXPECT_EQ(s.min_ranks, 2);
+  EXPECT_TRUE(s.faults.empty());
+  std::set<bool> equal;
+  for (const StepSpec& step : s.steps) {
+    for (const OpSpec& op : step.ops) {
+      EXPECT_EQ(op.kind, OpKind::kAllToAllV);
+      equal.insert(op.equal_counts);
+    }
+  }
+  EXPECT_EQ(equal.size(), 2u);
+  for (int n : {2, 3}) EXPECT_NO_THROW(checkScenarioForRanks(s, n)) << n << " ranks";
+}
+
 TEST(ExampleScenarios, DemoStopsOneRankBeforeACollectiveOfASplit) {
   const Scenario s = parseScenarioFile(std::string(NCCLSCOPE_SCENARIOS_DIR) + "/demo.json");
   EXPECT_EQ(s.min_ranks, 8);

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "sim/scenario/launcher.h"
@@ -36,7 +37,10 @@ class LauncherE2E : public ::testing::Test {
   JobResult run(const std::string& scenario, int ranks, double timeout_s) {
     SimOptions opt;
     opt.ranks = ranks;
-    opt.scenario = std::string(NCCLSCOPE_SCENARIOS_DIR) + "/" + scenario;
+    // A bare name is a shipped example; a path, a scenario the test wrote.
+    opt.scenario = scenario.find('/') == std::string::npos
+                       ? std::string(NCCLSCOPE_SCENARIOS_DIR) + "/" + scenario
+                       : scenario;
     opt.trace_dir = dir_.string();
     opt.probe = false;
     opt.timeout_s = timeout_s;
@@ -64,6 +68,38 @@ TEST_F(LauncherE2E, HealthyAtFourAndEightRanks) {
   EXPECT_TRUE(std::filesystem::is_directory(dir_));
   EXPECT_EQ(std::filesystem::status(dir_).permissions() & std::filesystem::perms::all,
             std::filesystem::perms::owner_all);
+}
+
+// The emulated NCCL carries every part of the uneven all-to-all, at sizes down to one rank (which
+// sends only to itself in its ep group of one at 3 ranks), and every rank checks what it got.
+TEST_F(LauncherE2E, AlltoallvAtTwoThreeFourAndEightRanks) {
+  for (int n : {2, 3, 4, 8}) {
+    const JobResult r = run("alltoallv.json", n, 30);
+    EXPECT_EQ(r.rc, kSimOk) << n << " ranks\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("all " + std::to_string(n) + " ranks finished with correct results"),
+              std::string::npos)
+        << r.out;
+  }
+}
+
+// A rank that issues its alltoallv with other part sizes desyncs it: its peers' receives wait
+// for parts of the size they expect, and the job never finishes.
+TEST_F(LauncherE2E, AlltoallvWithAWrongCountNeverFinishes) {
+  const std::filesystem::path scenario = dir_.string() + "-wrong-count.json";
+  {
+    std::ofstream f(scenario);
+    f << R"({"description": "x", "seed": 11, "steps": [{"ops": [
+             {"op": "alltoallv", "count": 3}]}],
+           "faults": [{"kind": "wrong_count", "ranks": [1], "step": 0, "op": 0}]})";
+  }
+  const JobResult r = run(scenario.string(), 4, 3);
+  std::filesystem::remove(scenario);
+  EXPECT_EQ(r.rc, kSimJobFailed) << r.out << r.err;
+  EXPECT_NE(r.err.find("[rank 1] ncclscope-sim-rank: injecting wrong_count at step 0 op 0 on "
+                       "'world' alltoallv"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("timeout after 3 s"), std::string::npos) << r.err;
 }
 
 TEST_F(LauncherE2E, HangIsReportedAsTimeout) {

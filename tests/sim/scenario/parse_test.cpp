@@ -57,6 +57,39 @@ TEST(ScenarioParse, InPlaceAlltoAllGatherScatter) {
   EXPECT_FALSE(ops[2].in_place);
 }
 
+TEST(ScenarioParse, AlltoallvTakesSizeDtypeCommAndCounts) {
+  const Scenario s =
+      parse(R"({"communicators": [{"name": "ep", "split": {"by": "block", "size": 2}}],
+    "steps": [{"ops": [
+      {"op": "alltoallv", "count": 3},
+      {"op": "alltoallv", "comm": "ep", "bytes": 10, "dtype": "bfloat16", "counts": "equal"},
+      {"op": "alltoallv", "count": 1, "counts": "uneven"}]}]})");
+  const auto& ops = s.steps[0].ops;
+  EXPECT_EQ(ops[0].kind, OpKind::kAllToAllV);
+  EXPECT_EQ(ops[0].comm, "world");
+  EXPECT_EQ(ops[0].dtype, ncclFloat32);
+  EXPECT_EQ(ops[0].count, 3u);
+  EXPECT_FALSE(ops[0].equal_counts);
+  EXPECT_EQ(ops[1].comm, "ep");
+  EXPECT_EQ(ops[1].count, 5u);  // 10 bytes of bfloat16
+  EXPECT_TRUE(ops[1].equal_counts);
+  EXPECT_FALSE(ops[2].equal_counts);
+  EXPECT_EQ(opKindName(OpKind::kAllToAllV), "alltoallv");
+}
+
+// Per-op faults that do not depend on the op being a collective apply to alltoallv too.
+TEST(ScenarioParse, AlltoallvTakesTheFaultsThatFitIt) {
+  const Scenario s = parse(R"({"steps": [{"ops": [{"op": "alltoallv", "count": 4}]}], "faults": [
+    {"kind": "wrong_count", "ranks": [1], "step": 0, "op": 0, "count": 5},
+    {"kind": "wrong_dtype", "ranks": [1], "step": 0, "op": 0},
+    {"kind": "skip", "ranks": [2], "step": 0, "op": 0},
+    {"kind": "extra_op", "ranks": [2], "step": 0, "op": 0},
+    {"kind": "hang", "ranks": [0], "step": 0, "op": 0},
+    {"kind": "stuck_before", "ranks": [0], "step": 0, "op": 0},
+    {"kind": "crash", "ranks": [0], "step": 0, "op": 0}]})");
+  EXPECT_EQ(s.faults.size(), 7u);
+}
+
 TEST(ScenarioParse, AcceptsEveryNcclDtypeSpelling) {
   EXPECT_EQ(parseDtype("ncclHalf"), ncclFloat16);
   EXPECT_EQ(parseDtype("half"), ncclFloat16);

@@ -6,7 +6,9 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace ncclscope::sim {
@@ -107,6 +109,62 @@ TEST_F(RankPlan, HealthyRankCreatesNamedCommsRunsEveryStepAndDestroysChildrenFir
   const Plan p1 = planOf("healthy.json", 1, 4);
   EXPECT_EQ(p1.calls.at(0).at("op"), "comm_init_rank_config") << "only rank 0 makes the id";
   EXPECT_EQ(p1.calls.at(0).at("rank"), 1);
+}
+
+// As torch/csrc/cuda/nccl.cpp all2all_single_unequal_split: one group per op, in it for every
+// peer in rank order (itself included) a send, then a receive, each left out when its part is
+// empty; and what one rank sends a peer, that peer receives from it.
+TEST_F(RankPlan, AlltoallvIsOneGroupOfSendsAndReceivesInPeerOrder) {
+  const int n = 4;
+  std::vector<Plan> plans;
+  for (int r = 0; r < n; ++r) {
+    plans.push_back(planOf("alltoallv.json", r, n));
+    ASSERT_EQ(plans.back().exit_code, 0);
+  }
+  // World, step 0 (seed 11): rank 1 sends 3 x ((11 + 7 + 2 dst) % 4) to dst, receives
+  // 3 x ((11 + 7 src + 2) % 4) from src; its parts with itself and to 3 are empty.
+  const std::vector<Json> r1 = at(plans[1], 0, 0);
+  ASSERT_EQ(opsOf(r1), (std::vector<std::string>{"group_start", "send", "recv", "send", "recv",
+                                                 "recv", "group_end"}));
+  const std::vector<std::pair<int, int>> peer_count = {{0, 6}, {0, 3}, {2, 6}, {2, 9}, {3, 6}};
+  for (size_t i = 0; i < peer_count.size(); ++i) {
+    EXPECT_EQ(r1[i + 1].at("peer"), peer_count[i].first) << i;
+    EXPECT_EQ(r1[i + 1].at("count"), peer_count[i].second) << i;
+    EXPECT_EQ(r1[i + 1].at("comm"), "world");
+    EXPECT_EQ(r1[i + 1].at("dtype"), "float32");
+  }
+  // Every op of both repetitions on every rank: order, and sends matching receives.
+  for (int step = 0; step < 4; ++step) {
+    for (int op = 0; op < 2; ++op) {
+      std::map<std::tuple<std::string, int, int>, int> sent;  // (comm, from, to) -> count
+      std::map<std::tuple<std::string, int, int>, int> received;
+      for (int r = 0; r < n; ++r) {
+        const std::vector<Json> calls = at(plans[static_cast<size_t>(r)], step, op);
+        ASSERT_GE(calls.size(), 2u);
+        EXPECT_EQ(calls.front().at("op"), "group_start");
+        EXPECT_EQ(calls.back().at("op"), "group_end");
+        std::pair<int, int> last{-1, 0};  // (peer, 0 send / 1 recv), strictly increasing
+        for (size_t i = 1; i + 1 < calls.size(); ++i) {
+          const Json& c = calls[i];
+          const bool send = c.at("op") == "send";
+          const std::pair<int, int> now{c.at("peer").get<int>(), send ? 0 : 1};
+          EXPECT_LT(last, now) << "step " << step << " op " << op << " rank " << r;
+          last = now;
+          EXPECT_GT(c.at("count").get<int>(), 0) << "empty parts are left out";
+          // Ranks in ep are world rank % 2 (pairs {0,1}, {2,3}); in world, the world rank.
+          const bool ep = c.at("comm") == "ep";
+          const int me = ep ? r % 2 : r;
+          const int base = ep ? r - r % 2 : 0;
+          const auto key =
+              std::make_tuple(c.at("comm").get<std::string>(), send ? me + base : now.first + base,
+                              send ? now.first + base : me + base);
+          (send ? sent : received)[key] = c.at("count").get<int>();
+        }
+      }
+      EXPECT_EQ(sent, received) << "step " << step << " op " << op;
+      EXPECT_FALSE(sent.empty());
+    }
+  }
 }
 
 TEST_F(RankPlan, SkipLeavesTheOpOut) {

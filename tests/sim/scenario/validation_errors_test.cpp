@@ -49,6 +49,37 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"steps": [{"ops": [{"op": "allgather", "count": 1, "in_place": true}]}]})",
                 "steps[0].ops[0].in_place: 'in_place' only applies to alltoall, gather and "
                 "scatter, not allgather"},
+        BadCase{R"({"steps": [{"ops": [{"op": "allreduce", "count": 1},
+                 {"op": "allreduce", "count": 1, "counts": "equal"}]}]})",
+                "steps[0].ops[1].counts: 'counts' only applies to alltoallv, not allreduce"},
+        BadCase{R"({"steps": [{"ops": [{"op": "alltoallv", "count": 1, "counts": "even"}]}]})",
+                "steps[0].ops[0].counts: unknown counts 'even' (expected uneven or equal)"},
+        BadCase{R"({"steps": [{"ops": [{"op": "alltoallv", "count": 1, "counts": 2}]}]})",
+                "steps[0].ops[0].counts: "},
+        BadCase{R"({"steps": [{"ops": [{"op": "alltoallv"}]}]})",
+                "steps[0].ops[0]: give the size as exactly one of 'count'"},
+        BadCase{R"({"steps": [{"ops": [{"op": "alltoallv", "count": 1, "bytes": 4}]}]})",
+                "steps[0].ops[0]: give the size as exactly one of 'count'"},
+        BadCase{R"({"steps": [{"ops": [{"op": "alltoallv", "bytes": 3, "dtype": "half"}]}]})",
+                "steps[0].ops[0].bytes: 3 bytes is not a whole number of ncclFloat16"},
+        BadCase{R"({"steps": [{"ops": [{"op": "alltoallv", "count": 1, "redop": "sum"}]}]})",
+                "steps[0].ops[0].redop: alltoallv does not reduce"},
+        BadCase{R"({"steps": [{"ops": [{"op": "alltoallv", "count": 1, "scalar": 2}]}]})",
+                "steps[0].ops[0].scalar: 'scalar' only applies to redop premulsum"},
+        BadCase{R"({"steps": [{"ops": [{"op": "alltoallv", "count": 1, "root": 0}]}]})",
+                "steps[0].ops[0].root: alltoallv has no root"},
+        BadCase{R"({"steps": [{"ops": [{"op": "alltoallv", "count": 1, "grouped": false}]}]})",
+                "steps[0].ops[0]: 'direction' and 'grouped' only apply to op pipeline"},
+        BadCase{
+            R"({"steps": [{"ops": [{"op": "alltoallv", "count": 1, "direction": "backward"}]}]})",
+            "steps[0].ops[0]: 'direction' and 'grouped' only apply to op pipeline"},
+        BadCase{R"({"steps": [{"ops": [{"op": "alltoallv", "count": 1, "in_place": true}]}]})",
+                "steps[0].ops[0].in_place: 'in_place' only applies to alltoall, gather and "
+                "scatter, not alltoallv"},
+        BadCase{R"({"steps": [{"ops": [{"op": "alltoallv", "count": 1, "splits": [1, 2]}]}]})",
+                "steps[0].ops[0].splits: unknown key"},
+        BadCase{R"({"steps": [{"ops": [{"op": "alltoallv", "count": 1, "comm": "ep"}]}]})",
+                "steps[0].ops[0].comm: unknown communicator 'ep'"},
         BadCase{R"({"steps": [{"ops": [{"op": "allreduce", "count": 1, "comm": "tp"}]}]})",
                 "steps[0].ops[0].comm: unknown communicator 'tp'"},
         BadCase{R"({"steps": [{"ops": [{"op": "allreduce", "count": -3}]}]})",
@@ -115,6 +146,38 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"faults": [{"kind": "hung_lnk", "ranks": [1], "step": 0}],
                  "steps": [{"ops": []}]})",
                 "faults[0].kind: unknown fault kind 'hung_lnk'"}));
+
+// alltoallv is sends and receives: the faults that need a collective, a root, a reduction or a
+// pipeline's single peer do not apply to it.
+TEST(ScenarioErrors, FaultsThatDoNotFitAlltoallv) {
+  struct Case {
+    const char* fault;
+    const char* want;
+  };
+  for (const Case& c : {
+           Case{R"({"kind": "wrong_op", "ranks": [1], "step": 0, "op": 0})",
+                "faults[0].op: wrong_op applies to collectives, alltoallv is sends and receives"},
+           Case{R"({"kind": "wrong_peer", "ranks": [1], "step": 0, "op": 0})",
+                "faults[0].op: wrong_peer applies to pipeline ops, this is alltoallv"},
+           Case{R"({"kind": "send_first", "ranks": [1], "step": 0, "op": 0})",
+                "faults[0].op: send_first applies to ungrouped pipeline ops, this is alltoallv"},
+           Case{R"({"kind": "wrong_root", "ranks": [1], "step": 0, "op": 0})",
+                "faults[0].op: alltoallv has no root"},
+           Case{R"({"kind": "wrong_redop", "ranks": [1], "step": 0, "op": 0})",
+                "faults[0].op: alltoallv does not reduce"},
+           Case{R"({"kind": "wrong_count", "ranks": [1], "step": 0, "op": 0, "count": 4})",
+                "faults[0].count: equals the op's count"},
+           Case{R"({"kind": "wrong_op", "ranks": [1], "step": 0, "op": 1, "as_op": "alltoallv"})",
+                "faults[0].as_op: must name a different collective"},
+       }) {
+    const std::string err =
+        parseError(std::string(R"({"steps": [{"ops": [{"op": "alltoallv", "count": 4},
+                                           {"op": "allreduce", "count": 4}]}], "faults": [)") +
+                   c.fault + "]}");
+    EXPECT_NE(err.find(c.want), std::string::npos) << "fault " << c.fault << "\ngot: " << err;
+    EXPECT_EQ(err.rfind("test.json: ", 0), 0u) << err;
+  }
+}
 
 TEST(ScenarioErrors, FaultsMustFitTheirOp) {
   struct Case {
