@@ -33,12 +33,15 @@ summary=$dir/gpu-check-summary.txt
 
 # (a) every rank count 2-8 on one device, every size class of the table, 20 runs of each case up
 # to 1 MiB and 3 of each larger one (to 64 MiB), the epoch counter wrapping after 40 calls of each
-# rank count, the absent-rank check with a 2 s bounded wait; (b) 2, 4 and 8 processes over CUDA
-# IPC, 3 runs of each case up to 256 KiB; (c) timings and a 256 MiB device-to-device copy.
+# rank count, the absent-rank check with a 2 s bounded wait; the exchange kernel's three groups
+# (the same run counts; chunk counters wrapping) and its absent-rank check with 0.5 s; (b) 2, 4
+# and 8 processes over CUDA IPC, 3 runs of each case up to 256 KiB; (c) timings and a 256 MiB
+# device-to-device copy.
 timeout --kill-after=15 "${GPU_CHECK_TIMEOUT:-540}" "$bin" \
   --ranks 2-8 --reps 20 --big-reps 3 --max-bytes 64M \
   --ipc-ranks 2,4,8 --ipc-reps 3 --ipc-max-bytes 256k \
-  --stall-timeout-ms 2000 --copy-bytes 256M "$@" 2>&1 | tee -a "$log"
+  --stall-timeout-ms 2000 --exchange-stall-timeout-ms 500 --copy-bytes 256M "$@" 2>&1 |
+  tee -a "$log"
 rc=${PIPESTATUS[0]}
 
 sed -n '/^==== ncclscope-gpu-check summary/,$p' "$log" >"$summary"

@@ -5,6 +5,7 @@
 #include "collectives/allreduce_kernel_args.h"
 #include "collectives/alltoall_kernel_args.h"
 #include "collectives/alltoall_plan.h"
+#include "collectives/exchange_kernel_args.h"
 #include "collectives/planner.h"
 
 namespace ncclscope::gpu_check {
@@ -107,6 +108,7 @@ std::vector<Case> BuildCases(nc::GpuClass gpu, int nranks, const CaseLimits& lim
 
 const char* KernelName(const Case& c) {
   if (c.op == Op::kAlltoAll) return nc::kAlltoAllKernelName;
+  if (c.op == Op::kExchange) return nc::kExchangeKernelName;
   const int a = c.algorithm == nc::Algorithm::kOneShot ? 0 : 1;
   const int d = c.dtype == nc::Dtype::kFp16 ? 0 : c.dtype == nc::Dtype::kFp32 ? 1 : 2;
   return nc::kAllReduceKernelNames[a][d];
@@ -114,12 +116,17 @@ const char* KernelName(const Case& c) {
 
 std::string CaseName(const Case& c) {
   if (c.op == Op::kAlltoAll) return "alltoall pull";
+  if (c.op == Op::kExchange) {
+    return c.pattern == ExchangePattern::kPipeline ? "exchange pipeline"
+           : c.pattern == ExchangePattern::kSmall  ? "exchange a2av 1 chunk"
+                                                   : "exchange a2av chunks";
+  }
   return std::string("allreduce ") + nc::AlgorithmName(c.algorithm) + " " + nc::DtypeName(c.dtype);
 }
 
 double BytesMovedPerRank(const Case& c) {
   const double s = static_cast<double>(c.bytes), n = c.nranks;
-  if (c.op == Op::kAlltoAll) return 4 * s;
+  if (c.op != Op::kAllReduce) return 4 * s;
   return c.algorithm == nc::Algorithm::kOneShot ? (n + 3) * s : 5 * s + s / n;
 }
 

@@ -1,7 +1,8 @@
 // What the GPU check runs: for a rank count, every size class of the tuning table (the edges of
 // one-shot and two-shot for fp32/fp16/bf16, all-to-all's smallest, odd and largest sizes), each
 // with the algorithm the planner picks and, for small sizes, the other one too (a kernel must be
-// right whatever the table says), and how many repetitions each gets.
+// right whatever the table says), and how many repetitions each gets. The exchange kernel's groups
+// (grouped sends and receives) are built in exchange_group.h and reported as cases too.
 #pragma once
 
 #include <cstddef>
@@ -14,19 +15,28 @@
 
 namespace ncclscope::gpu_check {
 
-enum class Op : uint8_t { kAllReduce, kAlltoAll };
+enum class Op : uint8_t { kAllReduce, kAlltoAll, kExchange };
+
+// The exchange's groups (exchange_group.h): pipeline stages (rank r to r + 1, several chunks), an
+// all-to-all(v) of parts up to one chunk, one of parts up to several chunks.
+enum class ExchangePattern : uint8_t { kPipeline, kSmall, kLarge };
 
 struct Case {
   Op op = Op::kAllReduce;
   collectives::Algorithm algorithm = collectives::Algorithm::kOneShot;  // or kTwoShot, kPull
   collectives::Dtype dtype = collectives::Dtype::kFp32;                 // AllReduce only
   int nranks = 0;
-  size_t bytes = 0;     // AllReduce: the buffer; AlltoAll: a rank's whole sendbuff
+  // AllReduce: the buffer; AlltoAll: a rank's whole sendbuff; exchange: what a rank sends, the
+  // average over ranks.
+  size_t bytes = 0;
   uint64_t packs = 0;   // AllReduce: bytes / 16; AlltoAll: packs per peer
-  uint32_t blocks = 0;  // the table's launch (the single-device run may lower it: co-residency)
+  uint32_t blocks = 0;  // the table's launch (the single-device run may lower it: co-residency);
+                        // exchange: blocks per part
+
   uint32_t threads = 0;
   bool planned = true;  // the planner's choice for this call; false: the other algorithm, forced
   int reps = 0;
+  ExchangePattern pattern = ExchangePattern::kPipeline;  // exchange only
 };
 
 struct CaseLimits {
@@ -43,11 +53,12 @@ std::vector<Case> BuildCases(collectives::GpuClass gpu, int nranks, const CaseLi
 // The kernel's name in the fatbin (collectives/*_kernel_args.h).
 const char* KernelName(const Case& c);
 
-// "allreduce two-shot bf16" / "alltoall pull".
+// "allreduce two-shot bf16" / "alltoall pull" / "exchange a2av chunks".
 std::string CaseName(const Case& c);
 
 // Bytes one rank reads and writes in device memory for one call (copy-in included), for the
-// bandwidth column: one-shot (n + 3) S, two-shot 5 S + S / n, pull 4 S.
+// bandwidth column: one-shot (n + 3) S, two-shot 5 S + S / n, pull 4 S, exchange 4 S (the sender
+// reads its sendbuff and writes its staging, the receiver reads that and writes its recvbuff).
 double BytesMovedPerRank(const Case& c);
 
 }  // namespace ncclscope::gpu_check

@@ -6,6 +6,7 @@
 
 #include "collectives/bounded_wait.h"
 #include "collectives/device_code.h"
+#include "collectives/exchange_kernel_args.h"
 #include "collectives/gpu_check/kernel_params.h"
 
 namespace ncclscope::gpu_check {
@@ -75,20 +76,23 @@ std::string StallText(const nc::KernelStall& k) {
 
 CUfunction Kernels::Of(const Case& c) const {
   if (c.op == Op::kAlltoAll) return alltoall;
+  if (c.op == Op::kExchange) return exchange;
   const int a = c.algorithm == nc::Algorithm::kOneShot ? 0 : 1;
   const int d = c.dtype == nc::Dtype::kFp16 ? 0 : c.dtype == nc::Dtype::kFp32 ? 1 : 2;
   return allreduce[a][d];
 }
 
 bool LoadKernels(const Driver& cu, Kernels* k, std::string* error) {
-  const nc::DeviceImage allreduce = nc::AllReduceFatbin(), alltoall = nc::AlltoAllFatbin();
-  if (allreduce.size == 0 || alltoall.size == 0) {
+  const nc::DeviceImage allreduce = nc::AllReduceFatbin(), alltoall = nc::AlltoAllFatbin(),
+                        exchange = nc::ExchangeFatbin();
+  if (allreduce.size == 0 || alltoall.size == 0 || exchange.size == 0) {
     *error = "this build has no device code (built without nvcc)";
     return false;
   }
-  CUmodule m = nullptr, m2 = nullptr;
+  CUmodule m = nullptr, m2 = nullptr, m3 = nullptr;
   CUresult res = cu.module_load_data(&m, allreduce.data);
   if (res == CUDA_SUCCESS) res = cu.module_load_data(&m2, alltoall.data);
+  if (res == CUDA_SUCCESS) res = cu.module_load_data(&m3, exchange.data);
   if (res != CUDA_SUCCESS) {
     *error = "cuModuleLoadData: " + ErrorText(cu, res) +
              " (the fatbin carries sm_80 and sm_90 cubins and sm_90 PTX)";
@@ -104,11 +108,18 @@ bool LoadKernels(const Driver& cu, Kernels* k, std::string* error) {
       }
     }
   }
-  res = cu.module_get_function(&k->alltoall, m2, nc::kAlltoAllKernelName);
-  if (res != CUDA_SUCCESS) {
-    *error =
-        std::string("cuModuleGetFunction ") + nc::kAlltoAllKernelName + ": " + ErrorText(cu, res);
-    return false;
+  struct Named {
+    CUfunction* fn;
+    CUmodule module;
+    const char* name;
+  };
+  for (const Named& f : {Named{&k->alltoall, m2, nc::kAlltoAllKernelName},
+                         Named{&k->exchange, m3, nc::kExchangeKernelName}}) {
+    res = cu.module_get_function(f.fn, f.module, f.name);
+    if (res != CUDA_SUCCESS) {
+      *error = std::string("cuModuleGetFunction ") + f.name + ": " + ErrorText(cu, res);
+      return false;
+    }
   }
   return true;
 }

@@ -7,6 +7,9 @@
 #include "collectives/allreduce_twin_kernel.h"
 #include "collectives/alltoall_kernel_args.h"
 #include "collectives/alltoall_twin_kernel.h"
+#include "collectives/exchange_kernel_args.h"
+#include "collectives/exchange_twin.h"
+#include "collectives/twin_steps.h"
 
 namespace {
 
@@ -43,3 +46,17 @@ GPU_CHECK_EXPORT void ncclscope_alltoall_pull_host(void** params, unsigned grid_
 }
 GPU_CHECK_EXPORT const unsigned long ncclscope_alltoall_pull_host_param_bytes =
     sizeof(nc::AlltoAllKernelArgs);
+
+// The exchange kernel of grouped sends and receives: the twin runs every unit of the launch on this
+// thread in turn (exchange_twin.h), so the grid shape is the parameter's own.
+GPU_CHECK_EXPORT void ncclscope_exchange_host(void** params, unsigned /*grid_x*/,
+                                              unsigned /*block_x*/) {
+  if (params == nullptr || params[0] == nullptr) return;
+  const auto& args = *static_cast<const nc::ExchangeKernelArgs*>(params[0]);
+  nc::Stall stall;
+  const int64_t deadline = nc::MonotonicNs() + static_cast<int64_t>(args.timeout_ns);
+  if (nc::RunExchangeTwin(args, deadline, &stall) || args.stall == nullptr) return;
+  nc::RecordKernelStall(args.stall, stall);
+}
+GPU_CHECK_EXPORT const unsigned long ncclscope_exchange_host_param_bytes =
+    sizeof(nc::ExchangeKernelArgs);

@@ -68,21 +68,34 @@ LaunchOutcome LaunchAll(const Driver& cu, const Kernels& k, LocalRanks& l, const
     out.error = Failed(cu, "cuCtxSynchronize", res);
     return out;
   }
-  const CUfunction fn = k.Of(c);
-  int last = -1;
+  std::vector<KernelParams> params(static_cast<size_t>(n));
+  std::vector<RankLaunch> launches(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
-    if (r == absent) continue;
     const DeviceRank& m = l.mem[static_cast<size_t>(r)];
     const RankIo io{reinterpret_cast<const unsigned char*>(m.input),
                     reinterpret_cast<unsigned char*>(m.output),
                     reinterpret_cast<nc::KernelStall*>(m.stall)};
-    KernelParams p = MakeParams(c, l.view, r, io, epoch, timeout_ns);
-    void* params[] = {p.Arg()};
+    params[static_cast<size_t>(r)] = MakeParams(c, l.view, r, io, epoch, timeout_ns);
+    launches[static_cast<size_t>(r)] =
+        RankLaunch{k.Of(c), c.blocks, c.threads, params[static_cast<size_t>(r)].Arg()};
+  }
+  return LaunchRanks(cu, l, launches.data(), timeout_ns, absent);
+}
+
+LaunchOutcome LaunchRanks(const Driver& cu, LocalRanks& l, const RankLaunch* launches,
+                          uint64_t timeout_ns, int absent) {
+  LaunchOutcome out;
+  const int n = l.nranks;
+  int last = -1;
+  for (int r = 0; r < n; ++r) {
+    const RankLaunch& x = launches[r];
+    if (r == absent || x.blocks == 0) continue;
+    void* params[] = {x.param};
     CUstream s = l.streams[static_cast<size_t>(r)];
     cu.event_record(l.start[static_cast<size_t>(r)], s);
     const auto t0 = std::chrono::steady_clock::now();
     const CUresult res =
-        cu.launch_kernel(fn, c.blocks, 1, 1, c.threads, 1, 1, 0, s, params, nullptr);
+        cu.launch_kernel(x.fn, x.blocks, 1, 1, x.threads, 1, 1, 0, s, params, nullptr);
     const auto t1 = std::chrono::steady_clock::now();
     cu.event_record(l.end[static_cast<size_t>(r)], s);
     if (res != CUDA_SUCCESS) {

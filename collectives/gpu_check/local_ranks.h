@@ -34,6 +34,19 @@ struct LaunchOutcome {
   std::vector<collectives::KernelStall> stalls;  // each rank's record (code 0: none)
 };
 
+// One rank's launch: its kernel, shape and by-value parameter (copied by cuLaunchKernel).
+struct RankLaunch {
+  CUfunction fn = nullptr;
+  unsigned blocks = 0, threads = 0;
+  void* param = nullptr;
+};
+
+// Launches every rank but `absent` (-1: none) and those of 0 blocks (nothing to do) as launches[r]
+// says, each on its own stream between its events, waits (host deadline: the bound `timeout_ns`
+// plus a margin), reads the stall records. The uploads the kernels read must be complete before.
+LaunchOutcome LaunchRanks(const Driver& cu, LocalRanks& l, const RankLaunch* launches,
+                          uint64_t timeout_ns, int absent);
+
 // Uploads inputs[r] (c.bytes) to each rank, poisons the outputs, launches every rank but `absent`
 // (-1: none) with `epoch` and the bounded wait `timeout_ns`, waits (host deadline: the bound plus
 // a margin), reads the stall records. The outputs stay on the device (DownloadOutput).

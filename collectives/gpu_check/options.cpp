@@ -54,12 +54,12 @@ bool ParseRanks(const char* s, std::vector<int>* out) {
 
 const char kUsage[] =
     "usage: ncclscope-gpu-check [options]\n"
-    "Runs ncclscope's AllReduce and AlltoAll kernels with simulated ranks on one GPU, checks "
-    "every\n"
-    "output bit for bit against the CPU twins, checks that an absent rank ends the others' "
-    "kernels\n"
-    "with the stall reported, runs the kernels from several processes over CUDA IPC, and prints\n"
-    "timings. Exit 0: every result right; 1: a wrong result, a stall or an error; 3: a hang.\n"
+    "Runs ncclscope's AllReduce, AlltoAll and exchange (grouped send/recv) kernels with "
+    "simulated\n"
+    "ranks on one GPU, checks every output bit for bit against the CPU twins and what the senders\n"
+    "sent, checks that an absent rank ends the others' kernels with the stall reported, runs the\n"
+    "AllReduce and AlltoAll kernels from several processes over CUDA IPC, and prints timings. Exit "
+    "0: every result right; 1: a wrong result, a stall or an error; 3: a hang.\n"
     "  --ranks LIST           simulated rank counts on one device (2-8)\n"
     "  --reps N               runs of each case up to --big-bytes (20)\n"
     "  --big-reps N           runs of each larger case (3)\n"
@@ -71,11 +71,13 @@ const char kUsage[] =
     "  --ipc-max-bytes B      largest IPC case (256K)\n"
     "  --timeout-ms MS        the kernels' bounded wait (20000)\n"
     "  --stall-timeout-ms MS  bounded wait of the absent-rank check, 0 to skip it (2000)\n"
+    "  --exchange-stall-timeout-ms MS  the same for the exchange kernel, 0 to skip it (500)\n"
     "  --copy-bytes B         device-to-device copy for the HBM ceiling (256M)\n"
     "  --wrap-after N         calls per rank count before the epoch counter wraps (40)\n"
     "  --seed N               random inputs (1)\n"
     "  --device N             CUDA device (0)\n"
-    "  --self-test-corrupt    flip one output byte before the first comparison (must fail)\n"
+    "  --self-test-corrupt    flip one output byte before the first comparison, and one in the\n"
+    "                         first exchange group (both must fail)\n"
     "Sizes take k, M or G.\n";
 
 bool ParseOptions(int argc, char** argv, Options* o, bool* help, std::string* error) {
@@ -130,6 +132,8 @@ bool ParseOptions(int argc, char** argv, Options* o, bool* help, std::string* er
       ok = ParseUint(v, &o->timeout_ms) && o->timeout_ms >= 1;
     } else if (std::strcmp(flag, "--stall-timeout-ms") == 0) {
       ok = ParseUint(v, &o->stall_timeout_ms);
+    } else if (std::strcmp(flag, "--exchange-stall-timeout-ms") == 0) {
+      ok = ParseUint(v, &o->exchange_stall_timeout_ms);
     } else if (std::strcmp(flag, "--copy-bytes") == 0) {
       ok = ParseBytes(v, &o->copy_bytes) && o->copy_bytes >= collectives::kPackBytes;
     } else if (std::strcmp(flag, "--wrap-after") == 0) {

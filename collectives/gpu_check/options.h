@@ -20,8 +20,12 @@ struct Options {
   uint32_t wrap_after = 40;     // the epoch counter wraps after this many calls of a rank count
   uint64_t timeout_ms = 20000;  // a healthy kernel's bounded wait
   uint64_t stall_timeout_ms = 2000;  // the absent-rank check's bounded wait; 0: no such check
-  size_t copy_bytes = 256u << 20;    // the device-to-device copy that measures the HBM ceiling
-  bool self_test_corrupt = false;    // flip one output byte before the first comparison
+  // The exchange's absent-rank check: every wait there is one for the absent rank, so a short
+  // bound cannot name another (exchange_run.h); 0: no such check.
+  uint64_t exchange_stall_timeout_ms = 500;
+  size_t copy_bytes = 256u << 20;  // the device-to-device copy that measures the HBM ceiling
+  bool self_test_corrupt = false;  // flip one output byte before the first comparison (and the
+                                   // first exchange comparison)
 };
 
 // False with *error for an unknown or malformed argument; *help set for --help.

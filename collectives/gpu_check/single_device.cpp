@@ -7,8 +7,11 @@
 #include <vector>
 
 #include "collectives/bounded_wait.h"
+#include "collectives/gpu_check/exchange_group.h"
+#include "collectives/gpu_check/exchange_run.h"
 #include "collectives/gpu_check/local_ranks.h"
 #include "collectives/gpu_check/open_device.h"
+#include "collectives/gpu_check/rank_count_run.h"
 #include "collectives/gpu_check/report.h"
 #include "collectives/gpu_check/test_data.h"
 #include "collectives/gpu_check/twin_reference.h"
@@ -69,21 +72,6 @@ double MeasureCopy(const Driver& cu, size_t bytes, std::string* how) {
   return t > 0 ? 2.0 * static_cast<double>(bytes) / t / 1e9 : -1;
 }
 
-// How many blocks of `threads` of this kernel the whole device holds at once; -1: unknown.
-int DeviceCapacity(const Driver& cu, const DeviceFacts& f, CUfunction fn, uint32_t threads,
-                   int* regs) {
-  *regs = -1;
-  if (cu.func_get_attribute != nullptr) {
-    cu.func_get_attribute(regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn);
-  }
-  int per_sm = 0;
-  if (f.sms < 0 || cu.occupancy_max_active_blocks == nullptr ||
-      cu.occupancy_max_active_blocks(&per_sm, fn, static_cast<int>(threads), 0) != CUDA_SUCCESS) {
-    return -1;
-  }
-  return per_sm * f.sms;
-}
-
 // Every rank's input, in parallel past a megabyte (the check is bound by the host there).
 void FillInputs(const Case& c, uint64_t seed, size_t index, int rep,
                 std::vector<std::vector<unsigned char>>& in) {
@@ -105,17 +93,6 @@ std::vector<const unsigned char*> Pointers(const std::vector<std::vector<unsigne
   return p;
 }
 
-struct RankCountRun {
-  const Driver& cu;
-  const Kernels& kernels;
-  const Options& o;
-  const DeviceFacts& facts;
-  Summary* summary;
-  size_t* case_index;  // across rank counts, so every case draws its own inputs
-  bool* corrupted;     // --self-test-corrupt flipped its byte already
-  int failures = 0;
-};
-
 // Every case of one rank count, then the absent-rank check. Returns false on a hang.
 bool RunRankCount(RankCountRun& run, int nranks) {
   const Driver& cu = run.cu;
@@ -130,10 +107,13 @@ bool RunRankCount(RankCountRun& run, int nranks) {
       c.blocks = static_cast<uint32_t>(std::max(1, capacity / nranks));
     }
   }
+  // The exchange's groups need more device memory than small cases do; the host's copies of the
+  // other cases' buffers stay at what those need.
+  const size_t device_bytes = std::max(bytes, ExchangeBytesNeeded(run.facts.gpu, nranks));
   const uint32_t first_epoch = 0u - o.wrap_after;
   LocalRanks ranks;
   std::string error;
-  if (!SetUpLocalRanks(cu, nranks, bytes, first_epoch, &ranks, &error)) {
+  if (!SetUpLocalRanks(cu, nranks, device_bytes, first_epoch, &ranks, &error)) {
     std::printf("FAIL %d ranks: %s\n", nranks, error.c_str());
     TearDownLocalRanks(cu, &ranks);
     ++run.failures;
@@ -209,6 +189,7 @@ bool RunRankCount(RankCountRun& run, int nranks) {
               cases.size(), calls, first_epoch, epoch - 1,
               calls > static_cast<int>(o.wrap_after) ? "wrapped" : "did not wrap", seconds);
   std::fflush(stdout);
+  if (!RunExchange(run, ranks, device_bytes)) return false;
 
   // The bounded wait: the last rank never launches; every other kernel must return and say so.
   if (o.stall_timeout_ms > 0) {
@@ -260,6 +241,20 @@ bool RunRankCount(RankCountRun& run, int nranks) {
 
 }  // namespace
 
+int DeviceCapacity(const Driver& cu, const DeviceFacts& f, CUfunction fn, uint32_t threads,
+                   int* regs) {
+  *regs = -1;
+  if (cu.func_get_attribute != nullptr) {
+    cu.func_get_attribute(regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn);
+  }
+  int per_sm = 0;
+  if (f.sms < 0 || cu.occupancy_max_active_blocks == nullptr ||
+      cu.occupancy_max_active_blocks(&per_sm, fn, static_cast<int>(threads), 0) != CUDA_SUCCESS) {
+    return -1;
+  }
+  return per_sm * f.sms;
+}
+
 int RunSingleDevice(const Options& o, FILE* summary_out) {
   Driver cu;
   std::string error;
@@ -278,25 +273,31 @@ int RunSingleDevice(const Options& o, FILE* summary_out) {
   summary.device = facts.Describe();
   summary.copy_gbps = MeasureCopy(cu, o.copy_bytes, &summary.copy_how);
   // What the launch shape needs on one device: every rank's blocks resident at once.
+  // The exchange: 8 ranks each with a send and a receive for every rank, itself included: 16
+  // parts of 4 blocks.
   const Case probe[] = {
       {Op::kAllReduce, nc::Algorithm::kOneShot, nc::Dtype::kBf16, 8, 0, 0, 36, 512, true, 0},
       {Op::kAllReduce, nc::Algorithm::kTwoShot, nc::Dtype::kBf16, 8, 0, 0, 36, 512, true, 0},
-      {Op::kAlltoAll, nc::Algorithm::kPull, nc::Dtype::kFp32, 8, 0, 0, 36, 512, true, 0}};
+      {Op::kAlltoAll, nc::Algorithm::kPull, nc::Dtype::kFp32, 8, 0, 0, 36, 512, true, 0},
+      {Op::kExchange, nc::Algorithm::kExchange, nc::Dtype::kFp32, 8, 0, 0, 64, 512, true, 0}};
   for (const Case& c : probe) {
     int regs = 0;
     const int capacity = DeviceCapacity(cu, facts, kernels.Of(c), c.threads, &regs);
+    const int need = 8 * static_cast<int>(c.blocks);
+    const char* lowered =
+        c.op == Op::kExchange ? "blocks per part lowered to fit" : "lowered to capacity / ranks";
     char line[256];
     if (capacity < 0) {
       std::snprintf(line, sizeof(line),
-                    "co-residency %s: unknown (the driver reports no occupancy); 8 ranks x 36 "
-                    "blocks of 512 need 288 resident blocks",
-                    KernelName(c));
+                    "co-residency %s: unknown (the driver reports no occupancy); 8 ranks x %u "
+                    "blocks of 512 need %d resident blocks",
+                    KernelName(c), c.blocks, need);
     } else {
       std::snprintf(line, sizeof(line),
                     "co-residency %s: %d registers, %d blocks of 512 per SM x %d SMs = %d resident "
-                    "blocks; 8 ranks x 36 need 288 (%s)",
-                    KernelName(c), regs, capacity / facts.sms, facts.sms, capacity,
-                    capacity >= 288 ? "fits" : "lowered to capacity / ranks");
+                    "blocks; 8 ranks x %u need %d (%s)",
+                    KernelName(c), regs, capacity / facts.sms, facts.sms, capacity, c.blocks, need,
+                    capacity >= need ? "fits" : lowered);
     }
     summary.notes.push_back(line);
     std::printf("%s\n", line);

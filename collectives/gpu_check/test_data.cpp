@@ -45,7 +45,7 @@ void FillInput(const Case& c, uint64_t seed, size_t case_index, int rep, int ran
   Random rng{seed * 0x100000001B3ull ^ (case_index << 40) ^ (static_cast<uint64_t>(rep) << 16) ^
              static_cast<uint64_t>(rank)};
   rng.Next();
-  if (c.op == Op::kAlltoAll) {
+  if (c.op != Op::kAllReduce) {  // bytes moved, not reduced
     for (size_t i = 0; i < bytes; i += 8) {
       const uint64_t r = rng.Next();
       std::memcpy(out + i, &r, bytes - i < 8 ? bytes - i : 8);
@@ -72,7 +72,7 @@ std::string FirstDifference(const Case& c, const unsigned char* got, const unsig
   if (std::memcmp(got, want, bytes) == 0) return "";
   size_t i = 0;
   while (got[i] == want[i]) ++i;
-  const size_t element = c.op == Op::kAlltoAll ? 1 : nc::DtypeBytes(c.dtype);
+  const size_t element = c.op != Op::kAllReduce ? 1 : nc::DtypeBytes(c.dtype);
   char line[160];
   std::snprintf(line, sizeof(line), "byte %zu (element %zu) is 0x%02x, the CPU twin's 0x%02x", i,
                 i / element, got[i], want[i]);

@@ -17,7 +17,7 @@ inline constexpr unsigned char kPoison = 0xA5;
 // Fills `bytes` of rank `rank`'s input for repetition `rep` of case number `case_index`:
 // AllReduce: random signs, mantissas and exponents of the case's type, in a range whose sum over 8
 // ranks stays finite in fp32 (fp16 may overflow when narrowed: +-inf on both sides alike);
-// AlltoAll: random bytes.
+// AlltoAll and the exchange: random bytes.
 void FillInput(const Case& c, uint64_t seed, size_t case_index, int rep, int rank,
                unsigned char* out, size_t bytes);
 
