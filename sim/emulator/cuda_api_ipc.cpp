@@ -9,8 +9,8 @@
 
 #include "sim/emulator/cuda_exports.h"
 #include "sim/emulator/device_memory.h"
-#include "sim/emulator/env_config.h"
 #include "sim/emulator/driver_faults.h"
+#include "sim/emulator/env_config.h"
 
 namespace {
 
