@@ -3,22 +3,11 @@
 // the library's read-only data, 16-byte aligned as cuModuleLoadData wants it.
 #include <cstddef>
 
+#include "collectives/embedded_fatbin.h"
 #include "collectives/include/ncclscope/moe.h"
 
 #ifdef NCCLSCOPE_MOE_FATBIN
-asm(".section .rodata\n"
-    ".balign 16\n"
-    ".global ncclscope_moe_fatbin_begin\n"
-    ".hidden ncclscope_moe_fatbin_begin\n"
-    ".global ncclscope_moe_fatbin_end\n"
-    ".hidden ncclscope_moe_fatbin_end\n"
-    "ncclscope_moe_fatbin_begin:\n"
-    ".incbin \"" NCCLSCOPE_MOE_FATBIN
-    "\"\n"
-    "ncclscope_moe_fatbin_end:\n"
-    ".previous\n");
-extern "C" const unsigned char ncclscope_moe_fatbin_begin[];
-extern "C" const unsigned char ncclscope_moe_fatbin_end[];
+NCCLSCOPE_EMBED_FATBIN(moe, NCCLSCOPE_MOE_FATBIN)
 #endif
 
 extern "C" const void* ncclscope_moe_fatbin(size_t* bytes) {
