@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -51,6 +52,34 @@ std::string Engine(const std::string& comm, uint64_t count) {
   return count == 1024 || count == 300000 ? "ncclscope" : "nccl";
 }
 
+// Checks every send and receive record of the job: the engine `want` says for its communicator and
+// count, its device work done, inside a group; and both sides of every pair (numbered alike) on
+// the same engine. Returns how many records ran on ncclscope's exchange.
+int ExpectSendsAndReceives(const std::map<int, RankDump>& dump,
+                           const std::function<std::string(const std::string&, uint64_t)>& want) {
+  // (comm, sender, receiver, seq) -> engine, as the sender and as the receiver recorded it.
+  std::map<std::tuple<std::string, int, int, uint64_t>, std::string> by_sender, by_receiver;
+  int routed = 0;
+  for (const auto& [rank, d] : dump) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    for (const auto& rec : d.records) {
+      const std::string op = rec.at("op");
+      if (op != "send" && op != "recv") continue;
+      const std::string comm = rec.at("comm_name");
+      EXPECT_EQ(rec.at("engine"), want(comm, rec.at("count").get<uint64_t>())) << rec.dump();
+      EXPECT_EQ(rec.at("device"), "done") << rec.dump();
+      EXPECT_TRUE(rec.at("in_group").get<bool>()) << rec.dump();
+      const int peer = rec.at("peer").get<int>();
+      const auto seq = rec.at("seq").get<uint64_t>();
+      (op == "send" ? by_sender[{comm, rank, peer, seq}] : by_receiver[{comm, peer, rank, seq}]) =
+          rec.at("engine");
+      routed += rec.at("engine") == "ncclscope";
+    }
+  }
+  EXPECT_EQ(by_sender, by_receiver);
+  return routed;
+}
+
 TEST(AccelExchange, GroupedSendsAndReceivesRunOnTheExchangeAndEveryResultIsRight) {
   ScratchDir scratch;
   const std::string scenario = scratch / "exchange.json";
@@ -64,31 +93,8 @@ TEST(AccelExchange, GroupedSendsAndReceivesRunOnTheExchangeAndEveryResultIsRight
   EXPECT_EQ(sim.err.find("ncclscope: warning:"), std::string::npos) << sim.err;
   const auto dump = DumpJson(dir);
   ASSERT_EQ(static_cast<int>(dump.size()), kRanks);
-  // (comm, sender, receiver, seq) -> engine, as the sender and as the receiver recorded it.
-  std::map<std::tuple<std::string, int, int, uint64_t>, std::string> by_sender, by_receiver;
-  int routed = 0;
-  for (const auto& [rank, d] : dump) {
-    SCOPED_TRACE("rank " + std::to_string(rank));
-    for (const auto& rec : d.records) {
-      const std::string op = rec.at("op");
-      if (op != "send" && op != "recv") continue;
-      const std::string comm = rec.at("comm_name");
-      const auto count = rec.at("count").get<uint64_t>();
-      EXPECT_EQ(rec.at("engine"), Engine(comm, count)) << rec.dump();
-      EXPECT_EQ(rec.at("device"), "done") << rec.dump();
-      EXPECT_TRUE(rec.at("in_group").get<bool>()) << rec.dump();
-      const int peer = rec.at("peer").get<int>();
-      const auto seq = rec.at("seq").get<uint64_t>();
-      if (op == "send") {
-        by_sender[{comm, rank, peer, seq}] = rec.at("engine");
-      } else {
-        by_receiver[{comm, peer, rank, seq}] = rec.at("engine");
-      }
-      routed += rec.at("engine") == "ncclscope";
-    }
-  }
   // Both sides of every send/receive pair, numbered alike, ran on the same engine.
-  EXPECT_EQ(by_sender, by_receiver);
+  const int routed = ExpectSendsAndReceives(dump, Engine);
   // Forward and backward: 3 pairs each, 2 records a pair, 3 iterations.
   EXPECT_EQ(routed, 2 * 3 * 2 * 3);
   const ProcessResult analyze = RunProcess({Cli(), "analyze", dir}, {}, 60);
@@ -126,24 +132,12 @@ TEST(AccelExchange, UnevenAllToAllRunsOnTheExchangeOnEightRanks) {
   EXPECT_EQ(sim.err.find("ncclscope: warning:"), std::string::npos) << sim.err;
   const auto dump = DumpJson(dir);
   ASSERT_EQ(dump.size(), 8u);
-  std::map<std::tuple<int, int, uint64_t>, std::string> by_sender, by_receiver;
-  int routed = 0, to_nccl = 0;
-  for (const auto& [rank, d] : dump) {
-    for (const auto& rec : d.records) {
-      const std::string op = rec.at("op");
-      if (op != "send" && op != "recv") continue;
-      const auto count = rec.at("count").get<uint64_t>();
-      const std::string want = count % 70000 == 0 ? "ncclscope" : "nccl";
-      EXPECT_EQ(rec.at("engine"), want) << rec.dump();
-      EXPECT_EQ(rec.at("device"), "done") << rec.dump();
-      const int peer = rec.at("peer").get<int>();
-      const auto seq = rec.at("seq").get<uint64_t>();
-      (op == "send" ? by_sender[{rank, peer, seq}] : by_receiver[{peer, rank, seq}]) =
-          rec.at("engine");
-      (want == "ncclscope" ? routed : to_nccl) += 1;
-    }
-  }
-  EXPECT_EQ(by_sender, by_receiver);
+  int to_nccl = 0;
+  const int routed = ExpectSendsAndReceives(dump, [&](const std::string&, uint64_t count) {
+    const bool ours = count % 70000 == 0;
+    to_nccl += ours ? 0 : 1;
+    return std::string(ours ? "ncclscope" : "nccl");
+  });
   EXPECT_GT(routed, 0);
   EXPECT_GT(to_nccl, 0);
   const ProcessResult analyze = RunProcess({Cli(), "analyze", dir}, {}, 60);
