@@ -6,6 +6,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "trace/size_text.h"
+
 namespace ncclscope::plugin {
 namespace {
 
@@ -125,31 +127,8 @@ bool ParseInt(const char* text, const char* constraint, int64_t* out) {
 }
 
 bool ParseSize(const char* text, const char* constraint, uint64_t* out) {
-  // Digits only (strtoull would accept "-1"), then an optional binary suffix k, m or g.
-  if (!std::isdigit(static_cast<unsigned char>(*text))) return false;
-  errno = 0;
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(text, &end, 10);
-  if (errno != 0) return false;
-  unsigned shift = 0;
-  if (*end != '\0') {
-    switch (std::tolower(static_cast<unsigned char>(*end))) {
-      case 'k':
-        shift = 10;
-        break;
-      case 'm':
-        shift = 20;
-        break;
-      case 'g':
-        shift = 30;
-        break;
-      default:
-        return false;
-    }
-    if (end[1] != '\0') return false;
-  }
-  if (shift != 0 && v > (UINT64_MAX >> shift)) return false;
-  v <<= shift;
+  uint64_t v = 0;  // digits, then an optional binary suffix k, m or g (trace/size_text.h)
+  if (!trace::ParseSizeText(text, &v)) return false;
   uint64_t lo = 0, hi = UINT64_MAX;
   Bounds(constraint, &lo, &hi);
   if (v < lo || v > hi) return false;

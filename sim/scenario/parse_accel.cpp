@@ -4,53 +4,18 @@
 // instead of being warned about and replaced by a default in every rank.
 #include <fmt/format.h>
 
-#include <cctype>
-#include <cstdlib>
-
 #include "sim/scenario/accel_limits.h"
 #include "sim/scenario/scenario_parser.h"
+#include "trace/size_text.h"
 
 namespace ncclscope::sim {
 namespace {
-
-// "1048576", "1024k", "1m", "1g" (the probe's size syntax: digits, then k, m or g, binary); false
-// for anything else or a value past 2^64.
-bool parseSizeText(const std::string& text, uint64_t* out) {
-  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
-  size_t i = 0;
-  uint64_t v = 0;
-  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
-    const uint64_t digit = static_cast<uint64_t>(text[i] - '0');
-    if (v > (UINT64_MAX - digit) / 10) return false;
-    v = v * 10 + digit;
-  }
-  unsigned shift = 0;
-  if (i < text.size()) {
-    switch (std::tolower(static_cast<unsigned char>(text[i]))) {
-      case 'k':
-        shift = 10;
-        break;
-      case 'm':
-        shift = 20;
-        break;
-      case 'g':
-        shift = 30;
-        break;
-      default:
-        return false;
-    }
-    if (i + 1 != text.size()) return false;
-  }
-  if (shift != 0 && v > (UINT64_MAX >> shift)) return false;
-  *out = v << shift;
-  return true;
-}
 
 uint64_t parseBuffer(const JsonNode& node) {
   uint64_t bytes = 0;
   if (node.isString()) {
     const std::string text = node.asString();
-    if (!parseSizeText(text, &bytes)) {
+    if (!trace::ParseSizeText(text, &bytes)) {
       node.fail(fmt::format("'{}' is not a size (bytes, or a whole number with k, m or g: \"16m\")",
                             text));
     }
