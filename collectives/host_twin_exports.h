@@ -43,6 +43,8 @@ inline void RunExchangeHostTwin(void** params) {
 
 }  // namespace ncclscope::collectives
 
+// EXPORT is a declaration's specifiers (extern "C" and an attribute): it cannot be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define NCCLSCOPE_ALLREDUCE_HOST_TWIN(EXPORT, name, algorithm, dtype)                              \
   EXPORT void name##_host(void** params, unsigned grid_x, unsigned block_x) {                      \
     ::ncclscope::collectives::RunAllReduceHostTwin(::ncclscope::collectives::Algorithm::algorithm, \
@@ -71,3 +73,4 @@ inline void RunExchangeHostTwin(void** params) {
   }                                                                                            \
   EXPORT const unsigned long ncclscope_exchange_host_param_bytes =                             \
       sizeof(::ncclscope::collectives::ExchangeKernelArgs);
+// NOLINTEND(bugprone-macro-parentheses)
