@@ -10,34 +10,11 @@
 #include <cstdint>
 
 #include "collectives/allreduce_kernel_args.h"
+#include "collectives/kernels/device_elements.cuh"
 #include "collectives/kernels/device_steps.cuh"
 
 namespace ncclscope::collectives {
 namespace {
-
-struct Fp16 {
-  using T = __half;
-  static constexpr int kPerPack = 8;
-  __device__ static float Load(const T& v) { return __half2float(v); }
-  __device__ static T Store(float f) { return __float2half_rn(f); }
-};
-struct Bf16 {
-  using T = __nv_bfloat16;
-  static constexpr int kPerPack = 8;
-  __device__ static float Load(const T& v) { return __bfloat162float(v); }
-  __device__ static T Store(float f) { return __float2bfloat16_rn(f); }
-};
-struct Fp32 {
-  using T = float;
-  static constexpr int kPerPack = 4;
-  __device__ static float Load(const T& v) { return v; }
-  __device__ static T Store(float f) { return f; }
-};
-
-union Pack {
-  uint4 raw;
-  unsigned char bytes[kPackBytes];
-};
 
 // One barrier of this block (device_steps.cuh).
 __device__ bool Cross(const AllReduceKernelArgs& a, Barrier which, uint64_t deadline) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "collectives/include/ncclscope/moe.h"
+#include "collectives/kernels/device_elements.cuh"
 #include "collectives/kernels/device_steps.cuh"
 #include "collectives/moe_buffer.h"
 #include "collectives/moe_layout.h"
@@ -21,30 +22,6 @@ namespace {
 
 constexpr uint32_t kFullWarp = 0xFFFFFFFFu;
 constexpr int kMaxThreads = 1024;
-
-struct Fp16 {
-  using T = __half;
-  static constexpr int kPerPack = 8;
-  __device__ static float Load(const T& v) { return __half2float(v); }
-  __device__ static T Store(float f) { return __float2half_rn(f); }
-};
-struct Bf16 {
-  using T = __nv_bfloat16;
-  static constexpr int kPerPack = 8;
-  __device__ static float Load(const T& v) { return __bfloat162float(v); }
-  __device__ static T Store(float f) { return __float2bfloat16_rn(f); }
-};
-struct Fp32 {
-  using T = float;
-  static constexpr int kPerPack = 4;
-  __device__ static float Load(const T& v) { return v; }
-  __device__ static T Store(float f) { return f; }
-};
-
-union Pack {
-  uint4 raw;
-  unsigned char bytes[kPackBytes];
-};
 
 // One call of one rank (moe_twin_steps.h, MoeTwinCall), in shared memory: the plan and the
 // buffers are read by every step, and keeping them out of the by-value parameter's address space
