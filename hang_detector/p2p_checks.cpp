@@ -4,6 +4,7 @@
 // operation queued before it on its stream, or, at the head of its stream, for whatever is queued
 // before its counterpart), e.g. every pipeline stage sending before receiving.
 #include <algorithm>
+#include <iterator>
 #include <unordered_map>
 
 #include "hang_detector/detectors.h"
@@ -281,14 +282,48 @@ void ReportCycles(const Context& ctx, const std::unordered_map<NodeKey, NodeKey>
   }
 }
 
+// One pair that disagrees cannot say which side is wrong (a tie). Three or more pairs (directions
+// count apart) of one communicator that disagree and all share one rank (an all-to-all(v) whose
+// counts one rank got wrong disagrees with every peer) name that rank: the others each agree with
+// everyone else. Two are not enough: a pipeline stage between two peers that each made their own
+// mistake would be blamed for both.
+void NameTheCommonSide(size_t first, std::vector<Verdict>* out) {
+  std::vector<Verdict*> ties;
+  for (size_t i = first; i < out->size(); ++i) {
+    Verdict& v = (*out)[i];
+    if (v.cls == VerdictClass::kDesync && v.tie && v.culprits.size() == 2) ties.push_back(&v);
+  }
+  if (ties.size() < 3) return;
+  std::vector<int> common = ties.front()->culprits;
+  for (const Verdict* v : ties) {
+    std::vector<int> both;
+    std::set_intersection(common.begin(), common.end(), v->culprits.begin(), v->culprits.end(),
+                          std::back_inserter(both));
+    common = std::move(both);
+  }
+  if (common.size() != 1) return;
+  const int culprit = common.front();
+  for (Verdict* v : ties) {
+    for (int r : v->culprits) {
+      if (r != culprit) v->victims.push_back(r);
+    }
+    v->culprits = {culprit};
+    v->tie = false;
+    v->summary += "; " + RankList({culprit}) + " is in all " + std::to_string(ties.size()) +
+                  " pairs that disagree";
+  }
+}
+
 }  // namespace
 
 void CheckP2P(const Context& ctx, std::vector<Verdict>* out) {
   std::unordered_map<NodeKey, NodeKey> partner;
   for (const CommModel& comm : ctx.index.comms()) {
     std::vector<Unmatched> unmatched;
+    const size_t first = out->size();
     for (const P2PLane& lane : comm.p2p_lanes)
       CheckPair(ctx, comm, lane, &unmatched, &partner, out);
+    NameTheCommonSide(first, out);
     ReportUnmatched(ctx, comm, unmatched, out);
   }
   ReportCycles(ctx, partner, out);

@@ -278,6 +278,50 @@ TEST(SplitCulprits, ADesyncInsideOneDataGroupOfSixtyFour) {
   ExpectSummariesAgree(a);
 }
 
+// An all-to-all(v) as grouped sends and receives where rank 1 got its counts wrong: every pair
+// with rank 1 disagrees, every other pair agrees. Each pair alone is a tie; all of them together
+// name rank 1, and each of its peers is a victim.
+TEST(SplitCulprits, TheRankInEveryPairThatDisagreesIsTheCulprit) {
+  JobBuilder job(4);
+  const uint64_t world = job.Comm("world", {0, 1, 2, 3});
+  for (int s = 0; s < 4; ++s) {
+    for (int d = 0; d < 4; ++d) {
+      if (s == d) continue;
+      job.Send(s, world, d, 1.0, Done::kPending).count = s == 1 ? 512 : 256;
+      job.Recv(d, world, s, 1.0, Done::kPending).count = d == 1 ? 512 : 256;
+    }
+  }
+  job.HeartbeatAll(6);
+  const Analysis a = AnalyzeWith(job, 6, ConfirmAtOnce());
+  SCOPED_TRACE(hang_detector::RenderText(a, false));
+  const Verdict& v = First(a);
+  EXPECT_EQ(v.cls, VerdictClass::kDesync);
+  EXPECT_EQ(v.culprits, std::vector<int>{1});
+  EXPECT_FALSE(v.tie);
+  EXPECT_NE(v.summary.find("rank 1 is in all"), std::string::npos) << v.summary;
+  ExpectSummariesAgree(a);
+}
+
+// A pipeline stage between two peers that each sent it a wrong count: two pairs that disagree
+// share rank 1, but two are not enough to blame it; each stays a tie.
+TEST(SplitCulprits, TwoPairsThatDisagreeStayTies) {
+  JobBuilder job(4);
+  const uint64_t world = job.Comm("world", {0, 1, 2, 3});
+  job.Send(0, world, 1, 1.0, Done::kPending).count = 512;
+  job.Recv(1, world, 0, 1.0, Done::kPending).count = 256;
+  job.Send(2, world, 1, 1.0, Done::kPending).count = 512;
+  job.Recv(1, world, 2, 1.0, Done::kPending).count = 256;
+  job.HeartbeatAll(6);
+  const Analysis a = AnalyzeWith(job, 6, ConfirmAtOnce());
+  SCOPED_TRACE(hang_detector::RenderText(a, false));
+  for (const Verdict& v : a.verdicts) {
+    if (v.cls != VerdictClass::kDesync) continue;
+    EXPECT_TRUE(v.tie) << v.summary;
+    EXPECT_EQ(v.culprits.size(), 2u) << v.summary;
+  }
+  EXPECT_EQ(First(a).cls, VerdictClass::kDesync);
+}
+
 // Eight ranks that completed 40 allreduces on world; the rings of some wrapped.
 JobBuilder Long8(uint64_t* world) {
   JobBuilder job(8);
