@@ -61,8 +61,12 @@ void CheckPair(const Context& ctx, const CommModel& comm, const P2PLane& lane,
         v.seq = seq;
         v.culprits = {ctx.RankOf(lane.sends.file), ctx.RankOf(lane.recvs.file)};
         v.tie = true;  // one send, one receive: nothing says which side is wrong
-        v.summary = "send and receive disagree (" +
-                    DescribeDifference(SignatureOf(ss), SignatureOf(rs)) + ")";
+        // A send meets a receive: name only what both sides must agree on (count, dtype).
+        OpSignature recv_sig = SignatureOf(rs);
+        const OpSignature send_sig = SignatureOf(ss);
+        recv_sig.op = send_sig.op;
+        recv_sig.root = send_sig.root;
+        v.summary = "send and receive disagree (" + DescribeDifference(send_sig, recv_sig) + ")";
         v.since_s = ctx.SinceS(index.files()[lane.sends.file].Wall(s.t_enter_ns));
         v.evidence.push_back(ctx.RecordEvidence(lane.sends.file, sp, DescribeOp(s)));
         v.evidence.push_back(ctx.RecordEvidence(lane.recvs.file, rp, DescribeOp(r)));

@@ -299,6 +299,9 @@ TEST(SplitCulprits, TheRankInEveryPairThatDisagreesIsTheCulprit) {
   EXPECT_EQ(v.culprits, std::vector<int>{1});
   EXPECT_FALSE(v.tie);
   EXPECT_NE(v.summary.find("rank 1 is in all"), std::string::npos) << v.summary;
+  // Only what a send and its receive must agree on: not that one is a send, the other a receive.
+  EXPECT_NE(v.summary.find("disagree (count "), std::string::npos) << v.summary;
+  EXPECT_EQ(v.summary.find("type send vs recv"), std::string::npos) << v.summary;
   ExpectSummariesAgree(a);
 }
 
