@@ -117,9 +117,12 @@ TEST(Cupti, RealCuptiWithoutADriverWarnsOnceAndChangesNothing) {
   const std::string real = "/usr/local/cuda/lib64/libcupti.so.13";
   if (!std::filesystem::exists(real)) GTEST_SKIP() << "no " << real;
   ScratchDir dir;
-  const ProcessResult with = RunSim("healthy.json", 4, dir / "with", 120,
+  // The probe tries CUPTI at the background thread's first tick, one heartbeat after the rank's
+  // first NCCL call: a rank whose whole job is shorter never tries (nor needs to), so the job here
+  // (40 ms of compute a step, 24 steps) outlives fifty heartbeats on every rank.
+  const ProcessResult with = RunSim("healthy-jitter.json", 4, dir / "with", 120,
                                     {{"NCCLSCOPE_CUPTI", real}, {"NCCLSCOPE_HEARTBEAT_MS", "20"}});
-  const ProcessResult without = RunSim("healthy.json", 4, dir / "without", 120);
+  const ProcessResult without = RunSim("healthy-jitter.json", 4, dir / "without", 120);
   ASSERT_EQ(without.exit_code, 0) << without.err;
   EXPECT_EQ(with.exit_code, 0) << with.err;
   const std::string warning =
