@@ -1,8 +1,8 @@
 // The library carries the kernels' device code for the GPUs it claims (docs/collectives.md): each
-// embedded fatbin (AllReduce, all-to-all) holds an sm_80 and an sm_90 cubin and sm_90 PTX, with
-// every entry point the host side will look up. Checked by walking the fatbin's entries (the layout
-// nvcc writes: a 16-byte header with magic 0xBA55ED50, then entries each with its own header giving
-// kind, size and architecture), since this image has no cuobjdump.
+// embedded fatbin (AllReduce, all-to-all, exchange, MoE) holds an sm_80 and an sm_90 cubin and
+// sm_90 PTX, with every entry point the host side will look up. Checked by walking the fatbin's
+// entries (the layout nvcc writes: a 16-byte header with magic 0xBA55ED50, then entries each with
+// its own header giving kind, size and architecture), since this image has no cuobjdump.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -16,6 +16,7 @@
 #include "collectives/alltoall_kernel_args.h"
 #include "collectives/device_code.h"
 #include "collectives/exchange_kernel_args.h"
+#include "collectives/include/ncclscope/moe.h"
 
 namespace ncclscope::collectives {
 namespace {
@@ -87,6 +88,20 @@ TEST(DeviceCode, TheExchangeKernelIsCarriedForTheSameGpus) {
   if (img.size == 0) GTEST_SKIP() << "built without nvcc: no device code to check";
   ExpectKernels(img, {kExchangeKernelName});
   const std::string_view bytes(reinterpret_cast<const char*>(img.data), img.size);
+  EXPECT_EQ(bytes.find(kAlltoAllKernelName), std::string_view::npos);
+}
+
+// The MoE kernels, through the C API a framework loads them with (ncclscope_moe_fatbin).
+TEST(DeviceCode, TheMoeKernelsAreCarriedForTheSameGpus) {
+  size_t size = 99;
+  const auto* data = static_cast<const unsigned char*>(ncclscope_moe_fatbin(&size));
+  if (data == nullptr) {
+    EXPECT_EQ(size, 0u);
+    GTEST_SKIP() << "built without nvcc: no device code to check";
+  }
+  const DeviceImage img{data, size};
+  ExpectKernels(img, {NCCLSCOPE_MOE_DISPATCH_KERNEL, NCCLSCOPE_MOE_COMBINE_KERNEL});
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   EXPECT_EQ(bytes.find(kAlltoAllKernelName), std::string_view::npos);
 }
 
