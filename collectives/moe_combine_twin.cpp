@@ -140,20 +140,5 @@ extern "C" ncclscope_moe_result ncclscope_moe_combine_on_cpu(
   const ncclscope_moe_config& cfg = c.plan->config;
   const nc::Combine m{*args,      c,         cfg.num_experts,  cfg.top_k, c.plan->local_experts,
                       cfg.hidden, cfg.dtype, c.plan->row_bytes};
-  nc::MoeError err[nc::kMaxBlocks] = {};
-  nc::Stall stall;
-  for (uint32_t b = 0; b < c.blocks; ++b) {
-    m.Source(b, &err[b]);
-    nc::PostGridBarrier(c, b, nc::Barrier::kStart);
-  }
-  for (uint32_t b = 0; b < c.blocks; ++b) {
-    if (!nc::WaitGridBarrier(c, nc::Barrier::kStart, &stall)) return nc::MoeCallTimedOut(c, stall);
-    m.Receive(b, &err[b]);
-    m.header(c.rank)->error[b] = err[b];
-    nc::PostGridBarrier(c, b, nc::Barrier::kEnd);
-  }
-  for (uint32_t b = 0; b < c.blocks; ++b) {
-    if (!nc::WaitGridBarrier(c, nc::Barrier::kEnd, &stall)) return nc::MoeCallTimedOut(c, stall);
-  }
-  return nc::FinishMoeCall(c);
+  return nc::RunMoeBlocks(c, m, [](uint32_t) {});
 }

@@ -124,21 +124,5 @@ extern "C" ncclscope_moe_result ncclscope_moe_dispatch_on_cpu(
   const ncclscope_moe_config& cfg = c.plan->config;
   const nc::Dispatch d{
       *args, c, cfg.num_experts, cfg.top_k, c.plan->local_experts, c.plan->row_bytes};
-  nc::MoeError err[nc::kMaxBlocks] = {};
-  nc::Stall stall;
-  for (uint32_t b = 0; b < c.blocks; ++b) {
-    d.Source(b, &err[b]);
-    nc::PostGridBarrier(c, b, nc::Barrier::kStart);
-  }
-  for (uint32_t b = 0; b < c.blocks; ++b) {
-    if (!nc::WaitGridBarrier(c, nc::Barrier::kStart, &stall)) return nc::MoeCallTimedOut(c, stall);
-    d.Receive(b, &err[b]);
-    d.header(c.rank)->error[b] = err[b];
-    nc::PostGridBarrier(c, b, nc::Barrier::kEnd);
-  }
-  for (uint32_t b = 0; b < c.blocks; ++b) {
-    if (!nc::WaitGridBarrier(c, nc::Barrier::kEnd, &stall)) return nc::MoeCallTimedOut(c, stall);
-    d.Finish(b);
-  }
-  return nc::FinishMoeCall(c);
+  return nc::RunMoeBlocks(c, d, [&d](uint32_t b) { d.Finish(b); });
 }

@@ -58,4 +58,29 @@ inline void NoteError(MoeError* e, int32_t code, int32_t detail) {
   if (e->code == 0) *e = MoeError{code, detail};
 }
 
+// One call's blocks run as the kernel's grid would, in turn (the grid barriers wait for every
+// block): every block's source side, the start barrier, every block's receive side and its error
+// into this rank's header, the end barrier, then `finish` per block (after the barrier). `steps`
+// has Source(b, MoeError*), Receive(b, MoeError*) and header(rank) (dispatch, combine).
+template <typename Steps, typename Finish>
+ncclscope_moe_result RunMoeBlocks(const MoeTwinCall& c, const Steps& steps, Finish finish) {
+  MoeError err[kMaxBlocks] = {};
+  Stall stall;
+  for (uint32_t b = 0; b < c.blocks; ++b) {
+    steps.Source(b, &err[b]);
+    PostGridBarrier(c, b, Barrier::kStart);
+  }
+  for (uint32_t b = 0; b < c.blocks; ++b) {
+    if (!WaitGridBarrier(c, Barrier::kStart, &stall)) return MoeCallTimedOut(c, stall);
+    steps.Receive(b, &err[b]);
+    steps.header(c.rank)->error[b] = err[b];
+    PostGridBarrier(c, b, Barrier::kEnd);
+  }
+  for (uint32_t b = 0; b < c.blocks; ++b) {
+    if (!WaitGridBarrier(c, Barrier::kEnd, &stall)) return MoeCallTimedOut(c, stall);
+    finish(b);
+  }
+  return FinishMoeCall(c);
+}
+
 }  // namespace ncclscope::collectives
