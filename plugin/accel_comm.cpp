@@ -183,10 +183,10 @@ void FillCommonArgs(const AccelComm& c, const void* sendbuff, void* recvbuff, Ar
   a->copy_in = 1;
 }
 
-// Launches one kernel of the communicator with the next epoch (the launch's parameter carries it),
-// after the previous launch when that was on another stream.
-bool Launch(const AccelDriver& cu, AccelComm* c, CUfunction kernel, uint32_t blocks,
-            uint32_t threads, void** params, CUstream stream, uint64_t seq) {
+// Launches one kernel of the communicator after its previous launch when that was on another
+// stream (the kernels share the communicator's buffers and flags).
+bool LaunchInOrder(const AccelDriver& cu, AccelComm* c, CUfunction kernel, uint32_t blocks,
+                   uint32_t threads, void** params, CUstream stream) {
   if (c->launched && stream != c->last_stream &&
       cu.stream_wait_event(stream, c->last_launch, 0) != CUDA_SUCCESS) {
     return false;
@@ -198,6 +198,14 @@ bool Launch(const AccelDriver& cu, AccelComm* c, CUfunction kernel, uint32_t blo
   // Without the event the next launch has nothing to wait for: it then only keeps stream order.
   c->launched = cu.event_record(c->last_launch, stream) == CUDA_SUCCESS;
   c->last_stream = stream;
+  return true;
+}
+
+// The same for a kernel of the barrier protocol, with the next epoch (the launch's parameter
+// carries it), remembered with the call's sequence number for a stall report.
+bool Launch(const AccelDriver& cu, AccelComm* c, CUfunction kernel, uint32_t blocks,
+            uint32_t threads, void** params, CUstream stream, uint64_t seq) {
+  if (!LaunchInOrder(cu, c, kernel, blocks, threads, params, stream)) return false;
   c->epoch += 1;
   c->seq_of_epoch[c->epoch % AccelComm::kEpochs].store(seq, std::memory_order_relaxed);
   return true;
@@ -335,16 +343,10 @@ bool LaunchAccelExchange(const AccelDriver& cu, AccelComm* c, const nc::Exchange
   void* params[] = {&a};
   // Not an epoch of the communicator's barriers (the exchange counts chunks per pair): the
   // launch leaves the epoch alone, and a stall of it names no collective (seq 0).
-  if (c->launched && stream != c->last_stream &&
-      cu.stream_wait_event(stream, c->last_launch, 0) != CUDA_SUCCESS) {
+  if (!LaunchInOrder(cu, c, c->exchange, plan.nparts * plan.blocks_per_part, plan.threads, params,
+                     stream)) {
     return false;
   }
-  if (cu.launch_kernel(c->exchange, plan.nparts * plan.blocks_per_part, 1, 1, plan.threads, 1, 1, 0,
-                       stream, params, nullptr) != CUDA_SUCCESS) {
-    return false;
-  }
-  c->launched = cu.event_record(c->last_launch, stream) == CUDA_SUCCESS;
-  c->last_stream = stream;
   std::memcpy(c->sent_chunks, next_sent, sizeof next_sent);
   std::memcpy(c->received_chunks, next_received, sizeof next_received);
   return true;
