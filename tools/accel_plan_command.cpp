@@ -7,8 +7,8 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
+#include <string_view>
 
 #include "collectives/planner.h"
 #include "collectives/tuning_table.h"
@@ -65,11 +65,19 @@ std::optional<int32_t> RedopNumber(const std::string& name) {
 }
 
 // "sm_90" -> compute capability major 9; nullopt when not sm_<digits>.
+// Parsed by hand: std::regex here trips GCC 12's -Wmaybe-uninitialized inside <regex> under
+// ASan at -O2, and the format is too small to need it.
 std::optional<int> ComputeMajor(const std::string& gpu) {
-  std::smatch m;
-  static const std::regex kSm(R"(sm_(\d+)\d)");
-  if (!std::regex_match(gpu, m, kSm)) return std::nullopt;
-  return std::stoi(m[1].str());
+  constexpr std::string_view kPrefix = "sm_";
+  const std::string_view digits = std::string_view(gpu).substr(
+      gpu.compare(0, kPrefix.size(), kPrefix) == 0 ? kPrefix.size() : gpu.size());
+  if (digits.size() < 2 || digits.size() > 4) return std::nullopt;
+  int value = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  return value / 10;  // the last digit is the minor version
 }
 
 std::string Bytes(size_t b) {
