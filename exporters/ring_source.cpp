@@ -44,22 +44,6 @@ std::vector<std::string> DirRingSource::List(std::string* error) {
   return files;
 }
 
-namespace {
-
-// Header and comm table only: no record is visited.
-class HeaderOnly final : public trace::RingVisitor {
- public:
-  explicit HeaderOnly(trace::RingInfo* out) : out_(out) {}
-  void BeginFile(const trace::RingInfo& info) override { *out_ = info; }
-  void Records(const trace::StoredRecord* /*batch*/, size_t /*n*/) override {}
-  void EndFile(const trace::RingInfo& /*info*/) override {}
-
- private:
-  trace::RingInfo* out_;
-};
-
-}  // namespace
-
 void DirRingSource::KeepOneJob(std::vector<std::string>* files) {
   // A file whose header cannot be read yet stays listed: the aggregator counts and reports it as
   // it does for any unreadable file.
@@ -69,7 +53,7 @@ void DirRingSource::KeepOneJob(std::vector<std::string>* files) {
   for (size_t i = 0; i < files->size(); ++i) {
     const Mapping* m = MappingOf((*files)[i]);
     std::string ignored;
-    HeaderOnly visitor(&headers[i]);
+    trace::RingHeaderCollector visitor(&headers[i]);
     if (m == nullptr ||
         !trace::VisitRingFrom(m->base, m->size, (*files)[i], UINT64_MAX, &visitor, &ignored)) {
       continue;

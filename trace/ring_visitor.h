@@ -63,6 +63,19 @@ class RingVisitor {
   virtual void EndFile(const RingInfo& info) = 0;
 };
 
+// Keeps the header and comm table only; visit it from an index no writer reaches (UINT64_MAX) and
+// no record is copied: a cheap look at a file before reading it (which job, which rank).
+class RingHeaderCollector final : public RingVisitor {
+ public:
+  explicit RingHeaderCollector(RingInfo* out) : out_(out) {}
+  void BeginFile(const RingInfo& info) override { *out_ = info; }
+  void Records(const StoredRecord* /*batch*/, size_t /*n*/) override {}
+  void EndFile(const RingInfo& /*info*/) override {}
+
+ private:
+  RingInfo* out_;
+};
+
 // Visits a ring image already in memory (a mapping, or a fuzzer's buffer). Returns false and sets
 // *error ("<name>: <what is wrong>") when the header is invalid; the visitor then saw nothing.
 bool VisitRing(const void* data, size_t size, const std::string& name, RingVisitor* visitor,
