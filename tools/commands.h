@@ -21,6 +21,7 @@ void RegisterExporterCommand(CLI::App& app, int* exit_code);
 void RegisterDigestCommand(CLI::App& app, int* exit_code);
 void RegisterAccelPlanCommand(CLI::App& app, int* exit_code);
 void RegisterStatsCommand(CLI::App& app, int* exit_code);
+void RegisterTimelineCommand(CLI::App& app, int* exit_code);
 
 // Directory of the running ncclscope executable (build/bin), to find ../lib/libncclscope.so.
 std::string ExecutableDir();

@@ -1,0 +1,553 @@
+#include "exporters/timeline/timeline_builder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "exporters/operation_size.h"
+#include "exporters/timeline/clock_bound.h"
+#include "hang_detector/verdict.h"
+#include "trace/nccl_names.h"
+
+namespace ncclscope::exporters::timeline {
+
+namespace {
+
+using trace::OpType;
+using trace::RecordData;
+using trace::RingInfo;
+using trace::StoredRecord;
+
+uint64_t Mix(uint64_t x) {  // splitmix64's finalizer: ids spread over 64 bits
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Track uuids: the metadata track is 1 (perfetto_writer.cpp); rank file i owns (i + 1) << 24 and
+// the 2^24 uuids above it, one per track of that rank.
+constexpr int kTrackBits = 24;
+
+// Records the probe writes about an operation rather than for a call: no host slice of their own.
+bool IsMarker(OpType op) {
+  switch (op) {
+    case OpType::kProfilerAttach:
+    case OpType::kDeviceStart:
+    case OpType::kP2pDeviceStart:
+    case OpType::kProxyProgress:
+    case OpType::kKernelChannels:
+    case OpType::kProfilerMask:
+    case OpType::kDeviceCompute:
+    case OpType::kDeviceActivityLoss:
+    case OpType::kNvtxPhaseName:
+    case OpType::kNvtxRangeName:
+    case OpType::kAccelStall:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Where a verdict names this rank, and the record its evidence cites (if any).
+struct Mark {
+  const hang_detector::Verdict* verdict;
+  std::optional<uint64_t> record_index;
+};
+
+// One ring file's records, kept until its end so that each operation's device start marker,
+// which the probe writes after the call's record, is known when its slice is written.
+class FileRecords final : public trace::RingVisitor {
+ public:
+  explicit FileRecords(const std::unordered_set<uint64_t>* wanted_indices)
+      : wanted_indices_(wanted_indices) {}
+
+  void BeginFile(const RingInfo& info) override { info_ = info; }
+  void Records(const StoredRecord* batch, size_t n) override {
+    for (size_t i = 0; i < n; ++i) Add(batch[i]);
+  }
+  void EndFile(const RingInfo& info) override { info_.torn_records = info.torn_records; }
+
+  const RingInfo& info() const { return info_; }
+  const std::vector<StoredRecord>& calls() const { return calls_; }
+  // When the host saw the kernel of (comm, seq, peer-and-op key) start; nullopt: no marker.
+  std::optional<int64_t> DeviceStart(uint64_t key) const {
+    const auto it = device_starts_.find(key);
+    if (it == device_starts_.end()) return std::nullopt;
+    return it->second;
+  }
+  std::optional<int64_t> TimeOfIndex(uint64_t index) const {
+    const auto it = index_times_.find(index);
+    if (it == index_times_.end()) return std::nullopt;
+    return it->second;
+  }
+  const std::string& PhaseName(uint32_t context) const {
+    static const std::string kNone;
+    const auto it = phase_names_.find(context);
+    return it == phase_names_.end() ? kNone : it->second;
+  }
+  int64_t last_ns() const { return last_ns_; }
+
+  static uint64_t CollectiveKey(uint64_t comm, uint64_t seq) { return Mix(comm ^ Mix(seq)); }
+  static uint64_t P2pKey(uint64_t comm, uint64_t seq, int peer, OpType op) {
+    return Mix(comm ^ Mix(seq ^ Mix((static_cast<uint64_t>(static_cast<uint32_t>(peer)) << 16) |
+                                    static_cast<uint64_t>(op))));
+  }
+
+ private:
+  void Add(const StoredRecord& r) {
+    const RecordData& d = r.data;
+    const auto op = static_cast<OpType>(d.op);
+    last_ns_ = std::max({last_ns_, d.t_enter_ns, d.t_exit_ns, d.t_device_done_ns});
+    if (wanted_indices_ != nullptr && wanted_indices_->count(r.index) != 0) {
+      index_times_[r.index] = d.t_enter_ns;
+    }
+    if (op == OpType::kDeviceStart && d.seq != 0) {
+      Earliest(CollectiveKey(d.comm_id, d.seq), d.t_enter_ns);
+    } else if (op == OpType::kP2pDeviceStart && d.seq != 0) {
+      Earliest(P2pKey(d.comm_id, d.seq, d.peer, static_cast<OpType>(d.redop)), d.t_enter_ns);
+    } else if (op == OpType::kNvtxPhaseName) {
+      const char* name = reinterpret_cast<const char*>(&d.group_id);
+      phase_names_[static_cast<uint32_t>(d.seq)] =
+          std::string(name, strnlen(name, trace::kNvtxNameBytes));
+    } else if (!IsMarker(op)) {
+      calls_.push_back(r);
+    }
+  }
+  void Earliest(uint64_t key, int64_t t) {
+    auto [it, fresh] = device_starts_.emplace(key, t);
+    if (!fresh) it->second = std::min(it->second, t);
+  }
+
+  const std::unordered_set<uint64_t>* wanted_indices_;
+  RingInfo info_;
+  std::vector<StoredRecord> calls_;
+  std::unordered_map<uint64_t, int64_t> device_starts_;
+  std::unordered_map<uint64_t, int64_t> index_times_;
+  std::unordered_map<uint32_t, std::string> phase_names_;
+  int64_t last_ns_ = INT64_MIN;
+};
+
+struct FileEntry {
+  std::string name;
+  RingInfo info;  // header and comm table
+  int64_t wall_offset = 0;
+};
+
+int64_t WallOffset(const RingInfo& info) {
+  return info.start_realtime_ns - info.start_monotonic_ns;
+}
+
+bool CommMatches(const trace::CommInfo& c, const std::string& wanted) {
+  if (wanted.empty() || c.name == wanted) return true;
+  if (wanted.size() < 4) return false;
+  const std::string hex = fmt::format("{:016x}", c.id);
+  return hex.compare(0, wanted.size(), wanted) == 0;
+}
+
+// Writes one rank's tracks and events.
+class RankWriter {
+ public:
+  RankWriter(const FileEntry& file, const FileRecords& records, size_t file_index,
+             const TimelineOptions& options, int64_t origin_ns, const std::vector<Mark>& marks,
+             TimelineSink* sink, TimelineSummary* summary)
+      : file_(file),
+        records_(records),
+        options_(options),
+        marks_(marks),
+        sink_(sink),
+        summary_(summary),
+        process_uuid_(static_cast<uint64_t>(file_index + 1) << kTrackBits) {
+    for (const trace::CommInfo& c : file.info.comms) comms_[c.id] = &c;
+    if (options.from_s) from_ns_ = origin_ns + static_cast<int64_t>(*options.from_s * 1e9);
+    if (options.to_s) to_ns_ = origin_ns + static_cast<int64_t>(*options.to_s * 1e9);
+  }
+
+  void Write() {
+    const RingInfo& info = file_.info;
+    const int pid = Pid();
+    std::string name = info.global_rank >= 0 ? fmt::format("rank {}", info.global_rank)
+                                             : fmt::format("rank ? ({})", file_.name);
+    name += fmt::format(" · {} · pid {}", info.host, info.pid);
+    if (!info.gpu_uuid.empty()) name += " · " + info.gpu_uuid;
+    sink_->Process(process_uuid_, pid, name);
+    ++summary_->ranks_written;
+    if (!marks_.empty()) verdict_track_ = NewTrack("ncclscope verdicts");
+    WriteCalls();
+    WriteDeviceWork();
+    WriteVerdicts();
+  }
+
+ private:
+  int Pid() const {
+    return file_.info.global_rank >= 0 ? file_.info.global_rank
+                                       : 1000000 + static_cast<int>(process_uuid_ >> kTrackBits);
+  }
+  uint64_t NewTrack(const std::string& name) {
+    const uint64_t uuid = process_uuid_ + (++tracks_);
+    sink_->Track(uuid, process_uuid_, Pid(), name, tracks_);
+    return uuid;
+  }
+  int64_t Wall(int64_t monotonic_ns) const { return monotonic_ns + file_.wall_offset; }
+  const trace::CommInfo* Comm(uint64_t id) const {
+    const auto it = comms_.find(id);
+    return it == comms_.end() ? nullptr : it->second;
+  }
+  std::string CommName(uint64_t id) const {
+    const trace::CommInfo* c = Comm(id);
+    if (c != nullptr && !c->name.empty()) return c->name;
+    return id == 0 ? std::string() : fmt::format("{:016x}", id);
+  }
+  bool Selected(const RecordData& d) const {
+    if (!options_.comm.empty()) {
+      const trace::CommInfo* c = Comm(d.comm_id);
+      if (c == nullptr || !CommMatches(*c, options_.comm)) return false;
+    }
+    return true;
+  }
+  // [begin, end] (end kOpenEnd: still running) meets the window.
+  bool InWindow(int64_t begin, int64_t end) const {
+    return begin <= to_ns_ && (end == kOpenEnd || end >= from_ns_);
+  }
+
+  void CallArgs(const StoredRecord& r, std::vector<Arg>* args, std::vector<std::string>* text) {
+    const RecordData& d = r.data;
+    const auto op = static_cast<OpType>(d.op);
+    text->clear();
+    text->reserve(6);  // string_views below point into these
+    args->clear();
+    if (d.comm_id != 0) {
+      text->push_back(CommName(d.comm_id));
+      args->push_back(Arg::Str("comm", text->back()));
+    }
+    if (trace::IsCollective(op) || trace::IsP2P(op)) {
+      const trace::CommInfo* c = Comm(d.comm_id);
+      args->push_back(Arg::Int("seq", static_cast<int64_t>(d.seq)));
+      args->push_back(Arg::Int("count", static_cast<int64_t>(d.count)));
+      args->push_back(
+          Arg::Int("bytes", static_cast<int64_t>(OperationBytes(d, c != nullptr ? c->nranks : 1))));
+      text->push_back(trace::DataTypeName(d.dtype));
+      args->push_back(Arg::Str("dtype", text->back()));
+      if (d.redop >= 0) {
+        text->push_back(trace::RedOpName(d.redop));
+        args->push_back(Arg::Str("redop", text->back()));
+      }
+      if (d.peer >= 0) args->push_back(Arg::Int(trace::IsP2P(op) ? "peer" : "root", d.peer));
+      text->push_back(fmt::format("{:#x}", d.stream));
+      args->push_back(Arg::Str("stream", text->back()));
+    }
+    if (d.result != 0) {
+      text->push_back(d.result == trace::kResultInCall ? "still in the call"
+                                                       : trace::ResultName(d.result));
+      args->push_back(Arg::Str("result", text->back()));
+    }
+    if (d.group_id != 0) args->push_back(Arg::Int("group", static_cast<int64_t>(d.group_id)));
+    if (trace::NvtxHasStep(d.reserved)) {
+      args->push_back(Arg::Int("step", static_cast<int64_t>(trace::NvtxStep(d.reserved))));
+      const std::string& phase = records_.PhaseName(trace::NvtxContextId(d.reserved));
+      if (!phase.empty()) args->push_back(Arg::Str("phase", phase));
+    }
+    args->push_back(Arg::Int("record", static_cast<int64_t>(r.index)));
+  }
+
+  // A slice per NCCL call on its calling thread's track.
+  void WriteCalls() {
+    std::unordered_map<uint32_t, uint64_t> thread_tracks;
+    std::vector<Arg> args;
+    std::vector<std::string> text;
+    for (const StoredRecord& r : records_.calls()) {
+      const RecordData& d = r.data;
+      if (!Selected(d)) continue;
+      const int64_t begin = Wall(d.t_enter_ns);
+      const int64_t end = d.t_exit_ns > 0 ? std::max(begin, Wall(d.t_exit_ns)) : kOpenEnd;
+      if (!InWindow(begin, end)) continue;
+      auto [it, fresh] = thread_tracks.emplace(d.tid, 0);
+      if (fresh) it->second = NewTrack(fmt::format("host thread {}", d.tid));
+      CallArgs(r, &args, &text);
+      sink_->Slice(it->second, begin, end, trace::OpTypeName(static_cast<OpType>(d.op)), "call",
+                   args, 0);
+      ++summary_->host_slices;
+      if (end == kOpenEnd) ++summary_->open_slices;
+    }
+  }
+
+  uint64_t FlowOf(const RecordData& d) const {
+    const auto op = static_cast<OpType>(d.op);
+    if (trace::IsCollective(op)) return CollectiveFlowId(d.comm_id, d.seq);
+    const trace::CommInfo* c = Comm(d.comm_id);
+    if (c == nullptr || c->rank < 0 || d.peer < 0) return 0;
+    return op == OpType::kSend ? P2pFlowId(d.comm_id, c->rank, d.peer, d.seq)
+                               : P2pFlowId(d.comm_id, d.peer, c->rank, d.seq);
+  }
+
+  // A slice per operation's device execution on its communicator x stream track, and the
+  // operations-in-flight counter.
+  void WriteDeviceWork() {
+    struct StreamTrack {
+      uint64_t uuid = 0;
+      int64_t free_at = INT64_MIN;  // when the previous operation on it ended
+      bool blocked = false;         // an operation on it never ended: what follows never ran
+    };
+    std::map<std::pair<uint64_t, uint64_t>, StreamTrack> tracks;  // by (comm, stream)
+    std::vector<std::pair<int64_t, int>> in_flight;               // (time, +1 or -1)
+    std::vector<Arg> args;
+    std::vector<std::string> text;
+    for (const StoredRecord& r : records_.calls()) {
+      const RecordData& d = r.data;
+      const auto op = static_cast<OpType>(d.op);
+      if (!IsOperation(op) || !WasEnqueued(d) || d.t_device_done_ns == trace::kDoneUntracked ||
+          d.seq == 0 || !Selected(d)) {
+        continue;
+      }
+      const bool open = trace::IsPending(d.t_device_done_ns) || d.t_device_done_ns == 0;
+      const int64_t enter = Wall(d.t_enter_ns);
+      const int64_t done = open ? kOpenEnd : Wall(d.t_device_done_ns);
+      StreamTrack& track = tracks[{d.comm_id, d.stream}];
+      if (track.blocked) continue;
+      const std::optional<int64_t> marker = records_.DeviceStart(
+          trace::IsCollective(op) ? FileRecords::CollectiveKey(d.comm_id, d.seq)
+                                  : FileRecords::P2pKey(d.comm_id, d.seq, d.peer, op));
+      // The kernel runs once the call launched it and the stream's earlier work ended; the
+      // profiler's start marker, when there is one, says when it did.
+      int64_t begin = std::max(marker ? Wall(*marker) : enter, track.free_at);
+      if (done != kOpenEnd) begin = std::min(begin, done);
+      track.free_at = done == kOpenEnd ? INT64_MAX : done;
+      track.blocked = done == kOpenEnd;
+      in_flight.emplace_back(enter, +1);
+      if (done != kOpenEnd) in_flight.emplace_back(done, -1);
+      if (!InWindow(begin, done)) continue;
+      if (track.uuid == 0) {
+        track.uuid = NewTrack(fmt::format("{} · stream {:#x}", CommName(d.comm_id), d.stream));
+      }
+      CallArgs(r, &args, &text);
+      const std::string name = fmt::format("{} #{}", trace::OpTypeName(op), d.seq);
+      sink_->Slice(track.uuid, begin, done, name, "device", args, FlowOf(d));
+      ++summary_->device_slices;
+      if (done == kOpenEnd) ++summary_->open_slices;
+    }
+    if (in_flight.empty()) return;
+    std::sort(in_flight.begin(), in_flight.end());
+    const uint64_t counter = process_uuid_ + (++tracks_);
+    sink_->CounterTrack(counter, process_uuid_, Pid(), "operations in flight");
+    int64_t value = 0;
+    for (size_t i = 0; i < in_flight.size(); ++i) {
+      value += in_flight[i].second;
+      const bool last_at_time =
+          i + 1 == in_flight.size() || in_flight[i + 1].first != in_flight[i].first;
+      if (last_at_time && InWindow(in_flight[i].first, in_flight[i].first)) {
+        sink_->Counter(counter, in_flight[i].first, value);
+      }
+    }
+  }
+
+  void WriteVerdicts() {
+    for (const Mark& m : marks_) {
+      const hang_detector::Verdict& v = *m.verdict;
+      std::optional<int64_t> at;
+      if (m.record_index) {
+        const std::optional<int64_t> t = records_.TimeOfIndex(*m.record_index);
+        if (t) at = Wall(*t);
+      }
+      // Without a cited record (a rank gone, one that never called): its last sign of life.
+      if (!at) {
+        const int64_t last = std::max(records_.last_ns(), file_.info.heartbeat_monotonic_ns);
+        at = Wall(last);
+      }
+      std::string name = hang_detector::VerdictClassName(v.cls);
+      if (!v.comm_name.empty()) name += " · " + v.comm_name;
+      if (!v.op.empty()) name += fmt::format(" {} #{}", v.op, v.seq);
+      std::vector<Arg> args = {Arg::Str("summary", v.summary),
+                               Arg::Str("stage", v.confirmed ? "confirmed" : "suspect")};
+      if (v.tie) args.push_back(Arg::Str("tie", "the evidence names no single culprit"));
+      if (!v.stall.stage.empty()) args.push_back(Arg::Str("stall", v.stall.stage));
+      sink_->Instant(verdict_track_, *at, name, "verdict", args);
+      ++summary_->verdict_marks;
+    }
+  }
+
+  const FileEntry& file_;
+  const FileRecords& records_;
+  const TimelineOptions& options_;
+  const std::vector<Mark>& marks_;
+  TimelineSink* sink_;
+  TimelineSummary* summary_;
+  uint64_t process_uuid_;
+  int tracks_ = 0;
+  uint64_t verdict_track_ = 0;
+  int64_t from_ns_ = INT64_MIN;
+  int64_t to_ns_ = INT64_MAX;
+  std::unordered_map<uint64_t, const trace::CommInfo*> comms_;
+};
+
+// The verdicts naming each rank (their culprits), with the evidence record cited for that rank.
+std::unordered_map<int, std::vector<Mark>> MarksByRank(const hang_detector::Analysis* analysis) {
+  std::unordered_map<int, std::vector<Mark>> marks;
+  if (analysis == nullptr) return marks;
+  for (const hang_detector::Verdict& v : analysis->verdicts) {
+    if (v.cls == hang_detector::VerdictClass::kHealthy) continue;
+    for (int rank : v.culprits) {
+      Mark m{&v, std::nullopt};
+      for (const hang_detector::Evidence& e : v.evidence) {
+        if (e.rank == rank && e.has_record) {
+          m.record_index = e.record_index;
+          break;
+        }
+      }
+      marks[rank].push_back(m);
+    }
+  }
+  return marks;
+}
+
+void AddToClockBound(const FileEntry& file, const FileRecords& records, bool reference,
+                     ClockBound* bound) {
+  for (const StoredRecord& r : records.calls()) {
+    const RecordData& d = r.data;
+    if (!trace::IsCollective(static_cast<OpType>(d.op)) || d.seq == 0 || d.t_device_done_ns <= 0) {
+      continue;
+    }
+    const int64_t enter = d.t_enter_ns + file.wall_offset;
+    const int64_t done = d.t_device_done_ns + file.wall_offset;
+    if (reference) {
+      bound->AddReference(d.comm_id, d.seq, enter, done);
+    } else {
+      bound->AddOther(file.info.host, d.comm_id, d.seq, enter, done);
+    }
+  }
+}
+
+constexpr const char* kDescription =
+    "ncclscope timeline. One process per rank (global rank as pid): a track per host thread "
+    "with a slice per NCCL call (entry to return), a track per communicator x CUDA stream with a "
+    "slice per operation's device execution (from its kernel start as the profiler saw it, else "
+    "from when the call was made and the stream was free, to its device completion as the host "
+    "observed it), an operations-in-flight counter, and the verdicts naming the rank. Arrows join "
+    "one collective's device slices across ranks and a send with its receive. Slices that never "
+    "ended are open. Times: CLOCK_REALTIME of each host, from each ring file's "
+    "(realtime, monotonic) pair; see clock_* in the metadata for how well hosts agree.";
+
+}  // namespace
+
+uint64_t CollectiveFlowId(uint64_t comm_id, uint64_t seq) {
+  const uint64_t id = Mix(comm_id ^ Mix(seq ^ 0xC011EC7ull));
+  return id == 0 ? 1 : id;
+}
+
+uint64_t P2pFlowId(uint64_t comm_id, int from, int to, uint64_t seq) {
+  const uint64_t ends =
+      (static_cast<uint64_t>(static_cast<uint32_t>(from)) << 32) | static_cast<uint32_t>(to);
+  const uint64_t id = Mix(comm_id ^ Mix(seq ^ Mix(ends)));
+  return id == 0 ? 1 : id;
+}
+
+bool WriteTimeline(RingSource& source, const TimelineOptions& options, TimelineSink* sink,
+                   TimelineSummary* summary, std::string* error) {
+  std::string list_error;
+  const std::vector<std::string> names = source.List(&list_error);
+  if (names.empty()) {
+    *error = list_error.empty() ? "no ring file (*.ring)" : list_error;
+    return false;
+  }
+  // Headers first: which files, in what order, and the trace's origin, before any event.
+  std::vector<FileEntry> files;
+  for (const std::string& name : names) {
+    RingInfo info;
+    trace::RingHeaderCollector header(&info);
+    std::string why;
+    if (!source.Visit(name, std::numeric_limits<uint64_t>::max(), &header, &why)) {
+      summary->errors.push_back(why);
+      continue;
+    }
+    ++summary->files;
+    if (info.global_rank >= 0 && !RankSelected(options, info.global_rank)) continue;
+    if (info.global_rank < 0 && !options.ranks.empty()) continue;
+    if (!options.comm.empty() &&
+        std::none_of(info.comms.begin(), info.comms.end(),
+                     [&](const trace::CommInfo& c) { return CommMatches(c, options.comm); })) {
+      continue;
+    }
+    files.push_back({name, info, WallOffset(info)});
+  }
+  if (files.empty()) {
+    if (summary->files == 0) {
+      *error = "no readable ring file" +
+               (summary->errors.empty() ? std::string() : ": " + summary->errors.front());
+    } else if (!options.comm.empty()) {
+      *error = "no selected rank has a communicator named '" + options.comm + "'";
+    } else {
+      *error = "no ring file of the selected ranks";
+    }
+    return false;
+  }
+  // Ranks in order, files without one last. The first rank's host is the clock reference: its
+  // files are read first so that the others can be compared with its collectives.
+  std::stable_sort(files.begin(), files.end(), [](const FileEntry& a, const FileEntry& b) {
+    const int ra = a.info.global_rank < 0 ? INT32_MAX : a.info.global_rank;
+    const int rb = b.info.global_rank < 0 ? INT32_MAX : b.info.global_rank;
+    return ra != rb ? ra < rb : a.info.pid < b.info.pid;
+  });
+  const std::string reference_host = files.front().info.host;
+  std::stable_partition(files.begin(), files.end(),
+                        [&](const FileEntry& f) { return f.info.host == reference_host; });
+  int64_t origin = INT64_MAX;
+  for (const FileEntry& f : files) origin = std::min(origin, f.info.start_realtime_ns);
+  sink->Begin(origin, kDescription);
+
+  const auto marks = MarksByRank(options.analysis);
+  ClockBound bound;
+  static const std::vector<Mark> kNoMarks;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const FileEntry& f = files[i];
+    const auto m = marks.find(f.info.global_rank);
+    const std::vector<Mark>& rank_marks = m == marks.end() ? kNoMarks : m->second;
+    std::unordered_set<uint64_t> wanted;
+    for (const Mark& mark : rank_marks) {
+      if (mark.record_index) wanted.insert(*mark.record_index);
+    }
+    FileRecords records(&wanted);
+    std::string why;
+    if (!source.Visit(f.name, 0, &records, &why)) {
+      summary->errors.push_back(why);  // gone or damaged since its header was read
+      continue;
+    }
+    AddToClockBound(f, records, f.info.host == reference_host, &bound);
+    RankWriter(f, records, i, options, origin, rank_marks, sink, summary).Write();
+  }
+
+  const ClockBound::Result clocks = bound.Get();
+  summary->clock_reference_host = reference_host;
+  summary->clock_hosts = clocks.hosts + 1;
+  summary->clock_bounded_hosts = clocks.bounded_hosts;
+  summary->clock_bound_ns = clocks.max_bound_ns;
+  const std::string clock_note =
+      clocks.hosts == 0
+          ? "one host: every rank shares its clock"
+          : fmt::format(
+                "{} of {} other hosts bounded against {} by shared collectives; the "
+                "largest bound is {} ns ({}){}",
+                clocks.bounded_hosts, clocks.hosts, reference_host, clocks.max_bound_ns,
+                clocks.worst_host.empty() ? "none" : clocks.worst_host,
+                clocks.bounded_hosts < clocks.hosts
+                    ? "; hosts not bounded shared no completed collective with it"
+                    : "");
+  const std::vector<Arg> details = {
+      Arg::Int("files", static_cast<int64_t>(summary->files)),
+      Arg::Int("ranks", static_cast<int64_t>(summary->ranks_written)),
+      Arg::Int("unreadable_files", static_cast<int64_t>(summary->errors.size())),
+      Arg::Str("clock_reference_host", reference_host),
+      Arg::Int("clock_hosts", summary->clock_hosts),
+      Arg::Int("clock_bounded_hosts", clocks.bounded_hosts),
+      Arg::Int("clock_bound_ns", clocks.max_bound_ns),
+      Arg::Str("clock_alignment", clock_note),
+      Arg::Str("comm_filter", options.comm),
+  };
+  return sink->Finish(details, error);
+}
+
+}  // namespace ncclscope::exporters::timeline

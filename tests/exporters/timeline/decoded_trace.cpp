@@ -1,0 +1,96 @@
+#include "tests/exporters/timeline/decoded_trace.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "exporters/timeline/perfetto_trace.pb.h"
+
+namespace ncclscope::testing {
+
+namespace pb = ncclscope::perfetto;
+
+uint64_t DecodedTrace::ProcessOf(uint64_t track) const {
+  for (int hops = 0; hops < 8; ++hops) {
+    const auto it = tracks.find(track);
+    if (it == tracks.end()) return 0;
+    if (it->second.is_process) return track;
+    track = it->second.parent;
+  }
+  return 0;
+}
+
+int DecodedTrace::PidOf(uint64_t track) const {
+  const auto it = tracks.find(ProcessOf(track));
+  return it == tracks.end() ? -1 : it->second.pid;
+}
+
+DecodedTrace DecodePerfettoFile(const std::string& path) {
+  DecodedTrace out;
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  pb::Trace trace;
+  if (!in || !trace.ParseFromString(bytes.str())) {
+    out.error = path + ": not a Perfetto trace";
+    return out;
+  }
+  std::map<uint64_t, std::vector<size_t>> open;  // per track: slices begun, not yet ended
+  for (const pb::TracePacket& p : trace.packet()) {
+    if (p.has_clock_snapshot()) {
+      out.realtime_clock = p.clock_snapshot().primary_trace_clock() == 1;
+    }
+    if (p.has_track_descriptor()) {
+      const pb::TrackDescriptor& d = p.track_descriptor();
+      DecodedTrack t;
+      t.uuid = d.uuid();
+      t.parent = d.parent_uuid();
+      t.name = d.name();
+      t.is_process = d.has_process();
+      if (t.is_process) {
+        t.pid = d.process().pid();
+        t.name = d.process().process_name();
+      }
+      t.is_counter = d.has_counter();
+      out.tracks[t.uuid] = t;
+    }
+    if (!p.has_track_event()) continue;
+    const pb::TrackEvent& e = p.track_event();
+    DecodedEvent ev;
+    ev.track = e.track_uuid();
+    ev.begin_ns = static_cast<int64_t>(p.timestamp());
+    ev.name = e.name();
+    if (e.categories_size() > 0) ev.category = e.categories(0);
+    for (const pb::DebugAnnotation& a : e.debug_annotations()) {
+      ev.args[a.name()] = a.has_string_value() ? a.string_value() : std::to_string(a.int_value());
+    }
+    ev.flows.assign(e.flow_ids().begin(), e.flow_ids().end());
+    switch (e.type()) {
+      case pb::TrackEvent::TYPE_SLICE_BEGIN:
+        open[ev.track].push_back(out.slices.size());
+        out.slices.push_back(ev);
+        break;
+      case pb::TrackEvent::TYPE_SLICE_END: {
+        std::vector<size_t>& stack = open[ev.track];
+        if (stack.empty()) {
+          out.error = "an END without a BEGIN on track " + std::to_string(ev.track);
+          return out;
+        }
+        out.slices[stack.back()].end_ns = ev.begin_ns;
+        stack.pop_back();
+        break;
+      }
+      case pb::TrackEvent::TYPE_INSTANT:
+        out.instants.push_back(ev);
+        break;
+      case pb::TrackEvent::TYPE_COUNTER:
+        out.counters.emplace_back(ev.track, e.counter_value());
+        break;
+      default:
+        out.error = "an event of unknown type";
+        return out;
+    }
+  }
+  return out;
+}
+
+}  // namespace ncclscope::testing

@@ -1,0 +1,48 @@
+// A Perfetto trace written by `ncclscope timeline`, decoded with the classes generated from the
+// project's perfetto_trace.proto and put back together: tracks, slices (BEGIN matched with END per
+// track, as Perfetto's importer matches them), instants, counters and flows. For tests.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ncclscope::testing {
+
+struct DecodedTrack {
+  uint64_t uuid = 0;
+  uint64_t parent = 0;
+  std::string name;
+  bool is_process = false;
+  int pid = -1;  // processes: the rank
+  bool is_counter = false;
+};
+
+struct DecodedEvent {
+  uint64_t track = 0;
+  int64_t begin_ns = 0;
+  std::optional<int64_t> end_ns;  // slices: nullopt when it never ended
+  std::string name;
+  std::string category;
+  std::map<std::string, std::string> args;  // every value as text
+  std::vector<uint64_t> flows;
+};
+
+struct DecodedTrace {
+  bool realtime_clock = false;  // the clock snapshot made REALTIME the trace's clock
+  std::map<uint64_t, DecodedTrack> tracks;
+  std::vector<DecodedEvent> slices;
+  std::vector<DecodedEvent> instants;
+  std::vector<std::pair<uint64_t, int64_t>> counters;  // (track, value), in file order
+  std::string error;  // why decoding failed, or an END without its BEGIN
+
+  // The process track a track belongs to (itself for a process); 0 when none.
+  uint64_t ProcessOf(uint64_t track) const;
+  int PidOf(uint64_t track) const;
+};
+
+DecodedTrace DecodePerfettoFile(const std::string& path);
+
+}  // namespace ncclscope::testing

@@ -1,0 +1,145 @@
+// `ncclscope timeline DIR -o FILE [--format perfetto|chrome-json] [--ranks 0-63] [--comm NAME]
+// [--from S] [--to S] [--no-verdicts]`: the job's ranks side by side, for ui.perfetto.dev
+// (exporters/timeline/timeline_builder.h says what the trace holds). The verdicts marked are those
+// `ncclscope analyze DIR` would give now.
+// Exit code: 0 written; 2 bad options; 3 nothing to read or the file could not be written.
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "exporters/ring_source.h"
+#include "exporters/timeline/chrome_json_writer.h"
+#include "exporters/timeline/perfetto_writer.h"
+#include "exporters/timeline/timeline_builder.h"
+#include "hang_detector/correlator.h"
+#include "hang_detector/job_index.h"
+#include "hang_detector/process_probe.h"
+#include "tools/commands.h"
+#include "trace/clock.h"
+
+namespace ncclscope::tools {
+namespace {
+
+namespace tl = exporters::timeline;
+namespace hd = hang_detector;
+
+constexpr int kBadOptions = 2;
+constexpr int kUnusable = 3;
+
+struct TimelineCliOptions {
+  std::string dir;
+  std::string output;
+  std::string format = "perfetto";
+  std::string ranks;
+  std::string comm;
+  std::optional<double> from_s;
+  std::optional<double> to_s;
+  std::string job;
+  bool no_verdicts = false;
+};
+
+// The correlator's verdicts on the same files, as `ncclscope analyze DIR` gives them.
+std::optional<hd::Analysis> Verdicts(const TimelineCliOptions& o) {
+  std::string error;
+  const std::optional<hd::JobIndex> index = hd::JobIndex::FromDir(o.dir, {2, o.job}, &error);
+  if (!index) return std::nullopt;
+  const auto probe = hd::MakeLinuxProcessProbe();
+  hd::AnalyzeOptions options;
+  options.now_wall_ns = trace::RealtimeNs();
+  options.probe = probe.get();
+  return hd::Analyze(*index, options);
+}
+
+int Run(const TimelineCliOptions& o) {
+  struct stat st {};
+  if (stat(o.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    std::cerr << "ncclscope timeline: " << o.dir << ": not a readable directory\n";
+    return kUnusable;
+  }
+  tl::TimelineOptions options;
+  std::string error;
+  if (!o.ranks.empty() && !tl::ParseRankList(o.ranks, &options.ranks, &error)) {
+    std::cerr << "ncclscope timeline: --ranks: " << error << "\n";
+    return kBadOptions;
+  }
+  if (o.from_s && o.to_s && *o.from_s > *o.to_s) {
+    std::cerr << "ncclscope timeline: --from " << *o.from_s << " is after --to " << *o.to_s << "\n";
+    return kBadOptions;
+  }
+  options.comm = o.comm;
+  options.from_s = o.from_s;
+  options.to_s = o.to_s;
+  std::optional<hd::Analysis> analysis;
+  if (!o.no_verdicts) analysis = Verdicts(o);
+  if (analysis) options.analysis = &*analysis;
+
+  std::unique_ptr<tl::TimelineSink> sink;
+  if (o.format == "perfetto") {
+    auto w = std::make_unique<tl::PerfettoWriter>();
+    if (!w->Open(o.output, &error)) {
+      std::cerr << "ncclscope timeline: " << error << "\n";
+      return kUnusable;
+    }
+    sink = std::move(w);
+  } else {
+    auto w = std::make_unique<tl::ChromeJsonWriter>();
+    if (!w->Open(o.output, &error)) {
+      std::cerr << "ncclscope timeline: " << error << "\n";
+      return kUnusable;
+    }
+    sink = std::move(w);
+  }
+  exporters::DirRingSource source(o.dir, "", o.job);
+  tl::TimelineSummary summary;
+  if (!tl::WriteTimeline(source, options, sink.get(), &summary, &error)) {
+    std::cerr << "ncclscope timeline: " << o.dir << ": " << error << "\n";
+    return kUnusable;
+  }
+  for (const std::string& e : summary.errors) std::cerr << "ncclscope timeline: " << e << "\n";
+  std::cout << fmt::format(
+      "{}: {} ranks, {} calls, {} device slices ({} never ended), {} verdict marks; clocks: {}\n",
+      o.output, summary.ranks_written, summary.host_slices, summary.device_slices,
+      summary.open_slices, summary.verdict_marks,
+      summary.clock_hosts <= 1
+          ? std::string("one host")
+          : fmt::format("{} hosts, {} bounded, within {:.1f} us", summary.clock_hosts,
+                        summary.clock_bounded_hosts + 1, summary.clock_bound_ns * 1e-3));
+  return 0;
+}
+
+}  // namespace
+
+void RegisterTimelineCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<TimelineCliOptions>();
+  auto* cmd = app.add_subcommand(
+      "timeline",
+      "Write the job's timeline for ui.perfetto.dev: a process per rank, its NCCL calls and the "
+      "device execution of its operations, arrows joining each collective across ranks, verdicts "
+      "on their culprits");
+  cmd->add_option("dir", o->dir, "Trace directory of the job")->required();
+  cmd->add_option("-o,--output", o->output, "File to write (created 0600)")->required();
+  cmd->add_option("--format", o->format,
+                  "perfetto: Perfetto's protobuf trace (default); chrome-json: Chrome trace "
+                  "event JSON")
+      ->check(CLI::IsMember({"perfetto", "chrome-json"}));
+  cmd->add_option("--ranks", o->ranks, "Only these global ranks, e.g. 0-63,128");
+  cmd->add_option("--comm", o->comm,
+                  "Only this communicator: its name, or 4+ leading hex digits of its id");
+  cmd->add_option("--from", o->from_s,
+                  "Start of the window, seconds after the first rank's ring file was created")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--to", o->to_s, "End of the window, seconds after the same origin")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--job", o->job,
+                  "The job to read when the directory holds several (default: the newest "
+                  "heartbeat's)");
+  cmd->add_flag("--no-verdicts", o->no_verdicts, "Do not run the correlator to mark verdicts");
+  cmd->callback([o, exit_code] { *exit_code = Run(*o); });
+}
+
+}  // namespace ncclscope::tools
