@@ -60,6 +60,7 @@ TEST(CliTimeline, TwoNodesOneTraceWithArrowsAcrossRanksAndAStatedClockBound) {
 
   const DecodedTrace t = DecodePerfettoFile(out);
   ASSERT_EQ(t.error, "");
+  EXPECT_EQ(t.OverlapError(), "");
   std::map<int, std::string> processes;
   for (const auto& [uuid, track] : t.tracks) {
     if (track.is_process) processes[track.pid] = track.name;

@@ -1,5 +1,6 @@
 #include "tests/exporters/timeline/decoded_trace.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -22,6 +23,23 @@ uint64_t DecodedTrace::ProcessOf(uint64_t track) const {
 int DecodedTrace::PidOf(uint64_t track) const {
   const auto it = tracks.find(ProcessOf(track));
   return it == tracks.end() ? -1 : it->second.pid;
+}
+
+std::string DecodedTrace::OverlapError() const {
+  std::map<uint64_t, std::vector<const DecodedEvent*>> by_track;
+  for (const DecodedEvent& s : slices) by_track[s.track].push_back(&s);
+  for (auto& [track, list] : by_track) {
+    std::sort(list.begin(), list.end(), [](const DecodedEvent* a, const DecodedEvent* b) {
+      return a->begin_ns < b->begin_ns;
+    });
+    for (size_t i = 1; i < list.size(); ++i) {
+      const DecodedEvent& prev = *list[i - 1];
+      if (!prev.end_ns || *prev.end_ns > list[i]->begin_ns) {
+        return prev.name + " overlaps " + list[i]->name + " on track " + std::to_string(track);
+      }
+    }
+  }
+  return "";
 }
 
 DecodedTrace DecodePerfettoFile(const std::string& path) {

@@ -41,6 +41,9 @@ struct DecodedTrace {
   // The process track a track belongs to (itself for a process); 0 when none.
   uint64_t ProcessOf(uint64_t track) const;
   int PidOf(uint64_t track) const;
+  // Perfetto nests the slices of one track by time: two that overlap without nesting would be
+  // drawn wrong, and nothing may follow a slice that never ended. The first such pair, or "".
+  std::string OverlapError() const;
 };
 
 DecodedTrace DecodePerfettoFile(const std::string& path);

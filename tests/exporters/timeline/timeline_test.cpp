@@ -91,11 +91,32 @@ JobBuilder TwoRankJob(uint64_t* world) {
   return job;
 }
 
+// What every trace must satisfy, whatever the job: slices of a track nest (DecodedTrace::
+// OverlapError), and every slice lies inside its rank's recorded interval.
+void ExpectWellFormed(const DecodedTrace& t, const trace::TraceSet& set) {
+  EXPECT_EQ(t.OverlapError(), "");
+  for (const trace::RingSnapshot& f : set.files) {
+    const int64_t offset = f.start_realtime_ns - f.start_monotonic_ns;
+    int64_t first = INT64_MAX;
+    int64_t last = f.heartbeat_monotonic_ns;
+    for (const trace::StoredRecord& r : f.records) {
+      first = std::min(first, r.data.t_enter_ns);
+      last = std::max({last, r.data.t_exit_ns, r.data.t_device_done_ns});
+    }
+    for (const DecodedEvent& s : t.slices) {
+      if (t.PidOf(s.track) != f.global_rank) continue;
+      EXPECT_GE(s.begin_ns, first + offset) << s.name;
+      EXPECT_LE(s.end_ns.value_or(s.begin_ns), last + offset) << s.name;
+    }
+  }
+}
+
 TEST_F(TimelineTest, EveryRankGetsAProcessWithItsCallsAndDeviceWork) {
   uint64_t world = 0;
   const trace::TraceSet set = TwoRankJob(&world).Build();
   const DecodedTrace t = Perfetto(set);
   EXPECT_TRUE(t.realtime_clock);
+  ExpectWellFormed(t, set);
 
   std::map<int, std::string> processes;
   for (const auto& [uuid, track] : t.tracks) {
@@ -150,41 +171,6 @@ TEST_F(TimelineTest, ArrowsJoinACollectiveAcrossRanksAndASendWithItsReceive) {
   EXPECT_EQ(by_flow[tl::P2pFlowId(world, 0, 1, 1)],
             (std::set<std::pair<int, std::string>>{{0, "send #1"}, {1, "recv #1"}}));
   EXPECT_EQ(by_flow.size(), 4u);  // nothing else is joined
-}
-
-// Perfetto nests slices of one track by time: two that overlap without nesting would be drawn
-// wrong. Every slice must also lie inside its rank's recorded interval, whatever the job.
-void ExpectWellFormed(const DecodedTrace& t, const trace::TraceSet& set) {
-  std::map<uint64_t, std::vector<const DecodedEvent*>> by_track;
-  for (const DecodedEvent& s : t.slices) by_track[s.track].push_back(&s);
-  for (auto& [track, slices] : by_track) {
-    std::sort(slices.begin(), slices.end(), [](const DecodedEvent* a, const DecodedEvent* b) {
-      return a->begin_ns < b->begin_ns;
-    });
-    for (size_t i = 1; i < slices.size(); ++i) {
-      const DecodedEvent& prev = *slices[i - 1];
-      if (!prev.end_ns) {
-        ADD_FAILURE() << "a slice follows the open slice " << prev.name << " on its track";
-        continue;
-      }
-      EXPECT_LE(*prev.end_ns, slices[i]->begin_ns)
-          << prev.name << " overlaps " << slices[i]->name << " on track " << track;
-    }
-  }
-  for (const trace::RingSnapshot& f : set.files) {
-    const int64_t offset = f.start_realtime_ns - f.start_monotonic_ns;
-    int64_t first = INT64_MAX;
-    int64_t last = f.heartbeat_monotonic_ns;
-    for (const trace::StoredRecord& r : f.records) {
-      first = std::min(first, r.data.t_enter_ns);
-      last = std::max({last, r.data.t_exit_ns, r.data.t_device_done_ns});
-    }
-    for (const DecodedEvent& s : t.slices) {
-      if (t.PidOf(s.track) != f.global_rank) continue;
-      EXPECT_GE(s.begin_ns, first + offset) << s.name;
-      EXPECT_LE(s.end_ns.value_or(s.begin_ns), last + offset) << s.name;
-    }
-  }
 }
 
 TEST_F(TimelineTest, AHungCollectiveIsOpenAndWhatQueuedBehindItIsNotDrawnAsRunning) {

@@ -1,0 +1,101 @@
+// Fuzz target: any bytes read as a job's one ring file and written as a timeline, through a sink
+// that checks what every viewer relies on (tracks declared before use, no slice ending before it
+// begins, events on a process's own tracks) and through the Chrome JSON writer, whose output must
+// parse as JSON whatever the communicator names hold: a trace or an error, never a crash.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "exporters/ring_source.h"
+#include "exporters/timeline/chrome_json_writer.h"
+#include "exporters/timeline/timeline_builder.h"
+
+namespace {
+
+namespace tl = ncclscope::exporters::timeline;
+
+class BytesSource final : public ncclscope::exporters::RingSource {
+ public:
+  BytesSource(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  std::vector<std::string> List(std::string*) override { return {"fuzz.ring"}; }
+  bool Visit(const std::string& name, uint64_t first, ncclscope::trace::RingVisitor* visitor,
+             std::string* error) override {
+    return ncclscope::trace::VisitRingFrom(data_, size_, name, first, visitor, error);
+  }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+};
+
+class CheckingSink final : public tl::TimelineSink {
+ public:
+  void Begin(int64_t, std::string_view) override {
+    if (begun_) __builtin_trap();
+    begun_ = true;
+  }
+  void Process(uint64_t uuid, int, std::string_view) override { Declare(uuid); }
+  void Track(uint64_t uuid, uint64_t process, int, std::string_view, int) override {
+    if (tracks_.count(process) == 0) __builtin_trap();
+    Declare(uuid);
+  }
+  void CounterTrack(uint64_t uuid, uint64_t process, int, std::string_view) override {
+    Track(uuid, process, 0, {}, 0);
+  }
+  void Slice(uint64_t track, int64_t begin, int64_t end, std::string_view, std::string_view,
+             const std::vector<tl::Arg>&, uint64_t) override {
+    Use(track);
+    if (end != tl::kOpenEnd && end < begin) __builtin_trap();
+  }
+  void Instant(uint64_t track, int64_t, std::string_view, std::string_view,
+               const std::vector<tl::Arg>&) override {
+    Use(track);
+  }
+  void Counter(uint64_t track, int64_t, int64_t) override { Use(track); }
+  bool Finish(const std::vector<tl::Arg>&, std::string*) override { return true; }
+
+ private:
+  void Declare(uint64_t uuid) {
+    if (!begun_ || !tracks_.insert(uuid).second) __builtin_trap();  // declared twice
+  }
+  void Use(uint64_t track) {
+    if (tracks_.count(track) == 0) __builtin_trap();
+  }
+  bool begun_ = false;
+  std::set<uint64_t> tracks_;
+};
+
+std::string OutputPath() {
+  static const std::string path = "/tmp/ncclscope-timeline-fuzz-" + std::to_string(getpid());
+  return path;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  BytesSource source(data, size);
+  tl::TimelineOptions options;
+  tl::TimelineSummary summary;
+  std::string error;
+  CheckingSink checking;
+  const bool written = tl::WriteTimeline(source, options, &checking, &summary, &error);
+  if (!written && error.empty()) __builtin_trap();
+  if (!written) return 0;
+
+  tl::ChromeJsonWriter json;
+  if (!json.Open(OutputPath(), &error)) return 0;  // no /tmp: nothing to check
+  tl::TimelineSummary again;
+  if (!tl::WriteTimeline(source, options, &json, &again, &error)) __builtin_trap();
+  std::ifstream in(OutputPath());
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  unlink(OutputPath().c_str());
+  if (!nlohmann::json::accept(text)) __builtin_trap();
+  return 0;
+}
