@@ -10,8 +10,8 @@ namespace {
 
 using hang_detector::JsonWriter;
 
-void WriteArgs(JsonWriter& w, const std::vector<Arg>& args) {
-  w.Key("args").BeginObject();
+// Each argument as a key of the object being written.
+void WriteValues(JsonWriter& w, const std::vector<Arg>& args) {
   for (const Arg& a : args) {
     w.Key(a.key);
     if (a.kind == Arg::Kind::kInt) {
@@ -20,6 +20,11 @@ void WriteArgs(JsonWriter& w, const std::vector<Arg>& args) {
       w.String(a.string_value);
     }
   }
+}
+
+void WriteArgs(JsonWriter& w, const std::vector<Arg>& args) {
+  w.Key("args").BeginObject();
+  WriteValues(w, args);
   w.EndObject();
 }
 
@@ -86,23 +91,24 @@ void ChromeJsonWriter::CounterTrack(uint64_t uuid, uint64_t /*process_uuid*/, in
   threads_[uuid] = Thread{pid, 0, std::string(name)};
 }
 
-void ChromeJsonWriter::Slice(uint64_t track, int64_t begin_ns, int64_t end_ns,
-                             std::string_view name, std::string_view category,
-                             const std::vector<Arg>& args, uint64_t flow_id) {
-  const Thread& t = ThreadOf(track);
+void ChromeJsonWriter::Slice(const SliceEvent& s) {
+  const Thread& t = ThreadOf(s.track);
   JsonWriter w(0);
-  w.BeginObject().Key("ph").String(end_ns == kOpenEnd ? "B" : "X");
-  w.Key("name").String(name).Key("cat").String(category);
-  w.Key("pid").Int(t.pid).Key("tid").Int(t.tid).Key("ts").Double(Micros(begin_ns));
-  if (end_ns != kOpenEnd) w.Key("dur").Double(static_cast<double>(end_ns - begin_ns) * 1e-3);
-  WriteArgs(w, args);
+  w.BeginObject().Key("ph").String(s.end_ns == kOpenEnd ? "B" : "X");
+  w.Key("name").String(s.name).Key("cat").String(s.category);
+  w.Key("pid").Int(t.pid).Key("tid").Int(t.tid).Key("ts").Double(Micros(s.begin_ns));
+  if (s.end_ns != kOpenEnd) w.Key("dur").Double(static_cast<double>(s.end_ns - s.begin_ns) * 1e-3);
+  static const std::vector<Arg> kNoArgs;
+  WriteArgs(w, s.args != nullptr ? *s.args : kNoArgs);
   w.EndObject();
   Event(w.str());
-  if (flow_id != 0) {
+  if (s.flow_id != 0) {
     // The middle of a closed slice, the start of an open one: either lies inside it.
-    const int64_t at = end_ns == kOpenEnd ? begin_ns : begin_ns + (end_ns - begin_ns) / 2;
-    anchors_.push_back({flow_id, at, t.pid, t.tid});
+    const int64_t at = s.end_ns == kOpenEnd ? s.begin_ns : s.begin_ns + (s.end_ns - s.begin_ns) / 2;
+    anchors_.push_back({s.flow_id, at, t.pid, t.tid});
   }
+  if (s.at_begin != nullptr) Counter(*s.at_begin, s.begin_ns);
+  if (s.at_end != nullptr && s.end_ns != kOpenEnd) Counter(*s.at_end, s.end_ns);
 }
 
 void ChromeJsonWriter::Instant(uint64_t track, int64_t ts_ns, std::string_view name,
@@ -117,12 +123,12 @@ void ChromeJsonWriter::Instant(uint64_t track, int64_t ts_ns, std::string_view n
   Event(w.str());
 }
 
-void ChromeJsonWriter::Counter(uint64_t track, int64_t ts_ns, int64_t value) {
-  const Thread& t = ThreadOf(track);
+void ChromeJsonWriter::Counter(const CounterSample& sample, int64_t ts_ns) {
+  const Thread& t = ThreadOf(sample.track);
   JsonWriter w(0);
   w.BeginObject().Key("ph").String("C").Key("name").String(t.counter_name);
   w.Key("pid").Int(t.pid).Key("ts").Double(Micros(ts_ns));
-  w.Key("args").BeginObject().Key("value").Int(value).EndObject().EndObject();
+  w.Key("args").BeginObject().Key("value").Int(sample.value).EndObject().EndObject();
   Event(w.str());
 }
 
@@ -153,14 +159,7 @@ bool ChromeJsonWriter::Finish(const std::vector<Arg>& details, std::string* erro
   w.BeginObject();
   w.Key("origin_ns").Int(origin_ns_);
   w.Key("description").String(description_);
-  for (const Arg& a : details) {
-    w.Key(a.key);
-    if (a.kind == Arg::Kind::kInt) {
-      w.Int(a.int_value);
-    } else {
-      w.String(a.string_value);
-    }
-  }
+  WriteValues(w, details);
   w.EndObject();
   out_.Write("\n],\"metadata\":");
   out_.Write(w.str());

@@ -27,11 +27,9 @@ class ChromeJsonWriter final : public TimelineSink {
   void Track(uint64_t uuid, uint64_t process_uuid, int pid, std::string_view name,
              int order) override;
   void CounterTrack(uint64_t uuid, uint64_t process_uuid, int pid, std::string_view name) override;
-  void Slice(uint64_t track, int64_t begin_ns, int64_t end_ns, std::string_view name,
-             std::string_view category, const std::vector<Arg>& args, uint64_t flow_id) override;
+  void Slice(const SliceEvent& slice) override;
   void Instant(uint64_t track, int64_t ts_ns, std::string_view name, std::string_view category,
                const std::vector<Arg>& args) override;
-  void Counter(uint64_t track, int64_t ts_ns, int64_t value) override;
   bool Finish(const std::vector<Arg>& details, std::string* error) override;
 
  private:
@@ -50,6 +48,7 @@ class ChromeJsonWriter final : public TimelineSink {
   void Event(const std::string& json);
   double Micros(int64_t ns) const { return static_cast<double>(ns - origin_ns_) * 1e-3; }
   const Thread& ThreadOf(uint64_t track);
+  void Counter(const CounterSample& sample, int64_t ts_ns);
 
   OutputFile out_;
   std::string description_;

@@ -11,14 +11,35 @@ namespace pb = ncclscope::perfetto;
 
 // Every packet comes from this one writer: one sequence. Perfetto requires a non-zero id.
 constexpr uint32_t kSequenceId = 1;
+constexpr uint32_t kStateCleared = 1;   // SEQ_INCREMENTAL_STATE_CLEARED: interning starts here
+constexpr uint32_t kNeedsState = 2;     // SEQ_NEEDS_INCREMENTAL_STATE: this packet uses iids
 constexpr uint32_t kClockRealtime = 1;  // BuiltinClock
 constexpr uint32_t kClockBoottime = 6;  // the clock of packets without timestamp_clock_id
 constexpr uint64_t kMetadataTrack = 1;  // below every rank's uuid (timeline_builder.cpp)
 
 }  // namespace
 
-void PerfettoWriter::EmitPacket() {
-  ProtoAppend(&body_).Varint(pb::TracePacket::kTrustedPacketSequenceIdFieldNumber, kSequenceId);
+uint64_t PerfettoWriter::Intern(Interned* table, std::string_view name) {
+  const auto it = table->ids.find(name);
+  if (it != table->ids.end()) return it->second;
+  const uint64_t iid = table->ids.size() + 1;
+  table->ids.emplace(std::string(name), iid);
+  scratch_.clear();
+  ProtoAppend entry(&scratch_);
+  entry.Varint(pb::EventName::kIidFieldNumber, iid);   // EventCategory and DebugAnnotationName
+  entry.Bytes(pb::EventName::kNameFieldNumber, name);  // share these numbers
+  ProtoAppend(&interned_).Bytes(table->field, scratch_);
+  return iid;
+}
+
+void PerfettoWriter::EmitPacket(uint32_t sequence_flags) {
+  ProtoAppend packet(&body_);
+  packet.Varint(pb::TracePacket::kTrustedPacketSequenceIdFieldNumber, kSequenceId);
+  packet.Varint(pb::TracePacket::kSequenceFlagsFieldNumber, sequence_flags);
+  if (!interned_.empty()) {
+    packet.Bytes(pb::TracePacket::kInternedDataFieldNumber, interned_);
+    interned_.clear();
+  }
   framed_.clear();
   ProtoAppend(&framed_).Bytes(pb::Trace::kPacketFieldNumber, body_);
   out_.Write(framed_);
@@ -30,7 +51,7 @@ void PerfettoWriter::EmitEvent(int64_t ts_ns) {
   packet.Varint(pb::TracePacket::kTimestampFieldNumber, static_cast<uint64_t>(ts_ns));
   packet.Bytes(pb::TracePacket::kTrackEventFieldNumber, event_);
   event_.clear();
-  EmitPacket();
+  EmitPacket(kNeedsState);
 }
 
 void PerfettoWriter::Begin(int64_t origin_ns, std::string_view description) {
@@ -49,7 +70,7 @@ void PerfettoWriter::Begin(int64_t origin_ns, std::string_view description) {
   ProtoAppend packet(&body_);
   packet.Varint(pb::TracePacket::kTimestampFieldNumber, static_cast<uint64_t>(origin_ns));
   packet.Bytes(pb::TracePacket::kClockSnapshotFieldNumber, clocks);
-  EmitPacket();
+  EmitPacket(kStateCleared);
 
   // The metadata: a top-level track whose description says how the trace was made; Finish adds
   // an instant at the origin with the facts as arguments.
@@ -59,7 +80,7 @@ void PerfettoWriter::Begin(int64_t origin_ns, std::string_view description) {
   track.Bytes(pb::TrackDescriptor::kNameFieldNumber, "ncclscope");
   track.Bytes(pb::TrackDescriptor::kDescriptionFieldNumber, description);
   ProtoAppend(&body_).Bytes(pb::TracePacket::kTrackDescriptorFieldNumber, scratch_);
-  EmitPacket();
+  EmitPacket(kNeedsState);
 }
 
 bool PerfettoWriter::Finish(const std::vector<Arg>& details, std::string* error) {
@@ -76,10 +97,10 @@ void PerfettoWriter::Process(uint64_t uuid, int pid, std::string_view name) {
   ProtoAppend track(&scratch_);
   track.Varint(pb::TrackDescriptor::kUuidFieldNumber, uuid);
   track.Bytes(pb::TrackDescriptor::kProcessFieldNumber, process);
-  // Child tracks keep the order the builder gives them (host threads, then streams, ...).
+  // Child tracks keep the order the builder gives them (verdicts, host threads, streams, ...).
   track.Varint(pb::TrackDescriptor::kChildOrderingFieldNumber, pb::TrackDescriptor::EXPLICIT);
   ProtoAppend(&body_).Bytes(pb::TracePacket::kTrackDescriptorFieldNumber, scratch_);
-  EmitPacket();
+  EmitPacket(kNeedsState);
 }
 
 void PerfettoWriter::Track(uint64_t uuid, uint64_t process_uuid, int /*pid*/, std::string_view name,
@@ -90,11 +111,11 @@ void PerfettoWriter::Track(uint64_t uuid, uint64_t process_uuid, int /*pid*/, st
   track.Varint(pb::TrackDescriptor::kParentUuidFieldNumber, process_uuid);
   track.Bytes(pb::TrackDescriptor::kNameFieldNumber, name);
   track.SignedInt(pb::TrackDescriptor::kSiblingOrderRankFieldNumber, order);
-  // Two streams' tracks may share a name prefix; never merge tracks of one rank.
+  // Two streams' tracks may share a name; never merge tracks of one rank.
   track.Varint(pb::TrackDescriptor::kSiblingMergeBehaviorFieldNumber,
                pb::TrackDescriptor::SIBLING_MERGE_BEHAVIOR_NONE);
   ProtoAppend(&body_).Bytes(pb::TracePacket::kTrackDescriptorFieldNumber, scratch_);
-  EmitPacket();
+  EmitPacket(kNeedsState);
 }
 
 void PerfettoWriter::CounterTrack(uint64_t uuid, uint64_t process_uuid, int /*pid*/,
@@ -106,14 +127,25 @@ void PerfettoWriter::CounterTrack(uint64_t uuid, uint64_t process_uuid, int /*pi
   track.Bytes(pb::TrackDescriptor::kNameFieldNumber, name);
   track.Bytes(pb::TrackDescriptor::kCounterFieldNumber, "");
   ProtoAppend(&body_).Bytes(pb::TracePacket::kTrackDescriptorFieldNumber, scratch_);
-  EmitPacket();
+  EmitPacket(kNeedsState);
+}
+
+void PerfettoWriter::AppendHeader(int type, uint64_t track, std::string_view name,
+                                  std::string_view category) {
+  ProtoAppend event(&event_);
+  event.Varint(pb::TrackEvent::kTypeFieldNumber, static_cast<uint64_t>(type));
+  event.Varint(pb::TrackEvent::kTrackUuidFieldNumber, track);
+  if (name.empty()) return;
+  event.Varint(pb::TrackEvent::kNameIidFieldNumber, Intern(&names_, name));
+  event.Varint(pb::TrackEvent::kCategoryIidsFieldNumber, Intern(&categories_, category));
 }
 
 void PerfettoWriter::AppendArgs(const std::vector<Arg>& args) {
   for (const Arg& a : args) {
+    const uint64_t name_iid = Intern(&arg_names_, a.key);
     scratch_.clear();
     ProtoAppend annotation(&scratch_);
-    annotation.Bytes(pb::DebugAnnotation::kNameFieldNumber, a.key);
+    annotation.Varint(pb::DebugAnnotation::kNameIidFieldNumber, name_iid);
     if (a.kind == Arg::Kind::kInt) {
       annotation.SignedInt(pb::DebugAnnotation::kIntValueFieldNumber, a.int_value);
     } else {
@@ -123,40 +155,29 @@ void PerfettoWriter::AppendArgs(const std::vector<Arg>& args) {
   }
 }
 
-void PerfettoWriter::Slice(uint64_t track, int64_t begin_ns, int64_t end_ns, std::string_view name,
-                           std::string_view category, const std::vector<Arg>& args,
-                           uint64_t flow_id) {
-  ProtoAppend begin(&event_);
-  begin.Varint(pb::TrackEvent::kTypeFieldNumber, pb::TrackEvent::TYPE_SLICE_BEGIN);
-  begin.Varint(pb::TrackEvent::kTrackUuidFieldNumber, track);
-  begin.Bytes(pb::TrackEvent::kNameFieldNumber, name);
-  begin.Bytes(pb::TrackEvent::kCategoriesFieldNumber, category);
-  if (flow_id != 0) begin.Fixed64(pb::TrackEvent::kFlowIdsFieldNumber, flow_id);
-  AppendArgs(args);
-  EmitEvent(begin_ns);
-  if (end_ns == kOpenEnd) return;
-  ProtoAppend end(&event_);
-  end.Varint(pb::TrackEvent::kTypeFieldNumber, pb::TrackEvent::TYPE_SLICE_END);
-  end.Varint(pb::TrackEvent::kTrackUuidFieldNumber, track);
-  EmitEvent(end_ns);
+void PerfettoWriter::AppendCounter(const CounterSample* sample) {
+  if (sample == nullptr) return;
+  ProtoAppend event(&event_);
+  event.Varint(pb::TrackEvent::kExtraCounterTrackUuidsFieldNumber, sample->track);
+  event.SignedInt(pb::TrackEvent::kExtraCounterValuesFieldNumber, sample->value);
+}
+
+void PerfettoWriter::Slice(const SliceEvent& s) {
+  AppendHeader(pb::TrackEvent::TYPE_SLICE_BEGIN, s.track, s.name, s.category);
+  if (s.flow_id != 0) ProtoAppend(&event_).Fixed64(pb::TrackEvent::kFlowIdsFieldNumber, s.flow_id);
+  if (s.args != nullptr) AppendArgs(*s.args);
+  AppendCounter(s.at_begin);
+  EmitEvent(s.begin_ns);
+  if (s.end_ns == kOpenEnd) return;
+  AppendHeader(pb::TrackEvent::TYPE_SLICE_END, s.track, {}, {});
+  AppendCounter(s.at_end);
+  EmitEvent(s.end_ns);
 }
 
 void PerfettoWriter::Instant(uint64_t track, int64_t ts_ns, std::string_view name,
                              std::string_view category, const std::vector<Arg>& args) {
-  ProtoAppend instant(&event_);
-  instant.Varint(pb::TrackEvent::kTypeFieldNumber, pb::TrackEvent::TYPE_INSTANT);
-  instant.Varint(pb::TrackEvent::kTrackUuidFieldNumber, track);
-  instant.Bytes(pb::TrackEvent::kNameFieldNumber, name);
-  instant.Bytes(pb::TrackEvent::kCategoriesFieldNumber, category);
+  AppendHeader(pb::TrackEvent::TYPE_INSTANT, track, name, category);
   AppendArgs(args);
-  EmitEvent(ts_ns);
-}
-
-void PerfettoWriter::Counter(uint64_t track, int64_t ts_ns, int64_t value) {
-  ProtoAppend counter(&event_);
-  counter.Varint(pb::TrackEvent::kTypeFieldNumber, pb::TrackEvent::TYPE_COUNTER);
-  counter.Varint(pb::TrackEvent::kTrackUuidFieldNumber, track);
-  counter.SignedInt(pb::TrackEvent::kCounterValueFieldNumber, value);
   EmitEvent(ts_ns);
 }
 

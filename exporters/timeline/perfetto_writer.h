@@ -1,12 +1,15 @@
 // Writes a timeline as a native Perfetto trace (perfetto_trace.proto): a stream of TracePacket
-// records, each appended as it comes, so memory stays one packet whatever the trace's size. The
-// first packet is a clock snapshot that makes REALTIME the trace's clock, so viewers can show wall
-// time; events carry wall-clock ns. Slices are BEGIN/END pairs (an open slice has no END, which
-// Perfetto shows as "did not end"), flows are flow_ids on the slice's BEGIN. Not thread-safe.
+// records, each appended as it comes, so memory stays one packet (plus the interned names) whatever
+// the trace's size. The first packet is a clock snapshot that makes REALTIME the trace's clock, so
+// viewers can show wall time; events carry wall-clock ns. Event names, categories and argument
+// names are interned (declared once, then referred to by a small id), slices are BEGIN/END pairs
+// (an open slice has no END, which Perfetto shows as "did not end"), flows are flow_ids on the
+// BEGIN, counter samples ride on the slice events as extra counter values. Not thread-safe.
 #pragma once
 
-#include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "exporters/timeline/output_file.h"
 #include "exporters/timeline/timeline_sink.h"
@@ -23,26 +26,41 @@ class PerfettoWriter final : public TimelineSink {
   void Track(uint64_t uuid, uint64_t process_uuid, int pid, std::string_view name,
              int order) override;
   void CounterTrack(uint64_t uuid, uint64_t process_uuid, int pid, std::string_view name) override;
-  void Slice(uint64_t track, int64_t begin_ns, int64_t end_ns, std::string_view name,
-             std::string_view category, const std::vector<Arg>& args, uint64_t flow_id) override;
+  void Slice(const SliceEvent& slice) override;
   void Instant(uint64_t track, int64_t ts_ns, std::string_view name, std::string_view category,
                const std::vector<Arg>& args) override;
-  void Counter(uint64_t track, int64_t ts_ns, int64_t value) override;
   bool Finish(const std::vector<Arg>& details, std::string* error) override;
 
  private:
-  // Wraps body_ (a TracePacket's fields) as one Trace.packet and writes it.
-  void EmitPacket();
+  // One kind of interned name (InternedData's field `field`), with the ids given so far.
+  struct Interned {
+    struct Hash {
+      using is_transparent = void;
+      size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+    };
+    int field = 0;
+    std::unordered_map<std::string, uint64_t, Hash, std::equal_to<>> ids;
+  };
+  // The id of `name`, declaring it in the packet being built when it is new.
+  uint64_t Intern(Interned* table, std::string_view name);
+  // Wraps body_ (a TracePacket's fields) and interned_ as one Trace.packet and writes it.
+  void EmitPacket(uint32_t sequence_flags);
   // The TrackEvent in event_ as the packet at ts_ns.
   void EmitEvent(int64_t ts_ns);
+  void AppendHeader(int type, uint64_t track, std::string_view name, std::string_view category);
   void AppendArgs(const std::vector<Arg>& args);
+  void AppendCounter(const CounterSample* sample);
 
   OutputFile out_;
   int64_t origin_ns_ = 0;
-  std::string body_;     // the packet being built
-  std::string event_;    // its TrackEvent
-  std::string scratch_;  // a nested message (debug annotation, descriptor)
-  std::string framed_;   // the packet with its Trace.packet tag and length
+  Interned names_{2, {}};
+  Interned categories_{1, {}};
+  Interned arg_names_{3, {}};
+  std::string body_;      // the packet being built
+  std::string event_;     // its TrackEvent
+  std::string interned_;  // the InternedData it declares
+  std::string scratch_;   // a nested message (debug annotation, descriptor, interned entry)
+  std::string framed_;    // the packet with its Trace.packet tag and length
 };
 
 }  // namespace ncclscope::exporters::timeline

@@ -179,6 +179,7 @@ class RankWriter {
     sink_->Process(process_uuid_, pid, name);
     ++summary_->ranks_written;
     if (!marks_.empty()) verdict_track_ = NewTrack("ncclscope verdicts");
+    ComputeInFlight();
     WriteCalls();
     WriteDeviceWork();
     WriteVerdicts();
@@ -192,6 +193,11 @@ class RankWriter {
   uint64_t NewTrack(const std::string& name) {
     const uint64_t uuid = process_uuid_ + (++tracks_);
     sink_->Track(uuid, process_uuid_, Pid(), name, tracks_);
+    return uuid;
+  }
+  uint64_t NewCounterTrack(const std::string& name) {
+    const uint64_t uuid = process_uuid_ + (++tracks_);
+    sink_->CounterTrack(uuid, process_uuid_, Pid(), name);
     return uuid;
   }
   int64_t Wall(int64_t monotonic_ns) const { return monotonic_ns + file_.wall_offset; }
@@ -216,36 +222,76 @@ class RankWriter {
     return begin <= to_ns_ && (end == kOpenEnd || end >= from_ns_);
   }
 
-  void CallArgs(const StoredRecord& r, std::vector<Arg>* args, std::vector<std::string>* text) {
+  // Whether `d` is an operation whose device work the trace draws (and counts in flight).
+  bool IsDrawnOperation(const RecordData& d) const {
+    return IsOperation(static_cast<OpType>(d.op)) && WasEnqueued(d) &&
+           d.t_device_done_ns != trace::kDoneUntracked && d.seq != 0 && Selected(d);
+  }
+  static bool Completed(const RecordData& d) { return d.t_device_done_ns > 0; }
+
+  // The operations-in-flight counter after each drawn operation's call and after its completion
+  // (the counter changes only then), by position in records_.calls().
+  void ComputeInFlight() {
+    const std::vector<StoredRecord>& calls = records_.calls();
+    struct Change {
+      int64_t t;
+      int delta;
+      size_t call;
+    };
+    std::vector<Change> changes;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const RecordData& d = calls[i].data;
+      if (!IsDrawnOperation(d)) continue;
+      changes.push_back({Wall(d.t_enter_ns), +1, i});
+      if (Completed(d)) changes.push_back({Wall(d.t_device_done_ns), -1, i});
+    }
+    if (changes.empty()) return;
+    std::stable_sort(changes.begin(), changes.end(),
+                     [](const Change& a, const Change& b) { return a.t < b.t; });
+    after_enter_.assign(calls.size(), 0);
+    after_done_.assign(calls.size(), 0);
+    // Several changes at one time: each sample shows the value once all of them happened.
+    int64_t value = 0;
+    for (size_t i = 0; i < changes.size();) {
+      size_t j = i;
+      while (j < changes.size() && changes[j].t == changes[i].t) value += changes[j++].delta;
+      for (; i < j; ++i) {
+        (changes[i].delta > 0 ? after_enter_ : after_done_)[changes[i].call] = value;
+      }
+    }
+    in_flight_track_ = NewCounterTrack("operations in flight");
+  }
+
+  const std::string& CachedName(std::unordered_map<int32_t, std::string>* cache, int32_t key,
+                                std::string (*name)(int32_t)) {
+    auto [it, fresh] = cache->emplace(key, std::string());
+    if (fresh) it->second = name(key);
+    return it->second;
+  }
+
+  // What a call's slice is named: its operation and communicator ("allreduce · tp").
+  const std::string& CallName(const RecordData& d) {
+    auto [it, fresh] = call_names_.emplace(std::make_pair(d.comm_id, d.op), std::string());
+    if (fresh) {
+      const std::string comm = CommName(d.comm_id);
+      it->second = trace::OpTypeName(static_cast<OpType>(d.op));
+      if (!comm.empty()) it->second += " · " + comm;
+    }
+    return it->second;
+  }
+
+  // A call's arguments (the operation's own are on its device slice).
+  void CallArgs(const StoredRecord& r, std::vector<Arg>* args) {
     const RecordData& d = r.data;
     const auto op = static_cast<OpType>(d.op);
-    text->clear();
-    text->reserve(6);  // string_views below point into these
     args->clear();
-    if (d.comm_id != 0) {
-      text->push_back(CommName(d.comm_id));
-      args->push_back(Arg::Str("comm", text->back()));
-    }
     if (trace::IsCollective(op) || trace::IsP2P(op)) {
-      const trace::CommInfo* c = Comm(d.comm_id);
       args->push_back(Arg::Int("seq", static_cast<int64_t>(d.seq)));
-      args->push_back(Arg::Int("count", static_cast<int64_t>(d.count)));
-      args->push_back(
-          Arg::Int("bytes", static_cast<int64_t>(OperationBytes(d, c != nullptr ? c->nranks : 1))));
-      text->push_back(trace::DataTypeName(d.dtype));
-      args->push_back(Arg::Str("dtype", text->back()));
-      if (d.redop >= 0) {
-        text->push_back(trace::RedOpName(d.redop));
-        args->push_back(Arg::Str("redop", text->back()));
-      }
-      if (d.peer >= 0) args->push_back(Arg::Int(trace::IsP2P(op) ? "peer" : "root", d.peer));
-      text->push_back(fmt::format("{:#x}", d.stream));
-      args->push_back(Arg::Str("stream", text->back()));
     }
-    if (d.result != 0) {
-      text->push_back(d.result == trace::kResultInCall ? "still in the call"
-                                                       : trace::ResultName(d.result));
-      args->push_back(Arg::Str("result", text->back()));
+    if (d.result == trace::kResultInCall) {
+      args->push_back(Arg::Str("result", "still in the call"));
+    } else if (d.result != 0) {
+      args->push_back(Arg::Str("result", CachedName(&results_, d.result, &trace::ResultName)));
     }
     if (d.group_id != 0) args->push_back(Arg::Int("group", static_cast<int64_t>(d.group_id)));
     if (trace::NvtxHasStep(d.reserved)) {
@@ -256,12 +302,34 @@ class RankWriter {
     args->push_back(Arg::Int("record", static_cast<int64_t>(r.index)));
   }
 
+  // An operation's arguments, on its device slice.
+  void OperationArgs(const StoredRecord& r, std::vector<Arg>* args) {
+    const RecordData& d = r.data;
+    const auto op = static_cast<OpType>(d.op);
+    const trace::CommInfo* c = Comm(d.comm_id);
+    args->clear();
+    args->push_back(Arg::Int("seq", static_cast<int64_t>(d.seq)));
+    args->push_back(Arg::Int("count", static_cast<int64_t>(d.count)));
+    args->push_back(
+        Arg::Int("bytes", static_cast<int64_t>(OperationBytes(d, c != nullptr ? c->nranks : 1))));
+    args->push_back(Arg::Str("dtype", CachedName(&dtypes_, d.dtype, &trace::DataTypeName)));
+    if (d.redop >= 0) {
+      args->push_back(Arg::Str("redop", CachedName(&redops_, d.redop, &trace::RedOpName)));
+    }
+    if (d.peer >= 0) args->push_back(Arg::Int(trace::IsP2P(op) ? "peer" : "root", d.peer));
+    if (trace::NvtxHasStep(d.reserved)) {
+      args->push_back(Arg::Int("step", static_cast<int64_t>(trace::NvtxStep(d.reserved))));
+    }
+    args->push_back(Arg::Int("record", static_cast<int64_t>(r.index)));
+  }
+
   // A slice per NCCL call on its calling thread's track.
   void WriteCalls() {
     std::unordered_map<uint32_t, uint64_t> thread_tracks;
     std::vector<Arg> args;
-    std::vector<std::string> text;
-    for (const StoredRecord& r : records_.calls()) {
+    const std::vector<StoredRecord>& calls = records_.calls();
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const StoredRecord& r = calls[i];
       const RecordData& d = r.data;
       if (!Selected(d)) continue;
       const int64_t begin = Wall(d.t_enter_ns);
@@ -269,9 +337,14 @@ class RankWriter {
       if (!InWindow(begin, end)) continue;
       auto [it, fresh] = thread_tracks.emplace(d.tid, 0);
       if (fresh) it->second = NewTrack(fmt::format("host thread {}", d.tid));
-      CallArgs(r, &args, &text);
-      sink_->Slice(it->second, begin, end, trace::OpTypeName(static_cast<OpType>(d.op)), "call",
-                   args, 0);
+      CallArgs(r, &args);
+      CounterSample issued{in_flight_track_, 0};
+      SliceEvent slice{it->second, begin, end, CallName(d), "call", &args};
+      if (IsDrawnOperation(d)) {
+        issued.value = after_enter_[i];
+        slice.at_begin = &issued;
+      }
+      sink_->Slice(slice);
       ++summary_->host_slices;
       if (end == kOpenEnd) ++summary_->open_slices;
     }
@@ -286,8 +359,7 @@ class RankWriter {
                                : P2pFlowId(d.comm_id, d.peer, c->rank, d.seq);
   }
 
-  // A slice per operation's device execution on its communicator x stream track, and the
-  // operations-in-flight counter.
+  // A slice per operation's device execution on its communicator x stream track.
   void WriteDeviceWork() {
     struct StreamTrack {
       uint64_t uuid = 0;
@@ -295,19 +367,14 @@ class RankWriter {
       bool blocked = false;         // an operation on it never ended: what follows never ran
     };
     std::map<std::pair<uint64_t, uint64_t>, StreamTrack> tracks;  // by (comm, stream)
-    std::vector<std::pair<int64_t, int>> in_flight;               // (time, +1 or -1)
     std::vector<Arg> args;
-    std::vector<std::string> text;
-    for (const StoredRecord& r : records_.calls()) {
+    const std::vector<StoredRecord>& calls = records_.calls();
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const StoredRecord& r = calls[i];
       const RecordData& d = r.data;
+      if (!IsDrawnOperation(d)) continue;
       const auto op = static_cast<OpType>(d.op);
-      if (!IsOperation(op) || !WasEnqueued(d) || d.t_device_done_ns == trace::kDoneUntracked ||
-          d.seq == 0 || !Selected(d)) {
-        continue;
-      }
-      const bool open = trace::IsPending(d.t_device_done_ns) || d.t_device_done_ns == 0;
-      const int64_t enter = Wall(d.t_enter_ns);
-      const int64_t done = open ? kOpenEnd : Wall(d.t_device_done_ns);
+      const int64_t done = Completed(d) ? Wall(d.t_device_done_ns) : kOpenEnd;
       StreamTrack& track = tracks[{d.comm_id, d.stream}];
       if (track.blocked) continue;
       const std::optional<int64_t> marker = records_.DeviceStart(
@@ -315,34 +382,21 @@ class RankWriter {
                                   : FileRecords::P2pKey(d.comm_id, d.seq, d.peer, op));
       // The kernel runs once the call launched it and the stream's earlier work ended; the
       // profiler's start marker, when there is one, says when it did.
-      int64_t begin = std::max(marker ? Wall(*marker) : enter, track.free_at);
+      int64_t begin = std::max(marker ? Wall(*marker) : Wall(d.t_enter_ns), track.free_at);
       if (done != kOpenEnd) begin = std::min(begin, done);
       track.free_at = done == kOpenEnd ? INT64_MAX : done;
       track.blocked = done == kOpenEnd;
-      in_flight.emplace_back(enter, +1);
-      if (done != kOpenEnd) in_flight.emplace_back(done, -1);
       if (!InWindow(begin, done)) continue;
       if (track.uuid == 0) {
         track.uuid = NewTrack(fmt::format("{} · stream {:#x}", CommName(d.comm_id), d.stream));
       }
-      CallArgs(r, &args, &text);
-      const std::string name = fmt::format("{} #{}", trace::OpTypeName(op), d.seq);
-      sink_->Slice(track.uuid, begin, done, name, "device", args, FlowOf(d));
+      OperationArgs(r, &args);
+      const CounterSample completed{in_flight_track_, done == kOpenEnd ? 0 : after_done_[i]};
+      SliceEvent slice{track.uuid, begin, done, trace::OpTypeName(op), "device", &args, FlowOf(d)};
+      slice.at_end = &completed;
+      sink_->Slice(slice);
       ++summary_->device_slices;
       if (done == kOpenEnd) ++summary_->open_slices;
-    }
-    if (in_flight.empty()) return;
-    std::sort(in_flight.begin(), in_flight.end());
-    const uint64_t counter = process_uuid_ + (++tracks_);
-    sink_->CounterTrack(counter, process_uuid_, Pid(), "operations in flight");
-    int64_t value = 0;
-    for (size_t i = 0; i < in_flight.size(); ++i) {
-      value += in_flight[i].second;
-      const bool last_at_time =
-          i + 1 == in_flight.size() || in_flight[i + 1].first != in_flight[i].first;
-      if (last_at_time && InWindow(in_flight[i].first, in_flight[i].first)) {
-        sink_->Counter(counter, in_flight[i].first, value);
-      }
     }
   }
 
@@ -382,6 +436,13 @@ class RankWriter {
   uint64_t verdict_track_ = 0;
   int64_t from_ns_ = INT64_MIN;
   int64_t to_ns_ = INT64_MAX;
+  uint64_t in_flight_track_ = 0;
+  std::vector<int64_t> after_enter_;  // ComputeInFlight
+  std::vector<int64_t> after_done_;
+  std::map<std::pair<uint64_t, uint32_t>, std::string> call_names_;  // by (comm, op)
+  std::unordered_map<int32_t, std::string> dtypes_;
+  std::unordered_map<int32_t, std::string> redops_;
+  std::unordered_map<int32_t, std::string> results_;
   std::unordered_map<uint64_t, const trace::CommInfo*> comms_;
 };
 

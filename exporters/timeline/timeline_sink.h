@@ -28,6 +28,28 @@ struct Arg {
 // A slice whose end was never seen (a call still inside NCCL, a kernel that never completed).
 inline constexpr int64_t kOpenEnd = INT64_MIN;
 
+// A counter track's value sampled at a slice's begin or end: the operations-in-flight counter
+// changes exactly when a call begins and when device work ends, so its values ride on those
+// events instead of events of their own.
+struct CounterSample {
+  uint64_t track = 0;
+  int64_t value = 0;
+};
+
+// [begin_ns, end_ns] on a track; end_ns kOpenEnd when it never ended. flow_id 0: no arrow;
+// otherwise slices of one id (the same collective on every rank) are joined in time order.
+struct SliceEvent {
+  uint64_t track = 0;
+  int64_t begin_ns = 0;
+  int64_t end_ns = 0;
+  std::string_view name;
+  std::string_view category;
+  const std::vector<Arg>* args = nullptr;
+  uint64_t flow_id = 0;
+  const CounterSample* at_begin = nullptr;
+  const CounterSample* at_end = nullptr;  // ignored for an open slice
+};
+
 class TimelineSink {
  public:
   virtual ~TimelineSink() = default;
@@ -40,13 +62,9 @@ class TimelineSink {
                      int order) = 0;
   virtual void CounterTrack(uint64_t uuid, uint64_t process_uuid, int pid,
                             std::string_view name) = 0;
-  // [begin_ns, end_ns] on a track; end_ns kOpenEnd when it never ended. flow_id 0: no arrow;
-  // otherwise slices of one id (the same collective on every rank) are joined in time order.
-  virtual void Slice(uint64_t track, int64_t begin_ns, int64_t end_ns, std::string_view name,
-                     std::string_view category, const std::vector<Arg>& args, uint64_t flow_id) = 0;
+  virtual void Slice(const SliceEvent& slice) = 0;
   virtual void Instant(uint64_t track, int64_t ts_ns, std::string_view name,
                        std::string_view category, const std::vector<Arg>& args) = 0;
-  virtual void Counter(uint64_t track, int64_t ts_ns, int64_t value) = 0;
   // Last: facts known once every file was read (files, ranks, the clock bound, filters), as the
   // trace's metadata; then flushes and closes. False with *error when writing failed at any point.
   virtual bool Finish(const std::vector<Arg>& details, std::string* error) = 0;

@@ -73,9 +73,7 @@ TEST(CliTimeline, TwoNodesOneTraceWithArrowsAcrossRanksAndAStatedClockBound) {
   std::map<uint64_t, std::set<int>> ranks_by_flow;
   size_t world_collectives = 0;
   for (const DecodedEvent& s : t.slices) {
-    if (s.category != "device" || s.args.count("comm") == 0 || s.args.at("comm") != "world") {
-      continue;
-    }
+    if (s.category != "device" || t.CommOf(s) != "world") continue;
     EXPECT_TRUE(s.end_ns.has_value()) << s.name << " never ended in a healthy job";
     ASSERT_EQ(s.flows.size(), 1u) << s.name;
     ranks_by_flow[s.flows[0]].insert(t.PidOf(s.track));

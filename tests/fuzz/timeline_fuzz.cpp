@@ -49,16 +49,16 @@ class CheckingSink final : public tl::TimelineSink {
   void CounterTrack(uint64_t uuid, uint64_t process, int, std::string_view) override {
     Track(uuid, process, 0, {}, 0);
   }
-  void Slice(uint64_t track, int64_t begin, int64_t end, std::string_view, std::string_view,
-             const std::vector<tl::Arg>&, uint64_t) override {
-    Use(track);
-    if (end != tl::kOpenEnd && end < begin) __builtin_trap();
+  void Slice(const tl::SliceEvent& s) override {
+    Use(s.track);
+    if (s.end_ns != tl::kOpenEnd && s.end_ns < s.begin_ns) __builtin_trap();
+    if (s.at_begin != nullptr) Use(s.at_begin->track);
+    if (s.at_end != nullptr) Use(s.at_end->track);
   }
   void Instant(uint64_t track, int64_t, std::string_view, std::string_view,
                const std::vector<tl::Arg>&) override {
     Use(track);
   }
-  void Counter(uint64_t track, int64_t, int64_t) override { Use(track); }
   bool Finish(const std::vector<tl::Arg>&, std::string*) override { return true; }
 
  private:

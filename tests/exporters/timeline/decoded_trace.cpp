@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "exporters/timeline/perfetto_trace.pb.h"
 
@@ -23,6 +24,18 @@ uint64_t DecodedTrace::ProcessOf(uint64_t track) const {
 int DecodedTrace::PidOf(uint64_t track) const {
   const auto it = tracks.find(ProcessOf(track));
   return it == tracks.end() ? -1 : it->second.pid;
+}
+
+std::string DecodedTrace::CommOf(const DecodedEvent& slice) const {
+  constexpr std::string_view kSep = " · ";
+  if (slice.category == "call") {
+    const size_t at = slice.name.find(kSep);
+    return at == std::string::npos ? "" : slice.name.substr(at + kSep.size());
+  }
+  const auto it = tracks.find(slice.track);
+  if (it == tracks.end()) return "";
+  const size_t at = it->second.name.find(" · stream");
+  return at == std::string::npos ? "" : it->second.name.substr(0, at);
 }
 
 std::string DecodedTrace::OverlapError() const {
@@ -53,7 +66,22 @@ DecodedTrace DecodePerfettoFile(const std::string& path) {
     return out;
   }
   std::map<uint64_t, std::vector<size_t>> open;  // per track: slices begun, not yet ended
+  // Interned names of the (one) sequence: event names, categories, argument names.
+  std::map<uint64_t, std::string> names, categories, arg_names;
+  bool state_cleared = false;
   for (const pb::TracePacket& p : trace.packet()) {
+    if ((p.sequence_flags() & 1) != 0) state_cleared = true;
+    if ((p.sequence_flags() & 2) != 0 && !state_cleared) {
+      out.error = "a packet needs interned state before the sequence cleared it";
+      return out;
+    }
+    for (const pb::EventName& n : p.interned_data().event_names()) names[n.iid()] = n.name();
+    for (const pb::EventCategory& c : p.interned_data().event_categories()) {
+      categories[c.iid()] = c.name();
+    }
+    for (const pb::DebugAnnotationName& n : p.interned_data().debug_annotation_names()) {
+      arg_names[n.iid()] = n.name();
+    }
     if (p.has_clock_snapshot()) {
       out.realtime_clock = p.clock_snapshot().primary_trace_clock() == 1;
     }
@@ -76,10 +104,20 @@ DecodedTrace DecodePerfettoFile(const std::string& path) {
     DecodedEvent ev;
     ev.track = e.track_uuid();
     ev.begin_ns = static_cast<int64_t>(p.timestamp());
-    ev.name = e.name();
+    ev.name = e.has_name_iid() ? names[e.name_iid()] : e.name();
+    if (e.category_iids_size() > 0) ev.category = categories[e.category_iids(0)];
     if (e.categories_size() > 0) ev.category = e.categories(0);
     for (const pb::DebugAnnotation& a : e.debug_annotations()) {
-      ev.args[a.name()] = a.has_string_value() ? a.string_value() : std::to_string(a.int_value());
+      ev.args[a.has_name_iid() ? arg_names[a.name_iid()] : a.name()] =
+          a.has_string_value() ? a.string_value() : std::to_string(a.int_value());
+    }
+    for (int i = 0; i < e.extra_counter_values_size(); ++i) {
+      if (i >= e.extra_counter_track_uuids_size()) {
+        out.error = "a counter value without its track";
+        return out;
+      }
+      out.counters.push_back(
+          {e.extra_counter_track_uuids(i), ev.begin_ns, e.extra_counter_values(i)});
     }
     ev.flows.assign(e.flow_ids().begin(), e.flow_ids().end());
     switch (e.type()) {
@@ -99,9 +137,6 @@ DecodedTrace DecodePerfettoFile(const std::string& path) {
       }
       case pb::TrackEvent::TYPE_INSTANT:
         out.instants.push_back(ev);
-        break;
-      case pb::TrackEvent::TYPE_COUNTER:
-        out.counters.emplace_back(ev.track, e.counter_value());
         break;
       default:
         out.error = "an event of unknown type";

@@ -1,6 +1,7 @@
 // A Perfetto trace written by `ncclscope timeline`, decoded with the classes generated from the
-// project's perfetto_trace.proto and put back together: tracks, slices (BEGIN matched with END per
-// track, as Perfetto's importer matches them), instants, counters and flows. For tests.
+// project's perfetto_trace.proto and put back together: interned names resolved, tracks, slices
+// (BEGIN matched with END per track, as Perfetto's importer matches them), instants, counter
+// samples and flows. For tests.
 #pragma once
 
 #include <cstdint>
@@ -35,12 +36,20 @@ struct DecodedTrace {
   std::map<uint64_t, DecodedTrack> tracks;
   std::vector<DecodedEvent> slices;
   std::vector<DecodedEvent> instants;
-  std::vector<std::pair<uint64_t, int64_t>> counters;  // (track, value), in file order
-  std::string error;  // why decoding failed, or an END without its BEGIN
+  struct CounterValue {
+    uint64_t track;
+    int64_t ts_ns;
+    int64_t value;
+  };
+  std::vector<CounterValue> counters;  // in file order
+  std::string error;                   // why decoding failed, or an END without its BEGIN
 
   // The process track a track belongs to (itself for a process); 0 when none.
   uint64_t ProcessOf(uint64_t track) const;
   int PidOf(uint64_t track) const;
+  // The communicator of a slice: named after " · " in a call's name ("allreduce · tp"), before
+  // " · stream" in a device track's name; "" when none.
+  std::string CommOf(const DecodedEvent& slice) const;
   // Perfetto nests the slices of one track by time: two that overlap without nesting would be
   // drawn wrong, and nothing may follow a slice that never ended. The first such pair, or "".
   std::string OverlapError() const;

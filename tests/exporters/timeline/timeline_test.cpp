@@ -129,25 +129,26 @@ TEST_F(TimelineTest, EveryRankGetsAProcessWithItsCallsAndDeviceWork) {
   // A host slice per call, at the call's entry and return.
   const std::vector<DecodedEvent> calls = SlicesOf(t, 1, "call");
   ASSERT_EQ(calls.size(), 4u);
-  EXPECT_EQ(calls[1].name, "allreduce");
+  EXPECT_EQ(calls[1].name, "allreduce · world");
   EXPECT_EQ(calls[1].begin_ns, JobBuilder::Wall(0.25));
   EXPECT_EQ(calls[1].end_ns, JobBuilder::Wall(0.25) + 1000);
-  EXPECT_EQ(calls[1].args.at("comm"), "world");
   EXPECT_EQ(calls[1].args.at("seq"), "2");
-  EXPECT_EQ(calls[1].args.at("bytes"), "1024");
-  EXPECT_EQ(calls[3].name, "recv");
-  EXPECT_EQ(calls[3].args.at("peer"), "0");
+  EXPECT_EQ(calls[3].name, "recv · world");
 
   // Device slices: from the call (or the kernel start the profiler saw) to device completion.
   const std::vector<DecodedEvent> device = SlicesOf(t, 0, "device");
   ASSERT_EQ(device.size(), 4u);
-  EXPECT_EQ(device[0].name, "allreduce #1");
+  EXPECT_EQ(device[0].name, "allreduce");
+  EXPECT_EQ(device[0].args.at("seq"), "1");
+  EXPECT_EQ(device[0].args.at("bytes"), "1024");
+  EXPECT_EQ(device[0].args.at("dtype"), "float32");
   EXPECT_EQ(device[0].begin_ns, JobBuilder::Wall(0.1));
   EXPECT_EQ(device[0].end_ns, JobBuilder::Wall(0.1) + kMs);
   EXPECT_EQ(device[1].end_ns, JobBuilder::Wall(0.251));  // rank 0 waited for rank 1
-  EXPECT_EQ(device[2].name, "allreduce #3");
+  EXPECT_EQ(device[2].args.at("seq"), "3");
   EXPECT_EQ(device[2].begin_ns, JobBuilder::Wall(0.3005));  // its kernel start marker
-  EXPECT_EQ(device[3].name, "send #1");
+  EXPECT_EQ(device[3].name, "send");
+  EXPECT_EQ(device[3].args.at("peer"), "1");
   EXPECT_EQ(
       t.tracks.at(device[0].track).name, "world · stream 0x" + [&] {
         char b[32];
@@ -161,7 +162,9 @@ TEST_F(TimelineTest, ArrowsJoinACollectiveAcrossRanksAndASendWithItsReceive) {
   const DecodedTrace t = Perfetto(TwoRankJob(&world).Build());
   std::map<uint64_t, std::set<std::pair<int, std::string>>> by_flow;
   for (const DecodedEvent& s : t.slices) {
-    for (uint64_t f : s.flows) by_flow[f].insert({t.PidOf(s.track), s.name});
+    for (uint64_t f : s.flows) {
+      by_flow[f].insert({t.PidOf(s.track), s.name + " #" + s.args.at("seq")});
+    }
   }
   for (uint64_t seq = 1; seq <= 3; ++seq) {
     const std::string name = "allreduce #" + std::to_string(seq);
@@ -186,10 +189,22 @@ TEST_F(TimelineTest, AHungCollectiveIsOpenAndWhatQueuedBehindItIsNotDrawnAsRunni
   const std::vector<DecodedEvent> device = SlicesOf(t, 0, "device");
   ASSERT_EQ(device.size(), 2u);
   EXPECT_TRUE(device[0].end_ns.has_value());
-  EXPECT_EQ(device[1].name, "allreduce #2");
+  EXPECT_EQ(device[1].args.at("seq"), "2");
   EXPECT_FALSE(device[1].end_ns.has_value());
   EXPECT_EQ(SlicesOf(t, 0, "call").size(), 3u);  // every call is still drawn on the host
   EXPECT_EQ(summary_.open_slices, 1u);
+  // Operations in flight on rank 0: #1 issued and done, then #2 and #3 issued, never done.
+  std::vector<std::pair<int64_t, int64_t>> in_flight;
+  for (const DecodedTrace::CounterValue& c : t.counters) {
+    if (t.PidOf(c.track) != 0) continue;
+    EXPECT_EQ(t.tracks.at(c.track).name, "operations in flight");
+    in_flight.emplace_back(c.ts_ns, c.value);
+  }
+  std::sort(in_flight.begin(), in_flight.end());
+  EXPECT_EQ(in_flight, (std::vector<std::pair<int64_t, int64_t>>{{JobBuilder::Wall(0.1), 1},
+                                                                 {JobBuilder::Wall(0.1) + kMs, 0},
+                                                                 {JobBuilder::Wall(0.2), 1},
+                                                                 {JobBuilder::Wall(0.3), 2}}));
   ExpectWellFormed(t, set);
 }
 
@@ -249,7 +264,7 @@ TEST_F(TimelineTest, RanksCommAndWindowSelectWhatIsWritten) {
   tl::TimelineOptions comm;
   comm.comm = "tp";
   const DecodedTrace by_comm = Perfetto(set, comm);
-  for (const DecodedEvent& s : by_comm.slices) EXPECT_EQ(s.args.at("comm"), "tp") << s.name;
+  for (const DecodedEvent& s : by_comm.slices) EXPECT_EQ(by_comm.CommOf(s), "tp") << s.name;
   EXPECT_EQ(summary_.ranks_written, 2u);  // ranks 2 and 3 are not in tp
   EXPECT_EQ(summary_.host_slices, 2u);
 
@@ -258,7 +273,7 @@ TEST_F(TimelineTest, RanksCommAndWindowSelectWhatIsWritten) {
   window.from_s = 1.5;
   window.to_s = 2.5;
   const DecodedTrace by_time = Perfetto(set, window);
-  for (const DecodedEvent& s : by_time.slices) EXPECT_EQ(s.args.at("comm"), "tp") << s.name;
+  for (const DecodedEvent& s : by_time.slices) EXPECT_EQ(by_time.CommOf(s), "tp") << s.name;
   EXPECT_EQ(summary_.host_slices, 2u);
   EXPECT_EQ(summary_.device_slices, 2u);
 
@@ -335,7 +350,7 @@ TEST_F(TimelineTest, ChromeJsonHoldsTheSameSlicesAndOneArrowChainPerCollective) 
   // Times are microseconds from that origin.
   bool found = false;
   for (const nlohmann::json& e : j["traceEvents"]) {
-    if (e["ph"] == "X" && e["name"] == "allreduce #1" && e["pid"] == 0) {
+    if (e["ph"] == "X" && e["name"] == "allreduce" && e["args"]["seq"] == 1 && e["pid"] == 0) {
       EXPECT_NEAR(e["ts"].get<double>(), 100000.0, 1e-6);
       EXPECT_NEAR(e["dur"].get<double>(), 1000.0, 1e-6);
       found = true;
