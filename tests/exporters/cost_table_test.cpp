@@ -103,9 +103,10 @@ TEST_F(CostTableTest, ARankWaitingOnItsOwnStreamIsNotLate) {
   for (int r = 0; r < 2; ++r) {
     trace::RecordData& a = job.Coll(r, world, OpType::kAllReduce, 0.1, Done::kCompleted);
     a.t_device_done_ns = a.t_enter_ns + 10 * kMs;
+    const int64_t a_enter = a.t_enter_ns;  // `a` moves when the rank's records grow
     trace::RecordData& b =
         job.Coll(r, world, OpType::kAllReduce, r == 0 ? 0.105 : 0.2, Done::kCompleted);
-    b.t_device_done_ns = a.t_enter_ns + 105 * kMs;  // at 0.205 s
+    b.t_device_done_ns = a_enter + 105 * kMs;  // at 0.205 s
   }
   const CostTable t = Table(job.Build());
   ASSERT_EQ(t.rows.size(), 1u);
