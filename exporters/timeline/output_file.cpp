@@ -8,13 +8,9 @@
 
 namespace ncclscope::exporters::timeline {
 
-namespace {
-constexpr size_t kBufferBytes = size_t{4} << 20;  // few large writes instead of many small ones
-}
-
 OutputFile::~OutputFile() {
-  if (file_ != nullptr) {
-    std::fclose(file_);
+  if (fd_ >= 0) {
+    ::close(fd_);
     ::unlink(partial_.c_str());
   }
 }
@@ -22,34 +18,39 @@ OutputFile::~OutputFile() {
 bool OutputFile::Open(const std::string& path, std::string* error) {
   path_ = path;
   partial_ = path + ".partial";
-  const int fd = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
+  fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd_ < 0) {
     *error = partial_ + ": " + std::strerror(errno);
     return false;
   }
-  file_ = ::fdopen(fd, "wb");
-  if (file_ == nullptr) {
-    *error = partial_ + ": " + std::strerror(errno);
-    ::close(fd);
-    ::unlink(partial_.c_str());
-    return false;
-  }
-  std::setvbuf(file_, nullptr, _IOFBF, kBufferBytes);
+  buffer_.reserve(kFlushBytes + (size_t{1} << 16));
   return true;
 }
 
+void OutputFile::Flush() {
+  size_t done = 0;
+  while (write_errno_ == 0 && done < buffer_.size()) {
+    const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+    } else if (n < 0 && errno != EINTR) {
+      write_errno_ = errno;
+    }
+  }
+  buffer_.clear();
+}
+
 bool OutputFile::Commit(std::string* error) {
-  if (file_ == nullptr) {
+  if (fd_ < 0) {
     *error = path_ + ": not open";
     return false;
   }
-  // A write that failed earlier left the stream's error flag; fflush reports one failing now.
-  const bool flushed = std::fflush(file_) == 0 && std::ferror(file_) == 0;
-  const int write_errno = errno;
-  const bool closed = std::fclose(file_) == 0;
-  file_ = nullptr;
-  if (!flushed || !closed) {
-    *error = partial_ + ": could not write the trace: " + std::strerror(write_errno);
+  Flush();
+  const int close_errno = ::close(fd_) == 0 ? 0 : errno;
+  fd_ = -1;
+  const int failure = write_errno_ != 0 ? write_errno_ : close_errno;
+  if (failure != 0) {
+    *error = partial_ + ": could not write the trace: " + std::strerror(failure);
     ::unlink(partial_.c_str());
     return false;
   }

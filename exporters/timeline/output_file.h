@@ -1,9 +1,9 @@
 // The file a timeline is written to: created 0600 (it names hosts, ranks and communicators) as
 // "<path>.partial", renamed to <path> only when everything was written, so a failed or interrupted
-// run never leaves a truncated trace under the name asked for. Not thread-safe.
+// run never leaves a truncated trace under the name asked for. Writes go through one large buffer
+// of its own (a trace is millions of small pieces). Not thread-safe.
 #pragma once
 
-#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -18,15 +18,21 @@ class OutputFile {
 
   bool Open(const std::string& path, std::string* error);
   void Write(std::string_view bytes) {
-    if (file_ != nullptr && !bytes.empty()) std::fwrite(bytes.data(), 1, bytes.size(), file_);
+    buffer_.append(bytes.data(), bytes.size());
+    if (buffer_.size() >= kFlushBytes) Flush();
   }
   // Flushes, closes and renames into place; false with *error naming the file and the cause.
   bool Commit(std::string* error);
 
  private:
+  static constexpr size_t kFlushBytes = size_t{4} << 20;
+  void Flush();  // remembers the first failure for Commit
+
   std::string path_;
   std::string partial_;
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
+  std::string buffer_;
+  int write_errno_ = 0;
 };
 
 }  // namespace ncclscope::exporters::timeline

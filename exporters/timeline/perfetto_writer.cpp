@@ -32,7 +32,7 @@ uint64_t PerfettoWriter::Intern(Interned* table, std::string_view name) {
   return iid;
 }
 
-void PerfettoWriter::EmitPacket(uint32_t sequence_flags) {
+void PerfettoWriter::AppendSequenceFields(uint32_t sequence_flags) {
   ProtoAppend packet(&body_);
   packet.Varint(pb::TracePacket::kTrustedPacketSequenceIdFieldNumber, kSequenceId);
   packet.Varint(pb::TracePacket::kSequenceFlagsFieldNumber, sequence_flags);
@@ -40,18 +40,34 @@ void PerfettoWriter::EmitPacket(uint32_t sequence_flags) {
     packet.Bytes(pb::TracePacket::kInternedDataFieldNumber, interned_);
     interned_.clear();
   }
+}
+
+void PerfettoWriter::EmitPacket(uint32_t sequence_flags) {
+  AppendSequenceFields(sequence_flags);
   framed_.clear();
-  ProtoAppend(&framed_).Bytes(pb::Trace::kPacketFieldNumber, body_);
+  ProtoAppend(&framed_).Header(pb::Trace::kPacketFieldNumber, body_.size());
   out_.Write(framed_);
+  out_.Write(body_);
   body_.clear();
 }
 
 void PerfettoWriter::EmitEvent(int64_t ts_ns) {
+  // The packet is its timestamp, the event and the sequence fields; the event's bytes go to the
+  // file as they are instead of being copied into the packet first.
   ProtoAppend packet(&body_);
   packet.Varint(pb::TracePacket::kTimestampFieldNumber, static_cast<uint64_t>(ts_ns));
-  packet.Bytes(pb::TracePacket::kTrackEventFieldNumber, event_);
+  packet.Header(pb::TracePacket::kTrackEventFieldNumber, event_.size());
+  const size_t before_event = body_.size();
+  AppendSequenceFields(kNeedsState);
+  framed_.clear();
+  ProtoAppend(&framed_).Header(pb::Trace::kPacketFieldNumber, body_.size() + event_.size());
+  const std::string_view body = body_;
+  out_.Write(framed_);
+  out_.Write(body.substr(0, before_event));
+  out_.Write(event_);
+  out_.Write(body.substr(before_event));
+  body_.clear();
   event_.clear();
-  EmitPacket(kNeedsState);
 }
 
 void PerfettoWriter::Begin(int64_t origin_ns, std::string_view description) {

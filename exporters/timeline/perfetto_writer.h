@@ -43,7 +43,9 @@ class PerfettoWriter final : public TimelineSink {
   };
   // The id of `name`, declaring it in the packet being built when it is new.
   uint64_t Intern(Interned* table, std::string_view name);
-  // Wraps body_ (a TracePacket's fields) and interned_ as one Trace.packet and writes it.
+  // Appends the fields every packet has (sequence, flags, the names it declares) to body_.
+  void AppendSequenceFields(uint32_t sequence_flags);
+  // Wraps body_ (a TracePacket's fields) as one Trace.packet and writes it.
   void EmitPacket(uint32_t sequence_flags);
   // The TrackEvent in event_ as the packet at ts_ns.
   void EmitEvent(int64_t ts_ns);

@@ -31,9 +31,13 @@ class ProtoAppend {
   }
   // A string, bytes or an already encoded submessage.
   void Bytes(int field, std::string_view bytes) {
-    Tag(field, WireFormat::WIRETYPE_LENGTH_DELIMITED);
-    Raw(bytes.size());
+    Header(field, bytes.size());
     out_->append(bytes.data(), bytes.size());
+  }
+  // Only the tag and length of a length-delimited field, its `size` bytes written elsewhere.
+  void Header(int field, size_t size) {
+    Tag(field, WireFormat::WIRETYPE_LENGTH_DELIMITED);
+    Raw(size);
   }
 
  private:

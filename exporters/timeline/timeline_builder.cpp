@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -68,7 +69,11 @@ class FileRecords final : public trace::RingVisitor {
   explicit FileRecords(const std::unordered_set<uint64_t>* wanted_indices)
       : wanted_indices_(wanted_indices) {}
 
-  void BeginFile(const RingInfo& info) override { info_ = info; }
+  void BeginFile(const RingInfo& info) override {
+    info_ = info;
+    calls_.reserve(static_cast<size_t>(
+        std::min<uint64_t>(info.write_pos - info.overwritten, info.record_capacity)));
+  }
   void Records(const StoredRecord* batch, size_t n) override {
     for (size_t i = 0; i < n; ++i) Add(batch[i]);
   }
@@ -561,24 +566,42 @@ bool WriteTimeline(RingSource& source, const TimelineOptions& options, TimelineS
   sink->Begin(origin, kDescription);
 
   const auto marks = MarksByRank(options.analysis);
-  ClockBound bound;
   static const std::vector<Mark> kNoMarks;
-  for (size_t i = 0; i < files.size(); ++i) {
-    const FileEntry& f = files[i];
+  auto marks_of = [&](const FileEntry& f) -> const std::vector<Mark>& {
     const auto m = marks.find(f.info.global_rank);
-    const std::vector<Mark>& rank_marks = m == marks.end() ? kNoMarks : m->second;
-    std::unordered_set<uint64_t> wanted;
-    for (const Mark& mark : rank_marks) {
-      if (mark.record_index) wanted.insert(*mark.record_index);
+    return m == marks.end() ? kNoMarks : m->second;
+  };
+  std::vector<std::unordered_set<uint64_t>> wanted(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    for (const Mark& mark : marks_of(files[i])) {
+      if (mark.record_index) wanted[i].insert(*mark.record_index);
     }
-    FileRecords records(&wanted);
+  }
+  // Two stages: the next file is read (mapped, copied, indexed) on a thread of its own while this
+  // one is written; memory stays two files' records.
+  struct Loaded {
+    std::unique_ptr<FileRecords> records;
+    bool ok = false;
     std::string why;
-    if (!source.Visit(f.name, 0, &records, &why)) {
-      summary->errors.push_back(why);  // gone or damaged since its header was read
+  };
+  auto load = [&source, &files, &wanted](size_t i) {
+    Loaded l;
+    l.records = std::make_unique<FileRecords>(&wanted[i]);
+    l.ok = source.Visit(files[i].name, 0, l.records.get(), &l.why);
+    return l;
+  };
+  ClockBound bound;
+  std::future<Loaded> next = std::async(std::launch::async, load, 0);
+  for (size_t i = 0; i < files.size(); ++i) {
+    Loaded current = next.get();
+    if (i + 1 < files.size()) next = std::async(std::launch::async, load, i + 1);
+    const FileEntry& f = files[i];
+    if (!current.ok) {
+      summary->errors.push_back(current.why);  // gone or damaged since its header was read
       continue;
     }
-    AddToClockBound(f, records, f.info.host == reference_host, &bound);
-    RankWriter(f, records, i, options, origin, rank_marks, sink, summary).Write();
+    AddToClockBound(f, *current.records, f.info.host == reference_host, &bound);
+    RankWriter(f, *current.records, i, options, origin, marks_of(f), sink, summary).Write();
   }
 
   const ClockBound::Result clocks = bound.Get();

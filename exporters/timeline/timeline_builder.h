@@ -5,8 +5,9 @@
 // device completion), a counter of operations in flight, and a track of the verdicts that name
 // this rank. Device slices of one collective on every rank share a flow id, as do a send and its
 // receive, so viewers draw arrows between them. The files are read one at a time (headers first,
-// then each file's records), so memory is one file's worth whatever the job's size. Not
-// thread-safe.
+// then each file's records, the next one on a second thread while this one is written), so memory
+// is two files' worth whatever the job's size. The sink is only called from the caller's thread;
+// the source is visited from a second thread, one visit at a time. Not thread-safe.
 #pragma once
 
 #include <cstdint>
