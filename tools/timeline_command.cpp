@@ -1,12 +1,13 @@
 // `ncclscope timeline DIR -o FILE [--format perfetto|chrome-json] [--ranks 0-63] [--comm NAME]
-// [--from S] [--to S] [--no-verdicts]`: the job's ranks side by side, for ui.perfetto.dev
-// (exporters/timeline/timeline_builder.h says what the trace holds). The verdicts marked are those
-// `ncclscope analyze DIR` would give now.
-// Exit code: 0 written; 2 bad options; 3 nothing to read or the file could not be written.
+// [--from S] [--to S | --around verdict|SEQ [--margin S]] [--no-verdicts]`: the job's ranks side by
+// side, for ui.perfetto.dev (exporters/timeline/timeline_builder.h says what the trace holds). The
+// verdicts marked are those `ncclscope analyze DIR` would give now. Exit code: 0 written; 2 bad
+// options; 3 nothing to read or the file could not be written.
 #include <sys/stat.h>
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -39,6 +40,8 @@ struct TimelineCliOptions {
   std::string comm;
   std::optional<double> from_s;
   std::optional<double> to_s;
+  std::string around;
+  double margin_s = 5;
   std::string job;
   bool no_verdicts = false;
 };
@@ -53,6 +56,47 @@ std::optional<hd::Analysis> Verdicts(const TimelineCliOptions& o) {
   options.now_wall_ns = trace::RealtimeNs();
   options.probe = probe.get();
   return hd::Analyze(*index, options);
+}
+
+// --around verdict (the first verdict about an operation) or --around SEQ (of --comm): 0, or the
+// exit code.
+int Around(const TimelineCliOptions& o, const hd::Analysis* analysis,
+           tl::TimelineOptions* options) {
+  options->around_margin_s = o.margin_s;
+  if (o.from_s || o.to_s) {
+    std::cerr << "ncclscope timeline: --around sets the window itself; drop --from and --to\n";
+    return kBadOptions;
+  }
+  if (o.around == "verdict") {
+    if (o.no_verdicts) {
+      std::cerr << "ncclscope timeline: --around verdict needs the verdicts; drop --no-verdicts\n";
+      return kBadOptions;
+    }
+    for (const hd::Verdict& v :
+         analysis != nullptr ? analysis->verdicts : std::vector<hd::Verdict>{}) {
+      if (v.cls == hd::VerdictClass::kHealthy || v.comm_id == 0 || v.seq == 0) continue;
+      options->around_comm = fmt::format("{:016x}", v.comm_id);
+      options->around_seq = v.seq;
+      return 0;
+    }
+    std::cerr << "ncclscope timeline: --around verdict: no verdict names an operation of " << o.dir
+              << "\n";
+    return kUnusable;
+  }
+  uint64_t seq = 0;
+  const auto r = std::from_chars(o.around.data(), o.around.data() + o.around.size(), seq);
+  if (r.ec != std::errc() || r.ptr != o.around.data() + o.around.size() || seq == 0) {
+    std::cerr << "ncclscope timeline: --around '" << o.around
+              << "' is neither 'verdict' nor a sequence number\n";
+    return kBadOptions;
+  }
+  if (o.comm.empty()) {
+    std::cerr << "ncclscope timeline: --around " << seq << " needs --comm: whose #" << seq << "?\n";
+    return kBadOptions;
+  }
+  options->around_comm = o.comm;
+  options->around_seq = seq;
+  return 0;
 }
 
 int Run(const TimelineCliOptions& o) {
@@ -77,6 +121,10 @@ int Run(const TimelineCliOptions& o) {
   std::optional<hd::Analysis> analysis;
   if (!o.no_verdicts) analysis = Verdicts(o);
   if (analysis) options.analysis = &*analysis;
+  if (!o.around.empty()) {
+    const int code = Around(o, analysis ? &*analysis : nullptr, &options);
+    if (code != 0) return code;
+  }
 
   std::unique_ptr<tl::TimelineSink> sink;
   if (o.format == "perfetto") {
@@ -134,6 +182,11 @@ void RegisterTimelineCommand(CLI::App& app, int* exit_code) {
                   "Start of the window, seconds after the first rank's ring file was created")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--to", o->to_s, "End of the window, seconds after the same origin")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--around", o->around,
+                  "Only the time around one operation: 'verdict' (the first verdict's) or a "
+                  "sequence number of --comm");
+  cmd->add_option("--margin", o->margin_s, "Seconds kept on each side of --around's operation")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--job", o->job,
                   "The job to read when the directory holds several (default: the newest "

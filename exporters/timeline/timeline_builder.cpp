@@ -160,8 +160,8 @@ bool CommMatches(const trace::CommInfo& c, const std::string& wanted) {
 class RankWriter {
  public:
   RankWriter(const FileEntry& file, const FileRecords& records, size_t file_index,
-             const TimelineOptions& options, int64_t origin_ns, const std::vector<Mark>& marks,
-             TimelineSink* sink, TimelineSummary* summary)
+             const TimelineOptions& options, std::pair<int64_t, int64_t> window_ns,
+             const std::vector<Mark>& marks, TimelineSink* sink, TimelineSummary* summary)
       : file_(file),
         records_(records),
         options_(options),
@@ -170,8 +170,8 @@ class RankWriter {
         summary_(summary),
         process_uuid_(static_cast<uint64_t>(file_index + 1) << kTrackBits) {
     for (const trace::CommInfo& c : file.info.comms) comms_[c.id] = &c;
-    if (options.from_s) from_ns_ = origin_ns + static_cast<int64_t>(*options.from_s * 1e9);
-    if (options.to_s) to_ns_ = origin_ns + static_cast<int64_t>(*options.to_s * 1e9);
+    from_ns_ = window_ns.first;
+    to_ns_ = window_ns.second;
   }
 
   void Write() {
@@ -488,6 +488,65 @@ void AddToClockBound(const FileEntry& file, const FileRecords& records, bool ref
   }
 }
 
+// Where operation around_seq of around_comm happened, on every selected rank that has it: one
+// more pass over the files, reading only that operation's records.
+class AroundScan final : public trace::RingVisitor {
+ public:
+  AroundScan(const std::string& comm, uint64_t seq) : comm_(comm), seq_(seq) {}
+  void BeginFile(const RingInfo& info) override {
+    offset_ = WallOffset(info);
+    ids_.clear();
+    for (const trace::CommInfo& c : info.comms) {
+      if (CommMatches(c, comm_)) ids_.push_back(c.id);
+    }
+  }
+  void Records(const StoredRecord* batch, size_t n) override {
+    for (size_t i = 0; i < n; ++i) {
+      const RecordData& d = batch[i].data;
+      const auto op = static_cast<OpType>(d.op);
+      if (d.seq != seq_ || !(trace::IsCollective(op) || trace::IsP2P(op)) ||
+          std::find(ids_.begin(), ids_.end(), d.comm_id) == ids_.end()) {
+        continue;
+      }
+      first = std::min(first, d.t_enter_ns + offset_);
+      last = std::max({last, d.t_enter_ns + offset_, d.t_exit_ns + offset_,
+                       d.t_device_done_ns > 0 ? d.t_device_done_ns + offset_ : INT64_MIN});
+    }
+  }
+  void EndFile(const RingInfo&) override {}
+  int64_t first = INT64_MAX;
+  int64_t last = INT64_MIN;
+
+ private:
+  std::string comm_;
+  uint64_t seq_;
+  int64_t offset_ = 0;
+  std::vector<uint64_t> ids_;
+};
+
+bool AroundWindow(RingSource& source, const std::vector<FileEntry>& files,
+                  const TimelineOptions& options, std::pair<int64_t, int64_t>* window,
+                  std::string* error) {
+  AroundScan scan(options.around_comm, options.around_seq);
+  for (const FileEntry& f : files) {
+    if (std::none_of(f.info.comms.begin(), f.info.comms.end(), [&](const trace::CommInfo& c) {
+          return CommMatches(c, options.around_comm);
+        })) {
+      continue;
+    }
+    std::string ignored;  // an unreadable file is reported by the pass that writes
+    source.Visit(f.name, 0, &scan, &ignored);
+  }
+  if (scan.first == INT64_MAX) {
+    *error = fmt::format("no selected rank recorded operation #{} of '{}'", options.around_seq,
+                         options.around_comm);
+    return false;
+  }
+  const auto margin = static_cast<int64_t>(options.around_margin_s * 1e9);
+  *window = {scan.first - margin, scan.last + margin};
+  return true;
+}
+
 constexpr const char* kDescription =
     "ncclscope timeline. One process per rank (global rank as pid): a track per host thread "
     "with a slice per NCCL call (entry to return), a track per communicator x CUDA stream with a "
@@ -563,6 +622,13 @@ bool WriteTimeline(RingSource& source, const TimelineOptions& options, TimelineS
                         [&](const FileEntry& f) { return f.info.host == reference_host; });
   int64_t origin = INT64_MAX;
   for (const FileEntry& f : files) origin = std::min(origin, f.info.start_realtime_ns);
+  std::pair<int64_t, int64_t> window = {INT64_MIN, INT64_MAX};
+  if (!options.around_comm.empty()) {
+    if (!AroundWindow(source, files, options, &window, error)) return false;
+  } else {
+    if (options.from_s) window.first = origin + static_cast<int64_t>(*options.from_s * 1e9);
+    if (options.to_s) window.second = origin + static_cast<int64_t>(*options.to_s * 1e9);
+  }
   sink->Begin(origin, kDescription);
 
   const auto marks = MarksByRank(options.analysis);
@@ -601,7 +667,7 @@ bool WriteTimeline(RingSource& source, const TimelineOptions& options, TimelineS
       continue;
     }
     AddToClockBound(f, *current.records, f.info.host == reference_host, &bound);
-    RankWriter(f, *current.records, i, options, origin, marks_of(f), sink, summary).Write();
+    RankWriter(f, *current.records, i, options, window, marks_of(f), sink, summary).Write();
   }
 
   const ClockBound::Result clocks = bound.Get();
@@ -620,6 +686,16 @@ bool WriteTimeline(RingSource& source, const TimelineOptions& options, TimelineS
                 clocks.bounded_hosts < clocks.hosts
                     ? "; hosts not bounded shared no completed collective with it"
                     : "");
+  const std::string window_note =
+      window.first == INT64_MIN && window.second == INT64_MAX
+          ? std::string("whole job")
+          : fmt::format(
+                "{:.6f} s to {:.6f} s after the origin{}",
+                window.first == INT64_MIN ? 0.0 : (window.first - origin) * 1e-9,
+                window.second == INT64_MAX ? -1.0 : (window.second - origin) * 1e-9,
+                options.around_comm.empty()
+                    ? std::string()
+                    : fmt::format(" (around #{} of {})", options.around_seq, options.around_comm));
   const std::vector<Arg> details = {
       Arg::Int("files", static_cast<int64_t>(summary->files)),
       Arg::Int("ranks", static_cast<int64_t>(summary->ranks_written)),
@@ -630,6 +706,7 @@ bool WriteTimeline(RingSource& source, const TimelineOptions& options, TimelineS
       Arg::Int("clock_bound_ns", clocks.max_bound_ns),
       Arg::Str("clock_alignment", clock_note),
       Arg::Str("comm_filter", options.comm),
+      Arg::Str("window", window_note),
   };
   return sink->Finish(details, error);
 }

@@ -21,6 +21,13 @@ struct TimelineOptions {
   // a call or operation is kept when its interval meets it. Unset: unbounded.
   std::optional<double> from_s;
   std::optional<double> to_s;
+  // Centre the window on one operation instead: sequence number `around_seq` of the communicator
+  // `around_comm` (a name or 4+ leading hex digits of its id, as `comm`). The window runs from the
+  // first member's call to the last member's completion (or call, for one that never completed),
+  // widened by around_margin_s on each side. Empty around_comm: no centring.
+  std::string around_comm;
+  uint64_t around_seq = 0;
+  double around_margin_s = 5;
   // Verdicts to mark on their culprits' tracks (the correlator's, run by the caller); may be null.
   const hang_detector::Analysis* analysis = nullptr;
 };

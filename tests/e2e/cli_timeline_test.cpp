@@ -128,6 +128,13 @@ TEST(CliTimeline, BadOptionsAndUnusableInputExitNonZeroNamingTheProblem) {
   const ProcessResult window = Timeline({dir, "-o", out, "--from", "5", "--to", "2"});
   EXPECT_EQ(window.exit_code, kBadOptions) << window.err;
 
+  const ProcessResult around = Timeline({dir, "-o", out, "--around", "3"});
+  EXPECT_EQ(around.exit_code, kBadOptions);
+  EXPECT_NE(around.err.find("--around 3 needs --comm"), std::string::npos) << around.err;
+  const ProcessResult healthy = Timeline({dir, "-o", out, "--around", "verdict"});
+  EXPECT_EQ(healthy.exit_code, kUnusableInput);
+  EXPECT_NE(healthy.err.find("no verdict names an operation"), std::string::npos) << healthy.err;
+
   const ProcessResult comm = Timeline({dir, "-o", out, "--comm", "nosuch"});
   EXPECT_EQ(comm.exit_code, kUnusableInput);
   EXPECT_NE(comm.err.find("no selected rank has a communicator named 'nosuch'"), std::string::npos)

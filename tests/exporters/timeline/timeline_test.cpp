@@ -277,6 +277,18 @@ TEST_F(TimelineTest, RanksCommAndWindowSelectWhatIsWritten) {
   EXPECT_EQ(summary_.host_slices, 2u);
   EXPECT_EQ(summary_.device_slices, 2u);
 
+  // Around tp's #1 (the allgather at 2 s, done 1 ms later) with 0.5 s either side: the same.
+  tl::TimelineOptions around;
+  around.around_comm = "tp";
+  around.around_seq = 1;
+  around.around_margin_s = 0.5;
+  const DecodedTrace by_op = Perfetto(set, around);
+  for (const DecodedEvent& s : by_op.slices) EXPECT_EQ(by_op.CommOf(s), "tp") << s.name;
+  EXPECT_EQ(summary_.host_slices, 2u);
+  around.around_margin_s = 1.5;  // now the world allreduces at 1 s and 3 s are inside too
+  Perfetto(set, around);
+  EXPECT_EQ(summary_.host_slices, 10u);
+
   tl::TimelineOptions nothing;
   nothing.comm = "pp";
   source_.set = set;
