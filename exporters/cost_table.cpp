@@ -25,6 +25,7 @@ using RowKey = std::tuple<uint64_t, uint32_t, size_t>;  // comm, op, size class
 
 struct RowAcc {
   std::vector<double> durations;
+  std::vector<double> device_durations;  // of the calls CUPTI timed
   uint64_t bytes = 0;
   std::map<uint32_t, std::pair<double, uint64_t>> lateness;  // by file: sum, samples
 };
@@ -36,8 +37,13 @@ struct Arrival {
   RowKey row;
 };
 
+// A completed operation whose kernel time CUPTI may report later: (file, comm, seq).
+using OpKey = std::tuple<uint32_t, uint64_t, uint64_t>;
+
 struct Totals {
   std::map<RowKey, RowAcc> rows;
+  std::map<OpKey, RowKey> timed_ops;       // completed operations that have a sequence number
+  std::map<OpKey, double> kernel_seconds;  // device_compute records, by the same key
   std::map<std::pair<uint64_t, uint64_t>, std::vector<Arrival>> collectives;  // (comm, seq)
   std::map<uint64_t, std::string> names;
   std::map<uint64_t, int> nranks;
@@ -80,11 +86,20 @@ class FileCosts final : public TailEvents {
     RankRow& rank = totals_->ranks[file_];
     ++rank.calls;
     rank.seconds += seconds;
+    if (r.seq > 0) totals_->timed_ops.emplace(OpKey{file_, r.comm_id, r.seq}, key);
     const int64_t start = starts_.StartOf(r);
     if (trace::IsCollective(static_cast<trace::OpType>(r.op)) && r.seq > 0) {
       totals_->collectives[{r.comm_id, r.seq}].push_back(
           {file_, static_cast<double>(r.t_device_done_ns - start) / kNsPerS, key});
     }
+  }
+  // The kernel of one operation (not of a whole group: comm and seq are 0 then) as CUPTI timed it:
+  // aux its GPU start, send_buffer its GPU end (trace/record.h, device_compute).
+  void DeviceCompute(const trace::StoredRecord& record) override {
+    const trace::RecordData& r = record.data;
+    if (r.comm_id == 0 || r.seq == 0 || r.aux == 0 || r.send_buffer <= r.aux) return;
+    totals_->kernel_seconds[OpKey{file_, r.comm_id, r.seq}] =
+        static_cast<double>(r.send_buffer - r.aux) / kNsPerS;
   }
   void Abandoned(const trace::StoredRecord& record) override {
     if (WasEnqueued(record.data) && totals_->ranks[file_].pending > 0) {
@@ -134,6 +149,14 @@ void ScoreLateness(Totals* t) {
   }
 }
 
+// Each operation's kernel time, into its row.
+void JoinKernelTimes(Totals* t) {
+  for (const auto& [op, seconds] : t->kernel_seconds) {
+    const auto it = t->timed_ops.find(op);
+    if (it != t->timed_ops.end()) t->rows[it->second].device_durations.push_back(seconds);
+  }
+}
+
 CostRow MakeRow(const Totals& t, const RowKey& key, RowAcc& acc) {
   CostRow row;
   row.comm_id = std::get<0>(key);
@@ -143,8 +166,13 @@ CostRow MakeRow(const Totals& t, const RowKey& key, RowAcc& acc) {
   row.comm_name = name != t.names.end() ? name->second : HexName(row.comm_id);
   const auto n = t.nranks.find(row.comm_id);
   row.nranks = n != t.nranks.end() ? n->second : -1;
-  std::sort(acc.durations.begin(), acc.durations.end());
   row.calls = acc.durations.size();
+  row.device_calls = acc.device_durations.size();
+  if (row.calls > 0 && row.device_calls == row.calls) {
+    acc.durations.swap(acc.device_durations);
+    row.timing = "device";
+  }
+  std::sort(acc.durations.begin(), acc.durations.end());
   row.bytes = acc.bytes;
   double total_s = 0;
   for (double d : acc.durations) total_s += d;
@@ -196,6 +224,7 @@ bool BuildCostTable(RingSource& source, CostTable* out, std::string* error) {
     ++out->files;
   }
   ScoreLateness(&t);
+  JoinKernelTimes(&t);
   for (auto& [key, acc] : t.rows) out->rows.push_back(MakeRow(t, key, acc));
   std::sort(out->rows.begin(), out->rows.end(), [](const CostRow& a, const CostRow& b) {
     return std::tie(a.comm_name, a.comm_id, a.op, a.size_class) <

@@ -25,10 +25,18 @@ struct CostRow {
   size_t size_class = 0;
   uint64_t calls = 0;  // completed operations, every rank's counted
   uint64_t bytes = 0;  // their OperationBytes, summed
-  // Durations (call entry to device completion, OperationSeconds) over those calls.
+  // Of those, the ones whose NCCL kernel CUPTI timed on the GPU (NCCLSCOPE_CUPTI=1,
+  // device_compute records of their own communicator and sequence number; a kernel launched for
+  // a whole group is not split among its operations).
+  uint64_t device_calls = 0;
+  // Where the times below come from: "device" when every call's kernel time is known (its GPU
+  // start to end), else "host" (call entry to device completion as the host saw it,
+  // OperationSeconds: what /metrics' duration histogram holds).
+  const char* timing = "host";
   double p50_s = 0, p90_s = 0, p99_s = 0, mean_s = 0;
-  // nccl-tests' bandwidths in GB/s (1e9 bytes): algBw = bytes / total time of the calls, so a row
-  // of one size is nccl-tests' size / time; busBw = algBw x BusBandwidthFactor. 0 when unknown.
+  // nccl-tests' bandwidths in GB/s (1e9 bytes), from the same times: algBw = bytes / total time
+  // of the calls, so a row of one size is nccl-tests' size / time; busBw = algBw x
+  // BusBandwidthFactor. 0 when unknown.
   double algbw_gbs = 0, busbw_gbs = 0;
   // Collectives completed on two ranks or more: the rank with the largest mean lateness (median
   // wait of the others minus its own) over this row's collectives, and that mean. -1 when none.

@@ -16,7 +16,7 @@
 namespace ncclscope::exporters {
 
 // What a Poll found, in writer order. Only operations (collectives, send/recv), the names of
-// their NVTX contexts and accel_stall records are reported.
+// their NVTX contexts, accel_stall and device_compute records are reported.
 class TailEvents {
  public:
   virtual ~TailEvents() = default;
@@ -37,6 +37,9 @@ class TailEvents {
   // An accel_stall record (trace/record.h): one of ncclscope's own kernels gave up waiting for a
   // peer. Not an operation: nothing else is told of it.
   virtual void AccelStall(const trace::StoredRecord& /*record*/) {}
+  // A device_compute record (trace/record.h): how long one NCCL kernel ran on the GPU, as CUPTI
+  // saw it, written after the operation completed. Not an operation: nothing else is told of it.
+  virtual void DeviceCompute(const trace::StoredRecord& /*record*/) {}
 };
 
 class FileTail {

@@ -48,18 +48,20 @@ std::string Slowest(const CostRow& r) {
 
 void PrintText(const CostTable& t) {
   // Communicators of one name (a split's colours) are told apart by their id's first digits.
-  std::cout << fmt::format("{:<16} {:<8} {:<14} {:<9} {:>7} {:>10} {:>10} {:>10} {:>9} {:>9}  {}\n",
-                           "communicator", "id", "operation", "size", "calls", "p50", "p90", "p99",
-                           "algBw", "busBw", "slowest rank (lateness)");
+  std::cout << fmt::format(
+      "{:<16} {:<8} {:<14} {:<9} {:>7} {:<6} {:>10} {:>10} {:>10} {:>9} {:>9}  {}\n",
+      "communicator", "id", "operation", "size", "calls", "timing", "p50", "p90", "p99", "algBw",
+      "busBw", "slowest rank (lateness)");
   for (const CostRow& r : t.rows) {
     std::cout << fmt::format(
-        "{:<16} {:<8} {:<14} {:<9} {:>7} {:>10} {:>10} {:>10} {:>9.2f} {:>9.2f}  {}\n", r.comm_name,
-        fmt::format("{:016x}", r.comm_id).substr(0, 8), trace::OpTypeName(r.op),
-        exporters::kSizeClasses[r.size_class], r.calls, Seconds(r.p50_s), Seconds(r.p90_s),
-        Seconds(r.p99_s), r.algbw_gbs, r.busbw_gbs, Slowest(r));
+        "{:<16} {:<8} {:<14} {:<9} {:>7} {:<6} {:>10} {:>10} {:>10} {:>9.2f} {:>9.2f}  {}\n",
+        r.comm_name, fmt::format("{:016x}", r.comm_id).substr(0, 8), trace::OpTypeName(r.op),
+        exporters::kSizeClasses[r.size_class], r.calls, r.timing, Seconds(r.p50_s),
+        Seconds(r.p90_s), Seconds(r.p99_s), r.algbw_gbs, r.busbw_gbs, Slowest(r));
   }
-  std::cout
-      << "(times: call entry to device completion; bandwidths in GB/s, nccl-tests' formulas)\n\n";
+  std::cout << "(timing device: the kernels' GPU time as CUPTI measured it, NCCLSCOPE_CUPTI=1; "
+               "host: call entry to device completion; bandwidths in GB/s, nccl-tests' "
+               "formulas)\n\n";
   std::cout << fmt::format("{:>5} {:<20} {:>8} {:>8} {:>11} {:>8}  {}\n", "rank", "host", "pid",
                            "calls", "time", "pending", "mean lateness");
   for (const RankRow& r : t.ranks) {
@@ -83,6 +85,8 @@ void PrintJson(const CostTable& t) {
     w.Key("op").String(trace::OpTypeName(r.op));
     w.Key("size_class").String(exporters::kSizeClasses[r.size_class]);
     w.Key("calls").UInt(r.calls);
+    w.Key("device_calls").UInt(r.device_calls);
+    w.Key("timing").String(r.timing);
     w.Key("bytes").UInt(r.bytes);
     w.Key("p50_s").Double(r.p50_s);
     w.Key("p90_s").Double(r.p90_s);
@@ -128,15 +132,16 @@ std::string CsvField(const std::string& s) {
 
 void PrintCsv(const CostTable& t) {
   std::cout << "comm,comm_id,nranks,op,size_class,calls,bytes,p50_s,p90_s,p99_s,mean_s,"
-               "algbw_gbs,busbw_gbs,slowest_rank,slowest_lateness_s\n";
+               "algbw_gbs,busbw_gbs,slowest_rank,slowest_lateness_s,timing,device_calls\n";
   for (const CostRow& r : t.rows) {
     std::cout << fmt::format(
-        "{},{:016x},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{}\n",
+        "{},{:016x},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},{},{}\n",
         CsvField(r.comm_name), r.comm_id, r.nranks, trace::OpTypeName(r.op),
         CsvField(exporters::kSizeClasses[r.size_class]), r.calls, r.bytes, r.p50_s, r.p90_s,
         r.p99_s, r.mean_s, r.algbw_gbs, r.busbw_gbs,
         r.slowest_rank >= 0 ? std::to_string(r.slowest_rank) : "",
-        r.slowest_rank >= 0 ? fmt::format("{:.9g}", r.slowest_lateness_s) : "");
+        r.slowest_rank >= 0 ? fmt::format("{:.9g}", r.slowest_lateness_s) : "", r.timing,
+        r.device_calls);
   }
 }
 

@@ -116,6 +116,47 @@ TEST_F(CostTableTest, ARankWaitingOnItsOwnStreamIsNotLate) {
   EXPECT_NEAR(t.rows[0].slowest_lateness_s, 0.090 / 2, 1e-9);
 }
 
+// With NCCLSCOPE_CUPTI=1 each NCCL kernel's GPU time is recorded (device_compute: aux its GPU
+// start, send_buffer its end); a row whose every call has one is timed on the device.
+TEST_F(CostTableTest, KernelTimesFromCuptiTimeTheRowWhenEveryCallHasOne) {
+  JobBuilder job(2);
+  const uint64_t world = job.Comm("world", {0, 1});
+  auto kernel = [&](int rank, uint64_t seq, double t, int64_t gpu_ns) {
+    trace::RecordData& k = job.ProbeRecord(rank, world, OpType::kDeviceCompute, t);
+    k.seq = seq;
+    k.aux = 5000000000ull;
+    k.send_buffer = k.aux + static_cast<uint64_t>(gpu_ns);
+  };
+  for (int i = 0; i < 4; ++i) {
+    const double t = 0.1 * (i + 1);
+    job.Coll(0, world, OpType::kAllReduce, t, Done::kCompleted);
+    job.Coll(1, world, OpType::kAllReduce, t, Done::kCompleted);
+    kernel(0, static_cast<uint64_t>(i + 1), t + 0.01, (i + 1) * 100000);  // 0.1 .. 0.4 ms
+    kernel(1, static_cast<uint64_t>(i + 1), t + 0.01, 100000);
+  }
+  // A kernel launched for a whole group (comm and seq 0) belongs to no single row.
+  trace::RecordData& group = job.ProbeRecord(0, 0, OpType::kDeviceCompute, 0.5);
+  group.aux = 1;
+  group.send_buffer = 1000000001;
+  const CostTable device = Table(job.Build());
+  ASSERT_EQ(device.rows.size(), 1u);
+  EXPECT_STREQ(device.rows[0].timing, "device");
+  EXPECT_EQ(device.rows[0].device_calls, 8u);
+  // Sorted: five of 0.1 ms, then 0.2, 0.3, 0.4 ms.
+  EXPECT_NEAR(device.rows[0].p50_s, 0.0001, 1e-12);
+  EXPECT_NEAR(device.rows[0].p99_s, 0.0004, 1e-12);
+  EXPECT_NEAR(device.rows[0].algbw_gbs, 8.0 * 1024 / 0.0014 / 1e9, 1e-9);
+
+  // One call without its kernel time: the row falls back to host times, saying how many had one.
+  job.Coll(0, world, OpType::kAllReduce, 0.6, Done::kCompleted);
+  job.Coll(1, world, OpType::kAllReduce, 0.6, Done::kCompleted);
+  const CostTable host = Table(job.Build());
+  EXPECT_STREQ(host.rows[0].timing, "host");
+  EXPECT_EQ(host.rows[0].calls, 10u);
+  EXPECT_EQ(host.rows[0].device_calls, 8u);
+  EXPECT_NEAR(host.rows[0].p50_s, 0.001, 1e-12);  // JobBuilder's 1 ms call-to-completion
+}
+
 TEST_F(CostTableTest, CommunicatorsAndSizeClassesAreSeparateRows) {
   JobBuilder job(2);
   const uint64_t world = job.Comm("world", {0, 1});
