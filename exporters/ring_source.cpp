@@ -41,6 +41,10 @@ std::vector<std::string> DirRingSource::List(std::string* error) {
   // After the unmapping: another job's files stay mapped, so each scrape reads their headers
   // without mapping them anew.
   KeepOneJob(&files);
+  if (!keep_mapped_) {  // the headers are read: nothing stays mapped between visits
+    for (const auto& [name, m] : mapped_) Unmap(m);
+    mapped_.clear();
+  }
   return files;
 }
 
@@ -109,6 +113,7 @@ const DirRingSource::Mapping* DirRingSource::MappingOf(const std::string& name) 
 
 bool DirRingSource::Visit(const std::string& name, uint64_t first, trace::RingVisitor* visitor,
                           std::string* error) {
+  if (!keep_mapped_) return trace::VisitRingFileFrom(name, first, visitor, error);
   std::lock_guard<std::mutex> lock(mutex_);
   const Mapping* m = MappingOf(name);
   if (m == nullptr) return trace::VisitRingFileFrom(name, first, visitor, error);

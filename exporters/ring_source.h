@@ -35,8 +35,15 @@ class RingSource {
 // stderr, one line each time it changes. Thread-safe.
 class DirRingSource final : public RingSource {
  public:
-  explicit DirRingSource(std::string dir, std::string host = "", std::string job = "")
-      : dir_(std::move(dir)), host_(std::move(host)), job_(std::move(job)) {}
+  // keep_mapped false: for one pass over a job (stats, timeline) rather than scrapes: each visit
+  // maps the file and unmaps it before returning, so a pass over 4096 files never holds them all,
+  // and visits of different files run in parallel.
+  explicit DirRingSource(std::string dir, std::string host = "", std::string job = "",
+                         bool keep_mapped = true)
+      : dir_(std::move(dir)),
+        host_(std::move(host)),
+        job_(std::move(job)),
+        keep_mapped_(keep_mapped) {}
   ~DirRingSource() override;
   DirRingSource(const DirRingSource&) = delete;
   DirRingSource& operator=(const DirRingSource&) = delete;
@@ -61,6 +68,7 @@ class DirRingSource final : public RingSource {
   std::string dir_;
   std::string host_;
   std::string job_;
+  bool keep_mapped_;
   std::mutex mutex_;
   std::string said_;  // the last line about ignored files, so it is said once per change
   std::map<std::string, Mapping> mapped_;  // by path

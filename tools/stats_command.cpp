@@ -151,7 +151,7 @@ int Run(const StatsOptions& o) {
     std::cerr << "ncclscope stats: " << o.dir << ": not a readable directory\n";
     return kUnusable;
   }
-  exporters::DirRingSource source(o.dir, "", o.job);
+  exporters::DirRingSource source(o.dir, "", o.job, /*keep_mapped=*/false);
   CostTable t;
   std::string error;
   if (!exporters::BuildCostTable(source, &t, &error)) {

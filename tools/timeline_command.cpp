@@ -142,7 +142,7 @@ int Run(const TimelineCliOptions& o) {
     }
     sink = std::move(w);
   }
-  exporters::DirRingSource source(o.dir, "", o.job);
+  exporters::DirRingSource source(o.dir, "", o.job, /*keep_mapped=*/false);
   tl::TimelineSummary summary;
   if (!tl::WriteTimeline(source, options, sink.get(), &summary, &error)) {
     std::cerr << "ncclscope timeline: " << o.dir << ": " << error << "\n";

@@ -27,17 +27,16 @@ bool OutputFile::Open(const std::string& path, std::string* error) {
   return true;
 }
 
-void OutputFile::Flush() {
+void OutputFile::WriteOut(std::string_view bytes) {
   size_t done = 0;
-  while (write_errno_ == 0 && done < buffer_.size()) {
-    const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+  while (write_errno_ == 0 && done < bytes.size()) {
+    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
     if (n > 0) {
       done += static_cast<size_t>(n);
     } else if (n < 0 && errno != EINTR) {
       write_errno_ = errno;
     }
   }
-  buffer_.clear();
 }
 
 bool OutputFile::Commit(std::string* error) {

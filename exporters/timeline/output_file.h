@@ -21,12 +21,22 @@ class OutputFile {
     buffer_.append(bytes.data(), bytes.size());
     if (buffer_.size() >= kFlushBytes) Flush();
   }
+  // The same for a large piece (a rank's part of the trace): written as it is, without passing
+  // through the buffer.
+  void WriteLarge(std::string_view bytes) {
+    Flush();
+    WriteOut(bytes);
+  }
   // Flushes, closes and renames into place; false with *error naming the file and the cause.
   bool Commit(std::string* error);
 
  private:
   static constexpr size_t kFlushBytes = size_t{4} << 20;
-  void Flush();  // remembers the first failure for Commit
+  void Flush() {
+    WriteOut(buffer_);
+    buffer_.clear();
+  }
+  void WriteOut(std::string_view bytes);  // remembers the first failure for Commit
 
   std::string path_;
   std::string partial_;

@@ -9,8 +9,6 @@ namespace {
 
 namespace pb = ncclscope::perfetto;
 
-// Every packet comes from this one writer: one sequence. Perfetto requires a non-zero id.
-constexpr uint32_t kSequenceId = 1;
 constexpr uint32_t kStateCleared = 1;   // SEQ_INCREMENTAL_STATE_CLEARED: interning starts here
 constexpr uint32_t kNeedsState = 2;     // SEQ_NEEDS_INCREMENTAL_STATE: this packet uses iids
 constexpr uint32_t kClockRealtime = 1;  // BuiltinClock
@@ -33,8 +31,14 @@ uint64_t PerfettoWriter::Intern(Interned* table, std::string_view name) {
 }
 
 void PerfettoWriter::AppendSequenceFields(uint32_t sequence_flags) {
+  // A sequence's first packet starts its interned state afresh (the main writer's is the clock
+  // snapshot; a part's is its process descriptor).
+  if (!state_cleared_) {
+    sequence_flags |= kStateCleared;
+    state_cleared_ = true;
+  }
   ProtoAppend packet(&body_);
-  packet.Varint(pb::TracePacket::kTrustedPacketSequenceIdFieldNumber, kSequenceId);
+  packet.Varint(pb::TracePacket::kTrustedPacketSequenceIdFieldNumber, sequence_id_);
   packet.Varint(pb::TracePacket::kSequenceFlagsFieldNumber, sequence_flags);
   if (!interned_.empty()) {
     packet.Bytes(pb::TracePacket::kInternedDataFieldNumber, interned_);
@@ -46,8 +50,8 @@ void PerfettoWriter::EmitPacket(uint32_t sequence_flags) {
   AppendSequenceFields(sequence_flags);
   framed_.clear();
   ProtoAppend(&framed_).Header(pb::Trace::kPacketFieldNumber, body_.size());
-  out_.Write(framed_);
-  out_.Write(body_);
+  Write(framed_);
+  Write(body_);
   body_.clear();
 }
 
@@ -62,10 +66,10 @@ void PerfettoWriter::EmitEvent(int64_t ts_ns) {
   framed_.clear();
   ProtoAppend(&framed_).Header(pb::Trace::kPacketFieldNumber, body_.size() + event_.size());
   const std::string_view body = body_;
-  out_.Write(framed_);
-  out_.Write(body.substr(0, before_event));
-  out_.Write(event_);
-  out_.Write(body.substr(before_event));
+  Write(framed_);
+  Write(body.substr(0, before_event));
+  Write(event_);
+  Write(body.substr(before_event));
   body_.clear();
   event_.clear();
 }
@@ -97,6 +101,21 @@ void PerfettoWriter::Begin(int64_t origin_ns, std::string_view description) {
   track.Bytes(pb::TrackDescriptor::kDescriptionFieldNumber, description);
   ProtoAppend(&body_).Bytes(pb::TracePacket::kTrackDescriptorFieldNumber, scratch_);
   EmitPacket(kNeedsState);
+}
+
+std::unique_ptr<TimelineSink> PerfettoWriter::NewPart() {
+  // Sequence ids are 32-bit and never 0; 2^32 parts would be 2^32 ranks.
+  return std::unique_ptr<TimelineSink>(new PerfettoWriter(next_part_sequence_++));
+}
+
+void PerfettoWriter::AppendPart(TimelineSink* part) {
+  auto* p = static_cast<PerfettoWriter*>(part);  // made by NewPart
+  if (in_memory_) {
+    Write(p->memory_);
+  } else {
+    out_.WriteLarge(p->memory_);
+  }
+  p->memory_.clear();
 }
 
 bool PerfettoWriter::Finish(const std::vector<Arg>& details, std::string* error) {

@@ -4,9 +4,11 @@
 // viewers can show wall time; events carry wall-clock ns. Event names, categories and argument
 // names are interned (declared once, then referred to by a small id), slices are BEGIN/END pairs
 // (an open slice has no END, which Perfetto shows as "did not end"), flows are flow_ids on the
-// BEGIN, counter samples ride on the slice events as extra counter values. Not thread-safe.
+// BEGIN, counter samples ride on the slice events as extra counter values. Parts (NewPart) are
+// sequences of their own, built in memory by other threads and appended whole. Not thread-safe.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -18,6 +20,7 @@ namespace ncclscope::exporters::timeline {
 
 class PerfettoWriter final : public TimelineSink {
  public:
+  PerfettoWriter() = default;
   // Opens `path` (through OutputFile); false with *error when it cannot.
   bool Open(const std::string& path, std::string* error) { return out_.Open(path, error); }
 
@@ -30,8 +33,24 @@ class PerfettoWriter final : public TimelineSink {
   void Instant(uint64_t track, int64_t ts_ns, std::string_view name, std::string_view category,
                const std::vector<Arg>& args) override;
   bool Finish(const std::vector<Arg>& details, std::string* error) override;
+  // A part is a sequence of its own (its own interned names), kept in memory.
+  std::unique_ptr<TimelineSink> NewPart() override;
+  void AppendPart(TimelineSink* part) override;
 
  private:
+  explicit PerfettoWriter(uint32_t sequence_id) : sequence_id_(sequence_id), in_memory_(true) {
+    memory_.reserve(kPartBytes);
+  }
+  // What a rank of 10,000 records takes: a part rarely grows (and copies itself) past it.
+  static constexpr size_t kPartBytes = size_t{4} << 20;
+  void Write(std::string_view bytes) {
+    if (in_memory_) {
+      memory_.append(bytes.data(), bytes.size());
+    } else {
+      out_.Write(bytes);
+    }
+  }
+
   // One kind of interned name (InternedData's field `field`), with the ids given so far.
   struct Interned {
     struct Hash {
@@ -54,6 +73,11 @@ class PerfettoWriter final : public TimelineSink {
   void AppendCounter(const CounterSample* sample);
 
   OutputFile out_;
+  uint32_t sequence_id_ = 1;
+  bool in_memory_ = false;  // a part: packets go to memory_
+  std::string memory_;
+  bool state_cleared_ = false;  // the sequence's first packet said so
+  uint32_t next_part_sequence_ = 2;
   int64_t origin_ns_ = 0;
   Interned names_{2, {}};
   Interned categories_{1, {}};

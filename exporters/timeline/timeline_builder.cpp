@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <future>
 #include <limits>
 #include <map>
@@ -547,6 +548,15 @@ bool AroundWindow(RingSource& source, const std::vector<FileEntry>& files,
   return true;
 }
 
+// A rank's counts (written into a part) into the whole trace's.
+void Accumulate(const TimelineSummary& part, TimelineSummary* into) {
+  into->ranks_written += part.ranks_written;
+  into->host_slices += part.host_slices;
+  into->device_slices += part.device_slices;
+  into->open_slices += part.open_slices;
+  into->verdict_marks += part.verdict_marks;
+}
+
 constexpr const char* kDescription =
     "ncclscope timeline. One process per rank (global rank as pid): a track per host thread "
     "with a slice per NCCL call (entry to return), a track per communicator x CUDA stream with a "
@@ -643,31 +653,56 @@ bool WriteTimeline(RingSource& source, const TimelineOptions& options, TimelineS
       if (mark.record_index) wanted[i].insert(*mark.record_index);
     }
   }
-  // Two stages: the next file is read (mapped, copied, indexed) on a thread of its own while this
-  // one is written; memory stays two files' records.
-  struct Loaded {
+  // Files are read (mapped, copied, indexed) on threads of their own, kDepth at a time. When the
+  // sink can take parts (Perfetto), each thread also writes its rank into a part of its own and
+  // this thread appends the parts in file order; otherwise (JSON) this thread writes every rank
+  // while the next files are read. Memory stays a few files' records whatever the job's size.
+  struct FileWork {
     std::unique_ptr<FileRecords> records;
     bool ok = false;
     std::string why;
+    std::unique_ptr<TimelineSink> part;  // null: this thread writes the rank
+    TimelineSummary summary;
   };
-  auto load = [&source, &files, &wanted](size_t i) {
-    Loaded l;
-    l.records = std::make_unique<FileRecords>(&wanted[i]);
-    l.ok = source.Visit(files[i].name, 0, l.records.get(), &l.why);
-    return l;
+  auto work = [&](size_t i, std::unique_ptr<TimelineSink> part) {
+    FileWork w;
+    w.records = std::make_unique<FileRecords>(&wanted[i]);
+    w.ok = source.Visit(files[i].name, 0, w.records.get(), &w.why);
+    if (w.ok && part != nullptr) {
+      RankWriter(files[i], *w.records, i, options, window, marks_of(files[i]), part.get(),
+                 &w.summary)
+          .Write();
+    }
+    w.part = std::move(part);
+    return w;
+  };
+  constexpr size_t kDepth = 2;  // this machine's cores; more only adds memory
+  std::deque<std::future<FileWork>> in_flight;
+  size_t launched = 0;
+  auto top_up = [&] {
+    while (launched < files.size() && in_flight.size() < kDepth) {
+      in_flight.push_back(std::async(std::launch::async, work, launched, sink->NewPart()));
+      ++launched;
+    }
   };
   ClockBound bound;
-  std::future<Loaded> next = std::async(std::launch::async, load, 0);
+  top_up();
   for (size_t i = 0; i < files.size(); ++i) {
-    Loaded current = next.get();
-    if (i + 1 < files.size()) next = std::async(std::launch::async, load, i + 1);
+    FileWork w = in_flight.front().get();
+    in_flight.pop_front();
+    top_up();
     const FileEntry& f = files[i];
-    if (!current.ok) {
-      summary->errors.push_back(current.why);  // gone or damaged since its header was read
+    if (!w.ok) {
+      summary->errors.push_back(w.why);  // gone or damaged since its header was read
       continue;
     }
-    AddToClockBound(f, *current.records, f.info.host == reference_host, &bound);
-    RankWriter(f, *current.records, i, options, window, marks_of(f), sink, summary).Write();
+    AddToClockBound(f, *w.records, f.info.host == reference_host, &bound);
+    if (w.part != nullptr) {
+      sink->AppendPart(w.part.get());
+      Accumulate(w.summary, summary);
+    } else {
+      RankWriter(f, *w.records, i, options, window, marks_of(f), sink, summary).Write();
+    }
   }
 
   const ClockBound::Result clocks = bound.Get();

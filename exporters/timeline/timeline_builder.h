@@ -4,10 +4,10 @@
 // kernel start marker when the profiler saw one, else from when its stream was free, to its
 // device completion), a counter of operations in flight, and a track of the verdicts that name
 // this rank. Device slices of one collective on every rank share a flow id, as do a send and its
-// receive, so viewers draw arrows between them. The files are read one at a time (headers first,
-// then each file's records, the next one on a second thread while this one is written), so memory
-// is two files' worth whatever the job's size. The sink is only called from the caller's thread;
-// the source is visited from a second thread, one visit at a time. Not thread-safe.
+// receive, so viewers draw arrows between them. Headers first, then each file's records on two
+// threads (each writing its rank into a part of the sink when the sink has parts), so memory is a
+// few files' worth whatever the job's size. The source is visited from those threads, two files
+// at a time; the sink itself only from the caller's thread. Not thread-safe.
 #pragma once
 
 #include <cstdint>

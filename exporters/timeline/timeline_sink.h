@@ -3,10 +3,12 @@
 // values and flow arrows. timeline_builder.cpp produces these from ring files; a sink writes them
 // as Perfetto protobuf (perfetto_writer.h) or Chrome trace JSON (chrome_json_writer.h). Events
 // arrive rank by rank, not in time order: both formats are sorted by their readers. Times are
-// wall-clock ns (CLOCK_REALTIME of the host that recorded them). Not thread-safe.
+// wall-clock ns (CLOCK_REALTIME of the host that recorded them). Not thread-safe; parts (NewPart)
+// may each be written by a thread of their own.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +67,12 @@ class TimelineSink {
   virtual void Slice(const SliceEvent& slice) = 0;
   virtual void Instant(uint64_t track, int64_t ts_ns, std::string_view name,
                        std::string_view category, const std::vector<Arg>& args) = 0;
+  // For writing several ranks at once: a sink of the same format whose events (a whole rank's,
+  // from Process on) stay in memory until AppendPart writes them into this one. nullptr: the
+  // format needs every event through this sink, from one thread (the builder then writes one
+  // rank at a time). Called from the thread that calls everything else.
+  virtual std::unique_ptr<TimelineSink> NewPart() { return nullptr; }
+  virtual void AppendPart(TimelineSink* /*part*/) {}
   // Last: facts known once every file was read (files, ranks, the clock bound, filters), as the
   // trace's metadata; then flushes and closes. False with *error when writing failed at any point.
   virtual bool Finish(const std::vector<Arg>& details, std::string* error) = 0;

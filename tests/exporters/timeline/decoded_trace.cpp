@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string_view>
 
@@ -66,21 +67,34 @@ DecodedTrace DecodePerfettoFile(const std::string& path) {
     return out;
   }
   std::map<uint64_t, std::vector<size_t>> open;  // per track: slices begun, not yet ended
-  // Interned names of the (one) sequence: event names, categories, argument names.
-  std::map<uint64_t, std::string> names, categories, arg_names;
-  bool state_cleared = false;
+  // Interned names, per sequence as Perfetto keeps them: event names, categories, arguments.
+  using Key = std::pair<uint32_t, uint64_t>;  // (sequence, iid)
+  std::map<Key, std::string> names, categories, arg_names;
+  std::set<uint32_t> cleared;  // sequences whose interned state was started
   for (const pb::TracePacket& p : trace.packet()) {
-    if ((p.sequence_flags() & 1) != 0) state_cleared = true;
-    if ((p.sequence_flags() & 2) != 0 && !state_cleared) {
-      out.error = "a packet needs interned state before the sequence cleared it";
+    const uint32_t seq = p.trusted_packet_sequence_id();
+    if (seq == 0) {
+      out.error = "a packet without a sequence id";
       return out;
     }
-    for (const pb::EventName& n : p.interned_data().event_names()) names[n.iid()] = n.name();
+    if ((p.sequence_flags() & 1) != 0) {
+      if (!cleared.insert(seq).second) {
+        out.error = "sequence " + std::to_string(seq) + " cleared its state twice";
+        return out;
+      }
+    }
+    if ((p.sequence_flags() & 2) != 0 && cleared.count(seq) == 0) {
+      out.error = "a packet needs interned state before its sequence cleared it";
+      return out;
+    }
+    for (const pb::EventName& n : p.interned_data().event_names()) {
+      names[{seq, n.iid()}] = n.name();
+    }
     for (const pb::EventCategory& c : p.interned_data().event_categories()) {
-      categories[c.iid()] = c.name();
+      categories[{seq, c.iid()}] = c.name();
     }
     for (const pb::DebugAnnotationName& n : p.interned_data().debug_annotation_names()) {
-      arg_names[n.iid()] = n.name();
+      arg_names[{seq, n.iid()}] = n.name();
     }
     if (p.has_clock_snapshot()) {
       out.realtime_clock = p.clock_snapshot().primary_trace_clock() == 1;
@@ -104,11 +118,11 @@ DecodedTrace DecodePerfettoFile(const std::string& path) {
     DecodedEvent ev;
     ev.track = e.track_uuid();
     ev.begin_ns = static_cast<int64_t>(p.timestamp());
-    ev.name = e.has_name_iid() ? names[e.name_iid()] : e.name();
-    if (e.category_iids_size() > 0) ev.category = categories[e.category_iids(0)];
+    ev.name = e.has_name_iid() ? names[{seq, e.name_iid()}] : e.name();
+    if (e.category_iids_size() > 0) ev.category = categories[{seq, e.category_iids(0)}];
     if (e.categories_size() > 0) ev.category = e.categories(0);
     for (const pb::DebugAnnotation& a : e.debug_annotations()) {
-      ev.args[a.has_name_iid() ? arg_names[a.name_iid()] : a.name()] =
+      ev.args[a.has_name_iid() ? arg_names[{seq, a.name_iid()}] : a.name()] =
           a.has_string_value() ? a.string_value() : std::to_string(a.int_value());
     }
     for (int i = 0; i < e.extra_counter_values_size(); ++i) {
