@@ -1,5 +1,7 @@
 #include "exporters/timeline/perfetto_writer.h"
 
+#include <cstring>
+
 #include "exporters/timeline/perfetto_trace.pb.h"
 #include "exporters/timeline/proto_append.h"
 
@@ -18,8 +20,27 @@ constexpr uint64_t kMetadataTrack = 1;  // below every rank's uuid (timeline_bui
 }  // namespace
 
 uint64_t PerfettoWriter::Intern(Interned* table, std::string_view name) {
+  // The builder passes the same few strings (literals, cached names) millions of times: a hit on
+  // the same pointer and length skips hashing; the bytes are still compared, so a string reused
+  // at that address for another name cannot take its id.
+  Interned::Recent& recent =
+      table->recent[(reinterpret_cast<uintptr_t>(name.data()) >> 3) % Interned::kRecent];
+  if (recent.data == name.data() && recent.size == name.size() &&
+      std::memcmp(recent.copy.data(), name.data(), name.size()) == 0) {
+    return recent.iid;
+  }
+  uint64_t iid = 0;
   const auto it = table->ids.find(name);
-  if (it != table->ids.end()) return it->second;
+  if (it != table->ids.end()) {
+    iid = it->second;
+  } else {
+    iid = NewIid(table, name);
+  }
+  recent = {name.data(), name.size(), std::string(name), iid};
+  return iid;
+}
+
+uint64_t PerfettoWriter::NewIid(Interned* table, std::string_view name) {
   const uint64_t iid = table->ids.size() + 1;
   table->ids.emplace(std::string(name), iid);
   scratch_.clear();

@@ -8,6 +8,7 @@
 // sequences of their own, built in memory by other threads and appended whole. Not thread-safe.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -57,11 +58,22 @@ class PerfettoWriter final : public TimelineSink {
       using is_transparent = void;
       size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
     };
+    // The last name seen at each of a few addresses (Intern).
+    struct Recent {
+      const char* data = nullptr;
+      size_t size = 0;
+      std::string copy;
+      uint64_t iid = 0;
+    };
+    static constexpr size_t kRecent = 64;
+    explicit Interned(int interned_data_field) : field(interned_data_field) {}
     int field = 0;
     std::unordered_map<std::string, uint64_t, Hash, std::equal_to<>> ids;
+    std::array<Recent, kRecent> recent{};
   };
   // The id of `name`, declaring it in the packet being built when it is new.
   uint64_t Intern(Interned* table, std::string_view name);
+  uint64_t NewIid(Interned* table, std::string_view name);  // declares a name not seen yet
   // Appends the fields every packet has (sequence, flags, the names it declares) to body_.
   void AppendSequenceFields(uint32_t sequence_flags);
   // Wraps body_ (a TracePacket's fields) as one Trace.packet and writes it.
@@ -79,9 +91,9 @@ class PerfettoWriter final : public TimelineSink {
   bool state_cleared_ = false;  // the sequence's first packet said so
   uint32_t next_part_sequence_ = 2;
   int64_t origin_ns_ = 0;
-  Interned names_{2, {}};
-  Interned categories_{1, {}};
-  Interned arg_names_{3, {}};
+  Interned names_{2};
+  Interned categories_{1};
+  Interned arg_names_{3};
   std::string body_;      // the packet being built
   std::string event_;     // its TrackEvent
   std::string interned_;  // the InternedData it declares

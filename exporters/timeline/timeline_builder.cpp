@@ -628,6 +628,9 @@ bool WriteTimeline(RingSource& source, const TimelineOptions& options, TimelineS
     return ra != rb ? ra < rb : a.info.pid < b.info.pid;
   });
   const std::string reference_host = files.front().info.host;
+  const bool several_hosts = std::any_of(files.begin(), files.end(), [&](const FileEntry& f) {
+    return f.info.host != reference_host;
+  });
   std::stable_partition(files.begin(), files.end(),
                         [&](const FileEntry& f) { return f.info.host == reference_host; });
   int64_t origin = INT64_MAX;
@@ -696,7 +699,8 @@ bool WriteTimeline(RingSource& source, const TimelineOptions& options, TimelineS
       summary->errors.push_back(w.why);  // gone or damaged since its header was read
       continue;
     }
-    AddToClockBound(f, *w.records, f.info.host == reference_host, &bound);
+    // One host: every rank shares its clock, nothing to bound.
+    if (several_hosts) AddToClockBound(f, *w.records, f.info.host == reference_host, &bound);
     if (w.part != nullptr) {
       sink->AppendPart(w.part.get());
       Accumulate(w.summary, summary);
