@@ -9,6 +9,7 @@ packages=(
   libcurl4-openssl-dev  # analyze --from fetches node digests
   clang-format
   prometheus python3  # promtool, the server and the scripts of the dashboards tests
+  chromium  # a real browser opens `ncclscope report`'s page in the tests
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -22,6 +22,7 @@ void RegisterDigestCommand(CLI::App& app, int* exit_code);
 void RegisterAccelPlanCommand(CLI::App& app, int* exit_code);
 void RegisterStatsCommand(CLI::App& app, int* exit_code);
 void RegisterTimelineCommand(CLI::App& app, int* exit_code);
+void RegisterReportCommand(CLI::App& app, int* exit_code);
 
 // Directory of the running ncclscope executable (build/bin), to find ../lib/libncclscope.so.
 std::string ExecutableDir();

@@ -1,0 +1,90 @@
+// `ncclscope report DIR -o report.html [--job ID]`: one self-contained HTML page about the job
+// (exporters/report/report_builder.h): verdicts and evidence, a timeline around the incident, the
+// cost tables, what each communicator waits on, the job's metadata.
+// Exit code: 0 written; 3 nothing to read or the page could not be written.
+#include <sys/stat.h>
+
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "exporters/cost_table.h"
+#include "exporters/report/report_builder.h"
+#include "exporters/ring_source.h"
+#include "hang_detector/correlator.h"
+#include "hang_detector/job_index.h"
+#include "hang_detector/process_probe.h"
+#include "tools/commands.h"
+#include "trace/clock.h"
+
+namespace ncclscope::tools {
+namespace {
+
+namespace hd = hang_detector;
+
+constexpr int kUnusable = 3;
+
+struct ReportCliOptions {
+  std::string dir;
+  std::string output;
+  std::string job;
+};
+
+int Run(const ReportCliOptions& o) {
+  struct stat st {};
+  if (stat(o.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    std::cerr << "ncclscope report: " << o.dir << ": not a readable directory\n";
+    return kUnusable;
+  }
+  std::string error;
+  const std::optional<hd::JobIndex> index = hd::JobIndex::FromDir(o.dir, {2, o.job}, &error);
+  if (!index) {
+    std::cerr << "ncclscope report: " << error << "\n";
+    return kUnusable;
+  }
+  const auto probe = hd::MakeLinuxProcessProbe();
+  hd::AnalyzeOptions analyze;
+  analyze.now_wall_ns = trace::RealtimeNs();
+  analyze.probe = probe.get();
+  const hd::Analysis analysis = hd::Analyze(*index, analyze);
+
+  exporters::DirRingSource source(o.dir, "", o.job, /*keep_mapped=*/false);
+  exporters::CostTable costs;
+  if (!exporters::BuildCostTable(source, &costs, &error)) {
+    std::cerr << "ncclscope report: " << o.dir << ": " << error << "\n";
+    return kUnusable;
+  }
+  exporters::report::ReportInputs inputs;
+  inputs.dir = o.dir;
+  inputs.version = NCCLSCOPE_VERSION;
+  inputs.analysis = &analysis;
+  inputs.costs = &costs;
+  inputs.generated_ns = trace::RealtimeNs();
+  if (!exporters::report::WriteReport(source, inputs, o.output, &error)) {
+    std::cerr << "ncclscope report: " << o.dir << ": " << error << "\n";
+    return kUnusable;
+  }
+  std::cout << o.output << ": " << hd::StageName(analysis) << ", " << analysis.verdicts.size()
+            << " verdict(s), " << costs.rows.size() << " cost rows, " << costs.ranks.size()
+            << " ranks\n";
+  return 0;
+}
+
+}  // namespace
+
+void RegisterReportCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<ReportCliOptions>();
+  auto* cmd = app.add_subcommand(
+      "report",
+      "Write one self-contained HTML page about the job: verdicts and evidence, a timeline "
+      "around the incident, what each collective cost, what each communicator waits on");
+  cmd->add_option("dir", o->dir, "Trace directory of the job")->required();
+  cmd->add_option("-o,--output", o->output, "HTML file to write (created 0600)")->required();
+  cmd->add_option("--job", o->job,
+                  "The job to read when the directory holds several (default: the newest "
+                  "heartbeat's)");
+  cmd->callback([o, exit_code] { *exit_code = Run(*o); });
+}
+
+}  // namespace ncclscope::tools
