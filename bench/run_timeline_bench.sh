@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# `ncclscope timeline` at scale (issue "See the job"): writes the synthetic job of
-# bench/run_scale_bench.sh (bench/synth_job: 4096 ranks x ~10,000 records, real ring files, ~8.2
-# GiB), then times under /usr/bin/time: the whole job as a Perfetto trace without the correlator
-# (the writer alone, target <= 30 s), the same with verdicts marked (the correlator's time added),
-# and a window of 256 ranks in both formats. Prints wall and CPU time, max RSS, the trace's size
+# `ncclscope timeline` and `ncclscope report` at scale (issue "See the job"): writes the synthetic
+# job of bench/run_scale_bench.sh (bench/synth_job: 4096 ranks x ~10,000 records, real ring files,
+# ~8.2 GiB), then times under /usr/bin/time: the whole job as a Perfetto trace without the
+# correlator (the writer alone, target <= 30 s), the same with verdicts marked (the correlator's
+# time added), a window of 256 ranks in both formats, and the HTML report of the whole job. Prints wall and CPU time, max RSS, the trace's size
 # and bytes per record, the load average before each run, and decodes nothing (the tests do).
 # Deletes everything it wrote. Exit code 1 when a run fails or the writer misses its target.
 # Usage: bench/run_timeline_bench.sh [synth_job options]; BUILD_DIR overrides the build (Release,
@@ -64,5 +64,15 @@ run "whole job, perfetto, verdicts marked" "$work/job.pftrace"
 run "ranks 0-255, perfetto, no verdicts" "$work/window.pftrace" --no-verdicts --ranks 0-255
 run "ranks 0-255, chrome-json, no verdicts" "$work/window.json" --no-verdicts --ranks 0-255 \
   --format chrome-json
+# The report: the correlator, the cost table of every file, and a timeline window.
+echo "[report] load average (1, 5, 15 min) before: $(cut -d' ' -f1-3 /proc/loadavg)"
+rc=0
+/usr/bin/time -v "$build/bin/ncclscope" report "$work/job" -o "$work/report.html" \
+  >"$work/stdout.txt" 2>"$work/time.txt" || rc=$?
+echo "[report] exit code $rc; wall $(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":");
+  s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s }' "$work/time.txt") s;" \
+  "max RSS $(($(awk -F': ' '/Maximum resident set size/ { print $2 }' "$work/time.txt") / 1024)) MiB;" \
+  "page $(($(stat -c %s "$work/report.html" 2>/dev/null || echo 0) / 1024)) KiB; $(cat "$work/stdout.txt")"
+if [ "$rc" -ne 0 ]; then failed=1; fi
 echo "load average (1, 5, 15 min) after: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit "$failed"

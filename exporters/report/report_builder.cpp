@@ -24,6 +24,7 @@ namespace hd = hang_detector;
 
 constexpr size_t kTimelineRanks = 16;  // rows of the timeline
 constexpr size_t kRankRows = 50;       // ranks listed one by one in the per-rank table
+constexpr size_t kTableRows = 40;      // rows of the cost and progress tables before "N more"
 constexpr size_t kListedRanks = 32;    // ranks named in one cell before "and N more"
 constexpr double kMarginS = 2;         // seconds kept around the incident
 
@@ -187,8 +188,16 @@ std::string TimelineSection(RingSource& source, const hd::Analysis& a, int world
 
 std::string StatsSection(const CostTable& t, const hd::Verdict* incident) {
   std::string out = "<h2 id=\"stats\">What each collective cost</h2>\n";
+  // The rows that cost the job most time first; a large job's thousands of communicators (one tp
+  // per node...) are summed up after kTableRows.
+  std::vector<const CostRow*> order;
+  for (const CostRow& r : t.rows) order.push_back(&r);
+  std::stable_sort(order.begin(), order.end(), [](const CostRow* a, const CostRow* b) {
+    return a->mean_s * static_cast<double>(a->calls) > b->mean_s * static_cast<double>(b->calls);
+  });
   std::vector<std::vector<std::string>> rows;
-  for (const CostRow& r : t.rows) {
+  for (size_t i = 0; i < order.size() && i < kTableRows; ++i) {
+    const CostRow& r = *order[i];
     rows.push_back({r.comm_name, trace::OpTypeName(r.op), kSizeClasses[r.size_class],
                     std::to_string(r.calls), r.timing, Seconds(r.p50_s), Seconds(r.p90_s),
                     Seconds(r.p99_s), fmt::format("{:.2f}", r.algbw_gbs),
@@ -200,6 +209,12 @@ std::string StatsSection(const CostTable& t, const hd::Verdict* incident) {
   out += Table({"communicator", "operation", "size", "calls", "timing", "p50", "p90", "p99",
                 "algBw GB/s", "busBw GB/s", "slowest rank (lateness)"},
                rows, {false, false, false, true, false, true, true, true, true, true, false});
+  if (order.size() > kTableRows) {
+    out += fmt::format(
+        "<p class=\"sub\">The {} rows that took the most time (calls x mean) of {}; all of them: "
+        "<code>ncclscope stats DIR</code>.</p>\n",
+        kTableRows, order.size());
+  }
   // Per rank: the ones that matter one by one, the others summed up.
   std::set<int> wanted;
   if (incident != nullptr) {
@@ -246,6 +261,7 @@ std::string ProgressSection(const hd::Analysis& a) {
   if (a.waiting.empty()) return out + "<p>No communicator waits on an operation.</p>\n";
   std::vector<std::vector<std::string>> rows;
   for (const hd::WaitingOn& w : a.waiting) {
+    if (rows.size() == kTableRows) break;
     rows.push_back({w.comm_name, fmt::format("{} #{}", w.op, w.seq), RankList(w.completed),
                     RankList(w.issued), RankList(w.not_issued), std::to_string(w.unseen),
                     Seconds(w.since_s)});
@@ -253,6 +269,10 @@ std::string ProgressSection(const hd::Analysis& a) {
   out += Table({"communicator", "operation", "completed on", "issued, waiting", "not issued by",
                 "unseen", "since"},
                rows, {false, false, false, false, false, true, true});
+  if (a.waiting.size() > kTableRows) {
+    out += fmt::format("<p class=\"sub\">{} more: <code>ncclscope analyze DIR -v</code>.</p>\n",
+                       a.waiting.size() - kTableRows);
+  }
   return out;
 }
 

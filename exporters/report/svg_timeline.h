@@ -17,7 +17,7 @@ namespace ncclscope::exporters::report {
 class SvgTimeline final : public timeline::TimelineSink {
  public:
   // At most this many slices per rank are kept (the earliest in the window): a page stays small.
-  static constexpr size_t kMaxSlicesPerRank = 4000;
+  static constexpr size_t kMaxSlicesPerRank = 1000;
 
   void Begin(int64_t origin_ns, std::string_view description) override;
   void Process(uint64_t uuid, int pid, std::string_view name) override;
