@@ -37,13 +37,8 @@ struct Arrival {
   RowKey row;
 };
 
-// A completed operation whose kernel time CUPTI may report later: (file, comm, seq).
-using OpKey = std::tuple<uint32_t, uint64_t, uint64_t>;
-
 struct Totals {
   std::map<RowKey, RowAcc> rows;
-  std::map<OpKey, RowKey> timed_ops;       // completed operations that have a sequence number
-  std::map<OpKey, double> kernel_seconds;  // device_compute records, by the same key
   std::map<std::pair<uint64_t, uint64_t>, std::vector<Arrival>> collectives;  // (comm, seq)
   std::map<uint64_t, std::string> names;
   std::map<uint64_t, int> nranks;
@@ -86,7 +81,7 @@ class FileCosts final : public TailEvents {
     RankRow& rank = totals_->ranks[file_];
     ++rank.calls;
     rank.seconds += seconds;
-    if (r.seq > 0) totals_->timed_ops.emplace(OpKey{file_, r.comm_id, r.seq}, key);
+    if (r.seq > 0) rows_of_ops_.emplace(std::make_pair(r.comm_id, r.seq), key);
     const int64_t start = starts_.StartOf(r);
     if (trace::IsCollective(static_cast<trace::OpType>(r.op)) && r.seq > 0) {
       totals_->collectives[{r.comm_id, r.seq}].push_back(
@@ -98,8 +93,17 @@ class FileCosts final : public TailEvents {
   void DeviceCompute(const trace::StoredRecord& record) override {
     const trace::RecordData& r = record.data;
     if (r.comm_id == 0 || r.seq == 0 || r.aux == 0 || r.send_buffer <= r.aux) return;
-    totals_->kernel_seconds[OpKey{file_, r.comm_id, r.seq}] =
-        static_cast<double>(r.send_buffer - r.aux) / kNsPerS;
+    kernel_seconds_[{r.comm_id, r.seq}] = static_cast<double>(r.send_buffer - r.aux) / kNsPerS;
+  }
+  // After the file was read: each of its operations' kernel times into its row. A rank's
+  // device_compute records are in its own file, so what is kept lasts one file.
+  void JoinKernelTimes() {
+    for (const auto& [op, seconds] : kernel_seconds_) {
+      const auto it = rows_of_ops_.find(op);
+      if (it != rows_of_ops_.end()) totals_->rows[it->second].device_durations.push_back(seconds);
+    }
+    kernel_seconds_.clear();
+    rows_of_ops_.clear();
   }
   void Abandoned(const trace::StoredRecord& record) override {
     if (WasEnqueued(record.data) && totals_->ranks[file_].pending > 0) {
@@ -112,6 +116,9 @@ class FileCosts final : public TailEvents {
   uint32_t file_;
   std::map<uint64_t, int> comm_ranks_;  // this rank's view of each communicator's size
   StreamStarts starts_;
+  // This file's completed operations with a sequence number, and its kernel times, by (comm, seq).
+  std::map<std::pair<uint64_t, uint64_t>, RowKey> rows_of_ops_;
+  std::map<std::pair<uint64_t, uint64_t>, double> kernel_seconds_;
 };
 
 // The nearest-rank quantile q of sorted values (the smallest value with at least q of them at or
@@ -146,14 +153,6 @@ void ScoreLateness(Totals* t) {
   }
   for (RankRow& r : t->ranks) {
     if (r.lateness_samples > 0) r.mean_lateness_s /= static_cast<double>(r.lateness_samples);
-  }
-}
-
-// Each operation's kernel time, into its row.
-void JoinKernelTimes(Totals* t) {
-  for (const auto& [op, seconds] : t->kernel_seconds) {
-    const auto it = t->timed_ops.find(op);
-    if (it != t->timed_ops.end()) t->rows[it->second].device_durations.push_back(seconds);
   }
 }
 
@@ -220,11 +219,11 @@ bool BuildCostTable(RingSource& source, CostTable* out, std::string* error) {
       out->errors.push_back(file_error);
       continue;
     }
+    costs.JoinKernelTimes();
     read[i] = 1;
     ++out->files;
   }
   ScoreLateness(&t);
-  JoinKernelTimes(&t);
   for (auto& [key, acc] : t.rows) out->rows.push_back(MakeRow(t, key, acc));
   std::sort(out->rows.begin(), out->rows.end(), [](const CostRow& a, const CostRow& b) {
     return std::tie(a.comm_name, a.comm_id, a.op, a.size_class) <
