@@ -75,19 +75,10 @@ std::string ProxyStateName(uint32_t state) {
 }
 
 bool IsProbeEventRecord(const trace::RecordData& r) {
-  switch (OpOf(r)) {
-    case OpType::kDeviceStart:
-    case OpType::kP2pDeviceStart:
-    case OpType::kProxyProgress:
-    case OpType::kKernelChannels:
-    case OpType::kProfilerMask:
-    case OpType::kDeviceCompute:
-    case OpType::kDeviceActivityLoss:
-    case OpType::kAccelStall:
-      return true;
-    default:
-      return false;
-  }
+  // Attach records and NVTX names print as other records do.
+  const OpType op = OpOf(r);
+  return trace::IsProbeWritten(op) && op != OpType::kProfilerAttach &&
+         op != OpType::kNvtxPhaseName && op != OpType::kNvtxRangeName;
 }
 
 std::string ProbeFieldsText(const trace::RecordData& r) {

@@ -106,4 +106,23 @@ bool IsP2P(OpType op) {
   return op == OpType::kSend || op == OpType::kRecv;
 }
 
+bool IsProbeWritten(OpType op) {
+  switch (op) {
+    case OpType::kProfilerAttach:
+    case OpType::kDeviceStart:
+    case OpType::kP2pDeviceStart:
+    case OpType::kProxyProgress:
+    case OpType::kKernelChannels:
+    case OpType::kProfilerMask:
+    case OpType::kDeviceCompute:
+    case OpType::kDeviceActivityLoss:
+    case OpType::kNvtxPhaseName:
+    case OpType::kNvtxRangeName:
+    case OpType::kAccelStall:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace ncclscope::trace

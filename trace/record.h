@@ -71,6 +71,9 @@ enum class OpType : uint16_t {
 const char* OpTypeName(OpType op);
 bool IsCollective(OpType op);
 bool IsP2P(OpType op);
+// Written by the probe about operations, communicators or itself (profiler, CUPTI, NVTX names,
+// ncclscope's own kernels), not for a call the application made.
+bool IsProbeWritten(OpType op);
 
 // Record flags.
 inline constexpr uint32_t kFlagInGroup = 1u << 0;  // issued between GroupStart and GroupEnd

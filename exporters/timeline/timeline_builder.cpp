@@ -37,26 +37,6 @@ uint64_t Mix(uint64_t x) {  // splitmix64's finalizer: ids spread over 64 bits
 // the 2^24 uuids above it, one per track of that rank.
 constexpr int kTrackBits = 24;
 
-// Records the probe writes about an operation rather than for a call: no host slice of their own.
-bool IsMarker(OpType op) {
-  switch (op) {
-    case OpType::kProfilerAttach:
-    case OpType::kDeviceStart:
-    case OpType::kP2pDeviceStart:
-    case OpType::kProxyProgress:
-    case OpType::kKernelChannels:
-    case OpType::kProfilerMask:
-    case OpType::kDeviceCompute:
-    case OpType::kDeviceActivityLoss:
-    case OpType::kNvtxPhaseName:
-    case OpType::kNvtxRangeName:
-    case OpType::kAccelStall:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // Where a verdict names this rank, and the record its evidence cites (if any).
 struct Mark {
   const hang_detector::Verdict* verdict;
@@ -122,7 +102,7 @@ class FileRecords final : public trace::RingVisitor {
       const char* name = reinterpret_cast<const char*>(&d.group_id);
       phase_names_[static_cast<uint32_t>(d.seq)] =
           std::string(name, strnlen(name, trace::kNvtxNameBytes));
-    } else if (!IsMarker(op)) {
+    } else if (!trace::IsProbeWritten(op)) {  // a call: the probe's own records get no slice
       calls_.push_back(r);
     }
   }

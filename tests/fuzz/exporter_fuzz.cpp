@@ -12,27 +12,10 @@
 #include "exporters/metric_families.h"
 #include "exporters/node_aggregator.h"
 #include "exporters/ring_source.h"
-
-namespace {
-
-class BytesSource final : public ncclscope::exporters::RingSource {
- public:
-  BytesSource(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  std::vector<std::string> List(std::string*) override { return {"fuzz.ring"}; }
-  bool Visit(const std::string& name, uint64_t first, ncclscope::trace::RingVisitor* visitor,
-             std::string* error) override {
-    return ncclscope::trace::VisitRingFrom(data_, size_, name, first, visitor, error);
-  }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-};
-
-}  // namespace
+#include "tests/fuzz/bytes_source.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  BytesSource source(data, size);
+  ncclscope::testing::BytesSource source(data, size);
   ncclscope::exporters::AggregatorOptions options;
   options.log_errors = false;
   ncclscope::exporters::NodeAggregator aggregator(&source, options);

@@ -16,24 +16,11 @@
 #include "exporters/ring_source.h"
 #include "exporters/timeline/chrome_json_writer.h"
 #include "exporters/timeline/timeline_builder.h"
+#include "tests/fuzz/bytes_source.h"
 
 namespace {
 
 namespace tl = ncclscope::exporters::timeline;
-
-class BytesSource final : public ncclscope::exporters::RingSource {
- public:
-  BytesSource(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  std::vector<std::string> List(std::string*) override { return {"fuzz.ring"}; }
-  bool Visit(const std::string& name, uint64_t first, ncclscope::trace::RingVisitor* visitor,
-             std::string* error) override {
-    return ncclscope::trace::VisitRingFrom(data_, size_, name, first, visitor, error);
-  }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-};
 
 class CheckingSink final : public tl::TimelineSink {
  public:
@@ -80,7 +67,7 @@ std::string OutputPath() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  BytesSource source(data, size);
+  ncclscope::testing::BytesSource source(data, size);
   tl::TimelineOptions options;
   tl::TimelineSummary summary;
   std::string error;
