@@ -20,7 +20,12 @@ namespace ncclscope::flight_recorder {
 struct FrVersion {
   int major = 0;
   int minor = 0;
-  auto operator<=>(const FrVersion&) const = default;
+  // Spelled out: clang-tidy's modernize-use-nullptr misreads a defaulted operator<=>.
+  bool operator<(const FrVersion& o) const {
+    return major != o.major ? major < o.major : minor < o.minor;
+  }
+  bool operator>=(const FrVersion& o) const { return !(*this < o); }
+  bool operator==(const FrVersion&) const = default;
 };
 // The version in "MAJOR.MINOR" (digits only), or nullopt. Pure.
 std::optional<FrVersion> ParseFrVersion(std::string_view text);

@@ -123,6 +123,13 @@ TEST(PickleReaderTest, MemoGetSeesTheFilledContainerLikeCPython) {
                           '(',  0x8c, 1,    's', 0x94, 'h', 1, 'e', 'h', 0, 0x86, '.'});
   EXPECT_EQ(MustParse(p4),
             PickleValue(PickleTuple{{PickleList{{"s", "s"}}, PickleList{{"s", "s"}}}}));
+  // torch memoizes a shared container after filling it (Pickler::pushIValue), as FR's frame
+  // dicts shared between entries: [[{'name': 'a'}], [{'name': 'a'}]].
+  PickleValue frame = PickleDict{{{std::string("name"), "a"}}};
+  EXPECT_EQ(MustParse(P2(Bytes({']', '(', ']', '(', '}', '(', 'X', 4,   0, 0,   0,   'n',
+                                'a', 'm', 'e', 'q', 0,   'X', 1,   0,   0, 0,   'a', 'q',
+                                1,   'u', 'q', 2,   'e', ']', '(', 'h', 2, 'e', 'e'}))),
+            PickleValue(PickleList{{PickleList{{frame}}, PickleList{{frame}}}}));
   // torch memoizes every string and gets repeats; LONG_BINPUT/LONG_BINGET past id 255.
   EXPECT_EQ(MustParse(P2(
                 Bytes({'X', 1, 0, 0, 0, 'k', 'r', 0x10, 0x27, 0, 0, 'j', 0x10, 0x27, 0, 0, 0x86}))),
