@@ -5,6 +5,7 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -26,10 +27,10 @@ struct Item {
 // A list, tuple or dict being built. `elements`, `bytes` and `height` describe the expanded
 // subtree; they stay exact because only a container that sits in no other may change.
 struct Node {
-  PickleValue::Kind kind;
-  std::vector<Item> items;            // list and tuple items; dict values
-  std::vector<PickleKey> keys;        // dict keys, parallel to items
-  std::map<PickleKey, size_t> index;  // dict key -> position, built once the dict is not tiny
+  PickleValue::Kind kind = PickleValue::Kind::kList;
+  std::vector<Item> items;                             // list and tuple items; dict values
+  std::vector<PickleKey> keys;                         // dict keys, parallel to items
+  std::unique_ptr<std::map<PickleKey, size_t>> index;  // key -> position, once not tiny
   bool inside_another = false;
   size_t uses = 0;  // containers it was put into; above 1 it is materialized by copy
   uint64_t elements = 1;
@@ -90,7 +91,7 @@ class Reader {
   }
   bool PushNode(PickleValue::Kind kind) {
     if (!CountValue(0)) return false;
-    nodes_.push_back(Node{kind, {}, {}, {}, false, 1, 0, 1});
+    nodes_.emplace_back().kind = kind;
     return Push(Item{PickleValue(), static_cast<int64_t>(nodes_.size() - 1)});
   }
 
@@ -101,7 +102,8 @@ class Reader {
   bool Memo(uint32_t id);
   bool Get(uint32_t id);
   bool Target(size_t position, PickleValue::Kind kind, size_t* node);
-  bool Insert(size_t node, Item child, const Item* key);
+  bool Insert(size_t node, Item child, Item* key);
+  void Reserve(size_t node, size_t more);
   bool AddToCounts(Node& parent, const Item& child);
   uint64_t ElementsOf(const Item& i) const { return i.node >= 0 ? nodes_[i.node].elements : 1; }
   uint64_t BytesOf(const Item& i) const;
@@ -223,7 +225,7 @@ bool Reader::AddToCounts(Node& parent, const Item& child) {
 // is marked as inside another, after which it can no longer change: with that, and no container
 // put into itself, no container can ever reach itself (the last edge closing a cycle would have
 // to modify a container that is already inside another).
-bool Reader::Insert(size_t node, Item child, const Item* key) {
+bool Reader::Insert(size_t node, Item child, Item* key) {
   if (child.node >= 0) {
     if (static_cast<size_t>(child.node) == node)
       return Fail(std::string(Name()) + " would put a container into itself");
@@ -236,9 +238,10 @@ bool Reader::Insert(size_t node, Item child, const Item* key) {
     parent.items.push_back(std::move(child));
     return true;
   }
+  const uint64_t key_bytes = BytesOf(*key);
   PickleKey k;
-  if (const auto* s = key->node < 0 ? key->scalar.AsStr() : nullptr) {
-    k = *s;
+  if (std::string* s = key->node < 0 ? key->scalar.AsStr() : nullptr) {
+    k = std::move(*s);
   } else if (const auto* i = key->node < 0 ? key->scalar.AsInt() : nullptr) {
     k = *i;
   } else {
@@ -251,7 +254,7 @@ bool Reader::Insert(size_t node, Item child, const Item* key) {
     for (size_t i = 0; i < parent.keys.size(); ++i) {
       if (parent.keys[i] == k) found = i;
     }
-  } else if (auto it = parent.index.find(k); it != parent.index.end()) {
+  } else if (auto it = parent.index->find(k); it != parent.index->end()) {
     found = it->second;
   }
   if (found < parent.keys.size()) {
@@ -265,16 +268,23 @@ bool Reader::Insert(size_t node, Item child, const Item* key) {
   }
   // The key counts as a value of the expanded tree too.
   parent.elements += 1;
-  parent.bytes += BytesOf(*key);
+  parent.bytes += key_bytes;
   if (!AddToCounts(parent, child)) return false;
-  parent.keys.push_back(k);
-  parent.items.push_back(std::move(child));
-  if (parent.keys.size() == kLinearKeySearch + 1) {
-    for (size_t i = 0; i < parent.keys.size(); ++i) parent.index.emplace(parent.keys[i], i);
-  } else if (parent.keys.size() > kLinearKeySearch + 1) {
-    parent.index.emplace(std::move(k), parent.keys.size() - 1);
+  if (parent.keys.size() == kLinearKeySearch) {
+    parent.index = std::make_unique<std::map<PickleKey, size_t>>();
+    for (size_t i = 0; i < parent.keys.size(); ++i) parent.index->emplace(parent.keys[i], i);
   }
+  if (parent.index) parent.index->emplace(k, parent.keys.size());
+  parent.keys.push_back(std::move(k));
+  parent.items.push_back(std::move(child));
   return true;
+}
+
+// Room for `more` items, which are on the stack already (so the input paid for them).
+void Reader::Reserve(size_t node, size_t more) {
+  Node& n = nodes_[node];
+  n.items.reserve(n.items.size() + more);
+  if (n.kind == PickleValue::Kind::kDict) n.keys.reserve(n.keys.size() + more);
 }
 
 // One opcode at pos_. Sets *stopped at STOP.
@@ -375,6 +385,7 @@ bool Reader::ReadOne(bool* stopped) {
       if (mark == 0) return Fail("APPENDS without a list below its MARK");
       size_t node = 0;
       if (!Target(mark - 1, PickleValue::Kind::kList, &node)) return false;
+      Reserve(node, stack_.size() - mark);
       for (size_t i = mark; i < stack_.size(); ++i) {
         if (!Insert(node, std::move(stack_[i]), nullptr)) return false;
       }
@@ -398,6 +409,7 @@ bool Reader::ReadOne(bool* stopped) {
       if ((stack_.size() - mark) % 2 != 0) return Fail("SETITEMS with a key that has no value");
       size_t node = 0;
       if (!Target(mark - 1, PickleValue::Kind::kDict, &node)) return false;
+      Reserve(node, (stack_.size() - mark) / 2);
       for (size_t i = mark; i < stack_.size(); i += 2) {
         if (!Insert(node, std::move(stack_[i + 1]), &stack_[i])) return false;
       }
@@ -422,6 +434,7 @@ bool Reader::ReadOne(bool* stopped) {
       stack_.resize(first);
       if (!PushNode(PickleValue::Kind::kTuple)) return false;
       const size_t node = static_cast<size_t>(stack_.back().node);
+      Reserve(node, items.size());
       for (Item& item : items) {
         if (!Insert(node, std::move(item), nullptr)) return false;
       }

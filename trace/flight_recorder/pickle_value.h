@@ -68,6 +68,7 @@ class PickleValue {
   const PickleList* AsList() const { return std::get_if<PickleList>(&v_); }
   const PickleTuple* AsTuple() const { return std::get_if<PickleTuple>(&v_); }
   const PickleDict* AsDict() const { return std::get_if<PickleDict>(&v_); }
+  std::string* AsStr() { return std::get_if<std::string>(&v_); }
   PickleList* AsList() { return std::get_if<PickleList>(&v_); }
   PickleDict* AsDict() { return std::get_if<PickleDict>(&v_); }
 

@@ -255,6 +255,17 @@ TEST(PickleReaderTest, LimitsBoundDepthValuesBytesAndInput) {
   error = MustFail(strings, limits);
   EXPECT_NE(error.find("bytes of strings (limit)"), std::string::npos) << error;
 
+  // x = [1, 2]; (x, x) expands to 7 values (tuple, two lists, four ints), though only 4 were
+  // made: the limit applies to the expanded tree.
+  const std::string shared = P2(Bytes({']', 'q', 0, '(', 'K', 1, 'K', 2, 'e', 'h', 0, 0x86}));
+  limits = PickleLimits{};
+  limits.max_elements = 7;
+  EXPECT_TRUE(ParsePickle(shared.data(), shared.size(), limits, &error)) << error;
+  limits.max_elements = 6;
+  EXPECT_EQ(MustFail(shared, limits),
+            "pickle: a container expands to more than 6 values (limit; memo references count each "
+            "time) at offset 13");
+
   limits = PickleLimits{};
   limits.max_elements = 1000;
   std::string many = P2(std::string(1001, 'N'));
