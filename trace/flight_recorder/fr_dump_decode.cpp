@@ -168,7 +168,7 @@ std::string Item(std::string_view where, std::string_view key) {
   return std::string(where) + "[" + Quoted(key) + "]";
 }
 
-// "[0, 1, 2]" (torch's ranks_str; spaces optional) or a list of ints.
+// "[0, 1, 2]" (c10d/TraceUtils.h ranks_str; torchcomms' copy writes "[0,1,2]") or a list of ints.
 bool ParseRanks(const PickleValue& v, std::vector<int>* out) {
   out->clear();
   if (const PickleList* list = v.AsList()) {

@@ -27,7 +27,7 @@ PickleValue OptionalTime(const std::optional<int64_t>& t) {
   return t ? PickleValue(*t) : PickleValue::None();
 }
 
-// torch's ranks_str: "[0, 1, 2]".
+// "[0, 1, 2]", as c10d/TraceUtils.h ranks_str writes it.
 std::string RanksText(const std::vector<int>& ranks) {
   std::string text = "[";
   for (size_t i = 0; i < ranks.size(); ++i) {
