@@ -127,12 +127,12 @@ TEST_F(CostTableTest, KernelTimesFromCuptiTimeTheRowWhenEveryCallHasOne) {
     k.aux = 5000000000ull;
     k.send_buffer = k.aux + static_cast<uint64_t>(gpu_ns);
   };
-  for (int i = 0; i < 4; ++i) {
-    const double t = 0.1 * (i + 1);
+  for (uint64_t seq = 1; seq <= 4; ++seq) {
+    const double t = 0.1 * static_cast<double>(seq);
     job.Coll(0, world, OpType::kAllReduce, t, Done::kCompleted);
     job.Coll(1, world, OpType::kAllReduce, t, Done::kCompleted);
-    kernel(0, static_cast<uint64_t>(i + 1), t + 0.01, (i + 1) * 100000);  // 0.1 .. 0.4 ms
-    kernel(1, static_cast<uint64_t>(i + 1), t + 0.01, 100000);
+    kernel(0, seq, t + 0.01, static_cast<int64_t>(seq) * 100000);  // 0.1 .. 0.4 ms
+    kernel(1, seq, t + 0.01, 100000);
   }
   // A kernel launched for a whole group (comm and seq 0) belongs to no single row.
   trace::RecordData& group = job.ProbeRecord(0, 0, OpType::kDeviceCompute, 0.5);
