@@ -23,6 +23,7 @@ void RegisterAccelPlanCommand(CLI::App& app, int* exit_code);
 void RegisterStatsCommand(CLI::App& app, int* exit_code);
 void RegisterTimelineCommand(CLI::App& app, int* exit_code);
 void RegisterReportCommand(CLI::App& app, int* exit_code);
+void RegisterFrExportCommand(CLI::App& app, int* exit_code);
 
 // Directory of the running ncclscope executable (build/bin), to find ../lib/libncclscope.so.
 std::string ExecutableDir();

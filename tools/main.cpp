@@ -60,6 +60,7 @@ int Main(int argc, char** argv) {
   ncclscope::tools::RegisterStatsCommand(app, &exit_code);
   ncclscope::tools::RegisterTimelineCommand(app, &exit_code);
   ncclscope::tools::RegisterReportCommand(app, &exit_code);
+  ncclscope::tools::RegisterFrExportCommand(app, &exit_code);
   if (!CheckCommandWord(app, args)) return 3;
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last-first
   try {
