@@ -119,12 +119,15 @@ std::string RankActivity(const Context& ctx, int rank) {
   if (fi < 0) return name + ": no ring file";
   const RankFile& f = ctx.index.files()[static_cast<uint32_t>(fi)];
   const RankLiveness& l = ctx.live[static_cast<uint32_t>(fi)];
-  std::string out = name + ": " + LivenessWords(l.state) + " (pid " + std::to_string(f.snap->pid);
+  // Files that name no process (Flight Recorder dumps) say so rather than "pid 0".
+  std::string out = name + ": " + LivenessWords(l.state) +
+                    (f.snap->pid > 0 ? " (pid " + std::to_string(f.snap->pid)
+                                     : std::string(" (no process information"));
   if (l.local && l.state == Liveness::kAlive && ctx.options.probe != nullptr) {
     const ProcessActivity a = ctx.options.probe->Activity(f.snap->pid);
     if (const char* words = StateWords(a.state)) out += std::string(", ") + words;
     if (a.cpu_s >= 0) out += ", " + Seconds(a.cpu_s) + " CPU";
-  } else if (!l.local) {
+  } else if (!l.local && !f.snap->host.empty()) {
     out += " on " + f.snap->host;
   }
   out += ")";

@@ -15,6 +15,7 @@ namespace {
 
 void FillInput(const JobIndex& index, const Context& ctx, InputReport* in) {
   in->files = static_cast<int>(index.files().size());
+  in->file_kind = index.file_kind();
   in->world_size = index.world_size();
   in->unreadable = index.errors();
   in->missing_ranks = index.missing_ranks();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <iterator>
 
 #include "trace/identity.h"
 #include "trace/job_choice.h"
@@ -88,10 +89,14 @@ JobIndex::JobIndex(const trace::TraceSet& set) {
   Build(std::move(files));
 }
 
-JobIndex JobIndex::FromFiles(std::vector<RankFile> files, std::vector<std::string> errors) {
+JobIndex JobIndex::FromFiles(std::vector<RankFile> files, std::vector<std::string> errors,
+                             std::vector<std::string> notes, std::string file_kind) {
   JobIndex index;
   index.errors_ = std::move(errors);
+  index.file_kind_ = std::move(file_kind);
   index.Build(std::move(files));
+  index.notes_.insert(index.notes_.end(), std::make_move_iterator(notes.begin()),
+                      std::make_move_iterator(notes.end()));
   return index;
 }
 

@@ -111,7 +111,10 @@ class JobIndex {
                                          std::string* error);
   // Indexes files compacted elsewhere: ring files of this node together with ranks decoded from
   // other nodes' digests. `errors` lists what could not be had (unreachable nodes, bad digests).
-  static JobIndex FromFiles(std::vector<RankFile> files, std::vector<std::string> errors);
+  // `file_kind` names what the files are in the input report; `notes` are added to notes().
+  static JobIndex FromFiles(std::vector<RankFile> files, std::vector<std::string> errors,
+                            std::vector<std::string> notes = {},
+                            std::string file_kind = "ring file(s)");
 
   const std::vector<RankFile>& files() const { return files_; }
   const std::vector<CommModel>& comms() const { return comms_; }
@@ -128,6 +131,8 @@ class JobIndex {
   uint64_t unplaced_records() const { return unplaced_; }
   // One line per file that could not be read, naming it (in directory order).
   const std::vector<std::string>& errors() const { return errors_; }
+  // "ring file(s)", or what else the files were read from ("Flight Recorder dump(s)").
+  const std::string& file_kind() const { return file_kind_; }
   const IngestStats& stats() const { return stats_; }
 
   OpState StateOf(uint32_t file, uint32_t pos) const;
@@ -153,6 +158,7 @@ class JobIndex {
   uint64_t implausible_seqs_ = 0;
   std::vector<std::string> errors_;
   std::vector<std::string> notes_;
+  std::string file_kind_ = "ring file(s)";
   IngestStats stats_;
 };
 

@@ -117,6 +117,7 @@ struct WaitingOn {
 // What the input lacked, so a verdict built on partial data says so.
 struct InputReport {
   int files = 0;
+  std::string file_kind = "ring file(s)";  // what the files were (JobIndex::file_kind)
   int world_size = -1;
   int ranks_seen = 0;                   // distinct ranks with data (files and digests)
   int digest_ranks = 0;                 // of `files`, those read from another node's digest

@@ -153,7 +153,7 @@ std::string RenderText(const Analysis& a, bool verbose) {
     }
   }
   const InputReport& in = a.input;
-  std::string input = "input: " + std::to_string(in.files - in.digest_ranks) + " ring file(s)";
+  std::string input = "input: " + std::to_string(in.files - in.digest_ranks) + " " + in.file_kind;
   if (in.digest_ranks > 0)
     input += ", " + std::to_string(in.digest_ranks) + " rank(s) from digests";
   if (in.world_size > 0) {
