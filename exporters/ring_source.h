@@ -23,6 +23,10 @@ class RingSource {
   // Visits the records of `name` from writer index `first` on (trace::VisitRingFileFrom).
   virtual bool Visit(const std::string& name, uint64_t first, trace::RingVisitor* visitor,
                      std::string* error) = 0;
+  // What the files are, for the input report, and what reading them left aside (one line each;
+  // complete once every file was visited).
+  virtual std::string FileKind() const { return "ring file(s)"; }
+  virtual std::vector<std::string> Notes() const { return {}; }
 };
 
 // The *.ring files of a directory, mapped read-only (never blocks or disturbs the writers). A file

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "exporters/digest_job.h"
+#include "exporters/job_input.h"
 #include "hang_detector/correlator.h"
 #include "hang_detector/verdict_json.h"
 #include "hang_detector/verdict_text.h"
@@ -55,20 +56,22 @@ hd::AnalyzeOptions CorrelatorOptions(const AnalyzeCliOptions& o, const hd::Proce
 }
 
 // Why nothing could be analysed: no ring file at all, or only ones that cannot be read.
-std::string UnusableReason(const std::string& dir, const hd::Analysis& a) {
+std::string UnusableReason(const std::string& dir, const hd::Analysis& a, bool fr) {
   const std::vector<std::string>& bad = a.input.unreadable;
   if (bad.empty()) return dir + ": no ring file (*.ring) in it";
-  std::string why = dir + ": no readable ring file: " + std::to_string(bad.size()) +
-                    " *.ring file(s), none readable; " + bad.front();
+  std::string why = dir +
+                    (fr ? ": no readable Flight Recorder dump: " : ": no readable ring file: ") +
+                    std::to_string(bad.size()) + (fr ? " dump(s)" : " *.ring file(s)") +
+                    ", none readable; " + bad.front();
   if (bad.size() > 1) why += " (and " + std::to_string(bad.size() - 1) + " more)";
   return why;
 }
 
-void Print(const AnalyzeCliOptions& o, const hd::Analysis& a, int indent) {
+void Print(const AnalyzeCliOptions& o, const hd::Analysis& a, int indent, bool fr = false) {
   // On stderr in both forms, so a script reading the JSON still sees why the exit code is 3.
   if (!a.usable) {
     std::cerr << "ncclscope analyze: "
-              << (o.from.empty() ? UnusableReason(o.dir, a)
+              << (o.from.empty() ? UnusableReason(o.dir, a, fr)
                                  : "no rank in any digest" +
                                        (o.dir.empty() ? "" : " nor ring file in " + o.dir))
               << "\n";
@@ -83,20 +86,30 @@ void Print(const AnalyzeCliOptions& o, const hd::Analysis& a, int indent) {
 
 // Streams the directory into the compact index (JobIndex::FromDir): a 4096-rank job never has all
 // its full records in memory at once.
+// A directory of PyTorch Flight Recorder dumps (no ring file in it) is read the same way, as a
+// post-mortem (exporters/job_input.h).
 int Analyze(const AnalyzeCliOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   std::string error;
+  const std::optional<exporters::JobInput> input = exporters::OpenJobInput(o.dir, o.job, &error);
+  if (!input) {
+    std::cerr << "ncclscope analyze: " << error << "\n";
+    return 3;
+  }
   const std::optional<hd::JobIndex> index =
-      hd::JobIndex::FromDir(o.dir, {o.read_threads, o.job}, &error);
+      exporters::IndexJobInput(*input, o.dir, o.job, o.read_threads, &error);
   if (!index) {
     std::cerr << "ncclscope analyze: " << error << "\n";
     return 3;
   }
+  for (const std::string& note : input->notes) std::cerr << "ncclscope analyze: " << note << "\n";
   const auto probe = hd::MakeLinuxProcessProbe();
   const auto t1 = std::chrono::steady_clock::now();
-  const hd::Analysis a = hd::Analyze(*index, CorrelatorOptions(o, probe.get()));
+  hd::AnalyzeOptions options = CorrelatorOptions(o, probe.get());
+  exporters::AdjustForInput(*input, &options);
+  const hd::Analysis a = hd::Analyze(*index, options);
   const auto t2 = std::chrono::steady_clock::now();
-  Print(o, a, 2);
+  Print(o, a, 2, input->fr != nullptr);
   if (o.timing) {
     const hd::IngestStats& s = index->stats();
     const double ingest_s = std::chrono::duration<double>(t1 - t0).count();
@@ -178,6 +191,12 @@ bool DirIsAbsent(const std::string& dir) {
 // the directory and its first ring file, so it can be started together with the job; exits 3 when
 // the directory cannot be read or holds only ring files that stay unreadable.
 int Watch(const AnalyzeCliOptions& o) {
+  // Flight Recorder dumps are written once, when the job failed: there is nothing to watch.
+  std::string not_yet;
+  if (const auto input = exporters::OpenJobInput(o.dir, o.job, &not_yet);
+      input && input->fr != nullptr) {
+    return Analyze(o);
+  }
   const auto probe = hd::MakeLinuxProcessProbe();
   const auto period = std::chrono::duration<double>(o.interval_s);
   std::string shown;

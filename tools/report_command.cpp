@@ -10,6 +10,7 @@
 #include <string>
 
 #include "exporters/cost_table.h"
+#include "exporters/job_input.h"
 #include "exporters/report/report_builder.h"
 #include "exporters/ring_source.h"
 #include "hang_detector/correlator.h"
@@ -38,7 +39,14 @@ int Run(const ReportCliOptions& o) {
     return kUnusable;
   }
   std::string error;
-  const std::optional<hd::JobIndex> index = hd::JobIndex::FromDir(o.dir, {2, o.job}, &error);
+  std::optional<exporters::JobInput> input = exporters::OpenJobInput(o.dir, o.job, &error);
+  if (!input) {
+    std::cerr << "ncclscope report: " << error << "\n";
+    return kUnusable;
+  }
+  for (const std::string& note : input->notes) std::cerr << "ncclscope report: " << note << "\n";
+  const std::optional<hd::JobIndex> index =
+      exporters::IndexJobInput(*input, o.dir, o.job, 2, &error);
   if (!index) {
     std::cerr << "ncclscope report: " << error << "\n";
     return kUnusable;
@@ -47,9 +55,10 @@ int Run(const ReportCliOptions& o) {
   hd::AnalyzeOptions analyze;
   analyze.now_wall_ns = trace::RealtimeNs();
   analyze.probe = probe.get();
+  exporters::AdjustForInput(*input, &analyze);
   const hd::Analysis analysis = hd::Analyze(*index, analyze);
 
-  exporters::DirRingSource source(o.dir, "", o.job, /*keep_mapped=*/false);
+  exporters::RingSource& source = *input->source;
   exporters::CostTable costs;
   if (!exporters::BuildCostTable(source, &costs, &error)) {
     std::cerr << "ncclscope report: " << o.dir << ": " << error << "\n";

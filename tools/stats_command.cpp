@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "exporters/cost_table.h"
+#include "exporters/job_input.h"
 #include "exporters/size_classes.h"
 #include "hang_detector/json_writer.h"
 #include "tools/commands.h"
@@ -151,16 +153,24 @@ int Run(const StatsOptions& o) {
     std::cerr << "ncclscope stats: " << o.dir << ": not a readable directory\n";
     return kUnusable;
   }
-  exporters::DirRingSource source(o.dir, "", o.job, /*keep_mapped=*/false);
-  CostTable t;
   std::string error;
-  if (!exporters::BuildCostTable(source, &t, &error)) {
+  std::optional<exporters::JobInput> input = exporters::OpenJobInput(o.dir, o.job, &error);
+  if (!input) {
+    std::cerr << "ncclscope stats: " << error << "\n";
+    return kUnusable;
+  }
+  for (const std::string& note : input->notes) std::cerr << "ncclscope stats: " << note << "\n";
+  CostTable t;
+  if (!exporters::BuildCostTable(*input->source, &t, &error)) {
     std::cerr << "ncclscope stats: " << o.dir << ": " << error << "\n";
     return kUnusable;
   }
   for (const std::string& e : t.errors) std::cerr << "ncclscope stats: " << e << "\n";
+  for (const std::string& n : input->source->Notes()) std::cerr << "ncclscope stats: " << n << "\n";
   if (t.files == 0) {
-    std::cerr << "ncclscope stats: " << o.dir << ": no readable ring file (*.ring) in it\n";
+    std::cerr << "ncclscope stats: " << o.dir
+              << (input->fr != nullptr ? ": no readable Flight Recorder dump in it\n"
+                                       : ": no readable ring file (*.ring) in it\n");
     return kUnusable;
   }
   if (o.json) {

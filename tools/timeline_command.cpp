@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "exporters/job_input.h"
 #include "exporters/ring_source.h"
 #include "exporters/timeline/chrome_json_writer.h"
 #include "exporters/timeline/perfetto_writer.h"
@@ -47,14 +48,17 @@ struct TimelineCliOptions {
 };
 
 // The correlator's verdicts on the same files, as `ncclscope analyze DIR` gives them.
-std::optional<hd::Analysis> Verdicts(const TimelineCliOptions& o) {
+std::optional<hd::Analysis> Verdicts(const TimelineCliOptions& o,
+                                     const exporters::JobInput& input) {
   std::string error;
-  const std::optional<hd::JobIndex> index = hd::JobIndex::FromDir(o.dir, {2, o.job}, &error);
+  const std::optional<hd::JobIndex> index =
+      exporters::IndexJobInput(input, o.dir, o.job, 2, &error);
   if (!index) return std::nullopt;
   const auto probe = hd::MakeLinuxProcessProbe();
   hd::AnalyzeOptions options;
   options.now_wall_ns = trace::RealtimeNs();
   options.probe = probe.get();
+  exporters::AdjustForInput(input, &options);
   return hd::Analyze(*index, options);
 }
 
@@ -118,8 +122,14 @@ int Run(const TimelineCliOptions& o) {
   options.comm = o.comm;
   options.from_s = o.from_s;
   options.to_s = o.to_s;
+  std::optional<exporters::JobInput> input = exporters::OpenJobInput(o.dir, o.job, &error);
+  if (!input) {
+    std::cerr << "ncclscope timeline: " << error << "\n";
+    return kUnusable;
+  }
+  for (const std::string& note : input->notes) std::cerr << "ncclscope timeline: " << note << "\n";
   std::optional<hd::Analysis> analysis;
-  if (!o.no_verdicts) analysis = Verdicts(o);
+  if (!o.no_verdicts) analysis = Verdicts(o, *input);
   if (analysis) options.analysis = &*analysis;
   if (!o.around.empty()) {
     const int code = Around(o, analysis ? &*analysis : nullptr, &options);
@@ -142,13 +152,15 @@ int Run(const TimelineCliOptions& o) {
     }
     sink = std::move(w);
   }
-  exporters::DirRingSource source(o.dir, "", o.job, /*keep_mapped=*/false);
   tl::TimelineSummary summary;
-  if (!tl::WriteTimeline(source, options, sink.get(), &summary, &error)) {
+  if (!tl::WriteTimeline(*input->source, options, sink.get(), &summary, &error)) {
     std::cerr << "ncclscope timeline: " << o.dir << ": " << error << "\n";
     return kUnusable;
   }
   for (const std::string& e : summary.errors) std::cerr << "ncclscope timeline: " << e << "\n";
+  for (const std::string& n : input->source->Notes()) {
+    std::cerr << "ncclscope timeline: " << n << "\n";
+  }
   std::cout << fmt::format(
       "{}: {} ranks, {} calls, {} device slices ({} never ended), {} verdict marks; clocks: {}\n",
       o.output, summary.ranks_written, summary.host_slices, summary.device_slices,

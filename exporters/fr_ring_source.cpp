@@ -1,0 +1,83 @@
+#include "exporters/fr_ring_source.h"
+
+#include <algorithm>
+
+#include "trace/flight_recorder/fr_records.h"
+
+namespace ncclscope::exporters {
+
+std::vector<std::string> FrRingSource::List(std::string* error) {
+  flight_recorder::FrDumpListing listing;
+  if (!flight_recorder::ListFrDumps(dir_, &listing, error)) return {};
+  std::vector<std::string> paths;
+  std::lock_guard<std::mutex> lock(mutex_);
+  files_.clear();
+  last_dump_ns_ = 0;
+  for (flight_recorder::FrDumpFile& f : listing.dumps) {
+    paths.push_back(f.path);
+    last_dump_ns_ = std::max(last_dump_ns_, f.mtime_ns);
+    files_[f.path] = std::move(f);
+  }
+  skipped_ = std::move(listing.skipped);
+  return paths;
+}
+
+bool FrRingSource::Visit(const std::string& name, uint64_t first, trace::RingVisitor* visitor,
+                         std::string* error) {
+  flight_recorder::FrFileFacts facts;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = files_.find(name);
+    if (it == files_.end()) {
+      *error = name + ": not a Flight Recorder dump of " + dir_;
+      return false;
+    }
+    // A look at the header alone (trace::RingHeaderCollector) needs no second decode.
+    if (const auto h = headers_.find(name); h != headers_.end() && first == UINT64_MAX) {
+      visitor->BeginFile(h->second);
+      visitor->EndFile(h->second);
+      return true;
+    }
+    facts = {name, it->second.rank, last_dump_ns_};
+  }
+  flight_recorder::FrDump dump;
+  if (!flight_recorder::ReadFrDumpFile(name, &dump, error)) return false;
+  flight_recorder::FrRecords converted = flight_recorder::RecordsFromFrDump(dump, facts);
+  dump = {};
+  visitor->BeginFile(converted.info);
+  const auto& records = converted.records;
+  const auto from = std::lower_bound(
+      records.begin(), records.end(), first,
+      [](const trace::StoredRecord& r, uint64_t index) { return r.index < index; });
+  constexpr size_t kBatch = 256;
+  for (auto it = from; it < records.end(); it += std::min<ptrdiff_t>(kBatch, records.end() - it)) {
+    visitor->Records(&*it, static_cast<size_t>(std::min<ptrdiff_t>(kBatch, records.end() - it)));
+  }
+  visitor->EndFile(converted.info);
+  std::lock_guard<std::mutex> lock(mutex_);
+  headers_[name] = std::move(converted.info);
+  notes_[name] = std::move(converted.notes);
+  return true;
+}
+
+std::vector<std::string> FrRingSource::Notes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> out = skipped_;
+  // The same finding in many dumps is said once, with how many dumps showed it.
+  std::map<std::string, std::pair<std::string, size_t>> by_line;
+  for (const auto& [path, lines] : notes_) {
+    for (const std::string& line : lines) {
+      auto& [first_path, count] = by_line[line];
+      if (count++ == 0) first_path = path;
+    }
+  }
+  for (const auto& [line, where] : by_line) {
+    out.push_back(
+        where.first +
+        (where.second > 1 ? " (and " + std::to_string(where.second - 1) + " more dumps)" : "") +
+        ": " + line);
+  }
+  return out;
+}
+
+}  // namespace ncclscope::exporters

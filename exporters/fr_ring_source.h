@@ -1,0 +1,42 @@
+// A directory of PyTorch Flight Recorder dumps read as if it held ring files: each dump becomes the
+// header and records trace/flight_recorder/fr_records.h describes, so `analyze`, `timeline`,
+// `stats` and `report` read FR dumps with the code that reads ring files.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "exporters/ring_source.h"
+#include "trace/flight_recorder/fr_dir.h"
+
+namespace ncclscope::exporters {
+
+// Every dump counts as alive until the job's newest dump was written: torch has each rank dump
+// when the first one signals (reference flight-recorder.md 2.1), seconds apart, and a rank that
+// dumped was alive; one that did not is missing, not dead. Thread-safe.
+class FrRingSource final : public RingSource {
+ public:
+  explicit FrRingSource(std::string dir) : dir_(std::move(dir)) {}
+  // The dumps (by rank); *error when the directory cannot be listed.
+  std::vector<std::string> List(std::string* error) override;
+  bool Visit(const std::string& name, uint64_t first, trace::RingVisitor* visitor,
+             std::string* error) override;
+  // Files that look like dumps but cannot be used, and what a dump held that could not be mapped
+  // (fr_records.h notes, each with its file), one line each, for the input report.
+  std::vector<std::string> Notes() const override;
+  std::string FileKind() const override { return "Flight Recorder dump(s)"; }
+
+ private:
+  std::string dir_;
+  mutable std::mutex mutex_;
+  std::map<std::string, flight_recorder::FrDumpFile> files_;  // by path, from the last List
+  std::map<std::string, trace::RingInfo> headers_;            // decoded once: header-only visits
+  int64_t last_dump_ns_ = 0;
+  std::vector<std::string> skipped_;
+  std::map<std::string, std::vector<std::string>> notes_;  // by path
+};
+
+}  // namespace ncclscope::exporters

@@ -1,0 +1,98 @@
+#include "exporters/job_input.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "hang_detector/rank_file.h"
+#include "trace/ring_reader.h"
+
+namespace ncclscope::exporters {
+
+std::optional<JobInput> OpenJobInput(const std::string& dir, const std::string& job,
+                                     std::string* error) {
+  std::string list_error;
+  const std::vector<std::string> rings = trace::ListRingFiles(dir, &list_error);
+  if (!list_error.empty()) {
+    *error = list_error;
+    return std::nullopt;
+  }
+  flight_recorder::FrDumpListing dumps;
+  if (!flight_recorder::ListFrDumps(dir, &dumps, error)) return std::nullopt;
+  JobInput input;
+  if (!rings.empty() || dumps.dumps.empty()) {
+    if (rings.empty() && dumps.skipped.empty()) {
+      *error = dir + ": neither ring files (*.ring) nor PyTorch Flight Recorder dumps in it";
+      return std::nullopt;
+    }
+    if (rings.empty()) {
+      *error = dir + ": no usable file: " + dumps.skipped.front();
+      return std::nullopt;
+    }
+    input.source = std::make_unique<DirRingSource>(dir, "", job, /*keep_mapped=*/false);
+    if (!dumps.dumps.empty()) {
+      input.notes.push_back(std::to_string(dumps.dumps.size()) +
+                            " Flight Recorder dump(s) beside the ring files are not read: the "
+                            "ring files hold what they do and more");
+    }
+    return input;
+  }
+  input.kind = JobInputKind::kFlightRecorder;
+  auto fr = std::make_unique<FrRingSource>(dir);
+  input.fr = fr.get();
+  input.source = std::move(fr);
+  return input;
+}
+
+std::optional<hang_detector::JobIndex> IndexSource(RingSource& source, int threads,
+                                                   std::string* error) {
+  std::string list_error;
+  const std::vector<std::string> names = source.List(&list_error);
+  if (!list_error.empty()) {
+    *error = list_error;
+    return std::nullopt;
+  }
+  std::vector<hang_detector::RankFile> files(names.size());
+  std::vector<std::string> errors(names.size());
+  std::vector<char> ok(names.size(), 0);  // not vector<bool>: neighbours written concurrently
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next.fetch_add(1); i < names.size(); i = next.fetch_add(1)) {
+      hang_detector::RankFileBuilder builder(&files[i]);
+      ok[i] = source.Visit(names[i], 0, &builder, &errors[i]) ? 1 : 0;
+    }
+  };
+  const int n = std::max(1, std::min<int>(threads, static_cast<int>(names.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  std::vector<hang_detector::RankFile> readable;
+  std::vector<std::string> failed;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (ok[i] != 0) {
+      readable.push_back(std::move(files[i]));
+    } else {
+      failed.push_back(std::move(errors[i]));
+    }
+  }
+  return hang_detector::JobIndex::FromFiles(std::move(readable), std::move(failed), source.Notes(),
+                                            source.FileKind());
+}
+
+std::optional<hang_detector::JobIndex> IndexJobInput(const JobInput& input, const std::string& dir,
+                                                     const std::string& job, int threads,
+                                                     std::string* error) {
+  if (input.kind == JobInputKind::kRingFiles) {
+    return hang_detector::JobIndex::FromDir(dir, {threads, job}, error);
+  }
+  return IndexSource(*input.source, threads, error);
+}
+
+void AdjustForInput(const JobInput& input, hang_detector::AnalyzeOptions* options) {
+  if (input.kind != JobInputKind::kFlightRecorder) return;
+  options->job_ended = true;
+  options->probe = nullptr;
+}
+
+}  // namespace ncclscope::exporters

@@ -1,0 +1,50 @@
+// What a directory handed to `analyze`, `timeline`, `stats` or `report` holds, found by content:
+// ncclscope's ring files, or PyTorch Flight Recorder dumps (fr_ring_source.h). Ring files win
+// when both are there: they hold all a dump does and more.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exporters/fr_ring_source.h"
+#include "exporters/ring_source.h"
+#include "hang_detector/correlator.h"
+#include "hang_detector/job_index.h"
+
+namespace ncclscope::exporters {
+
+enum class JobInputKind { kRingFiles, kFlightRecorder };
+
+struct JobInput {
+  JobInputKind kind = JobInputKind::kRingFiles;
+  std::unique_ptr<RingSource> source;  // one pass: files are mapped only while visited
+  FrRingSource* fr = nullptr;          // the source, when it reads FR dumps
+  // What was found and left aside ("3 Flight Recorder dumps beside the ring files are not
+  // read"), one line each.
+  std::vector<std::string> notes;
+};
+
+// The input of `dir` (`job` picks among ring files of several jobs, as DirRingSource does);
+// nullopt with *error when the directory cannot be listed or holds neither kind of file.
+std::optional<JobInput> OpenJobInput(const std::string& dir, const std::string& job,
+                                     std::string* error);
+
+// Every file of `source` compacted and indexed as JobIndex::FromDir does for ring files (files
+// visited on `threads` threads; unreadable ones listed in errors()). nullopt with *error when the
+// source cannot be listed.
+std::optional<hang_detector::JobIndex> IndexSource(RingSource& source, int threads,
+                                                   std::string* error);
+
+// The index of an opened input: JobIndex::FromDir for ring files (the job chosen as `job` says),
+// IndexSource for dumps. nullopt with *error when the directory cannot be read.
+std::optional<hang_detector::JobIndex> IndexJobInput(const JobInput& input, const std::string& dir,
+                                                     const std::string& job, int threads,
+                                                     std::string* error);
+
+// A Flight Recorder directory is a post-mortem: torch dumps when the job failed, and nothing in a
+// dump says which process wrote it, so no process can be checked and the job counts as ended.
+void AdjustForInput(const JobInput& input, hang_detector::AnalyzeOptions* options);
+
+}  // namespace ncclscope::exporters

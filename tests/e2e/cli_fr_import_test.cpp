@@ -1,0 +1,181 @@
+// A directory of PyTorch Flight Recorder dumps handed to `analyze`, `stats` and `timeline` as a
+// user would after a job died with TORCH_NCCL_DUMP_ON_TIMEOUT: the verdict names the rank that
+// broke the job, a healthy set of dumps says healthy, and what cannot be read exits 3 saying why.
+// The dumps are hand-written for the corners of the format (reference flight-recorder.md 1.3,
+// 2.3, 3.5): a rank that never joined, one that issued another op, a missing dump, buffers that
+// dropped different amounts, coalesced p2p, mixed versions.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/e2e/cli.h"
+#include "tests/e2e/e2e_env.h"
+#include "tests/e2e/fr_dumps.h"
+#include "tests/e2e/scratch_dir.h"
+#include "tests/e2e/subprocess.h"
+
+namespace ncclscope::testing {
+namespace {
+
+using flight_recorder::FrState;
+
+constexpr int64_t kT0 = 1'760'000'000'000'000'000;
+// torch dumps once the 10-minute timeout fired (reference 4): every wait is long by then.
+constexpr double kDumpedAt = 700;
+
+ProcessResult RunCli(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {Cli()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProcess(argv, {}, 60);
+}
+
+nlohmann::json Analyze(const std::string& dir, int expect_exit) {
+  const ProcessResult r = RunCli({"analyze", dir, "--json"});
+  EXPECT_EQ(r.exit_code, expect_exit) << r.out << r.err;
+  return nlohmann::json::parse(r.out, nullptr, false);
+}
+
+TEST(CliFrImport, HealthyDumpsAreHealthy) {
+  ScratchDir dir;
+  FrJob job(4, kT0);
+  job.Collectives(1, 20, FrState::kCompleted, 0);
+  ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
+  const nlohmann::json a = Analyze(dir.path(), 0);
+  ASSERT_TRUE(a.is_object());
+  EXPECT_EQ(a["stage"], "healthy");
+  EXPECT_EQ(a["input"]["missing_rank_count"], 0);
+}
+
+TEST(CliFrImport, ARankThatNeverJoinedIsTheCulprit) {
+  ScratchDir dir;
+  FrJob job(4, kT0);
+  job.Collectives(1, 20, FrState::kCompleted, 0);
+  job.Collectives(21, 21, FrState::kScheduled, 20, {0, 1, 2});  // rank 3 never called #21
+  ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
+  const nlohmann::json a = Analyze(dir.path(), 2);
+  ASSERT_TRUE(a.is_object());
+  ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
+  const nlohmann::json& v = a["verdicts"][0];
+  EXPECT_EQ(v["class"], "missing") << v.dump(2);
+  EXPECT_EQ(v["seq"], 21);
+  EXPECT_EQ(v["culprits"], nlohmann::json::array({3}));
+  EXPECT_EQ(v["comm_name"], "default_pg") << v.dump(2);
+}
+
+TEST(CliFrImport, ARankThatIssuedAnotherOperationIsADesync) {
+  ScratchDir dir;
+  FrJob job(4, kT0);
+  job.Collectives(1, 20, FrState::kCompleted, 0);
+  job.Collectives(21, 21, FrState::kScheduled, 20, {0, 1, 3});
+  job.Add(2, "nccl:_all_gather_base", 21, 0, FrState::kScheduled, 20);
+  ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
+  const nlohmann::json a = Analyze(dir.path(), 2);
+  ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
+  EXPECT_EQ(a["verdicts"][0]["class"], "desync");
+  EXPECT_EQ(a["verdicts"][0]["culprits"], nlohmann::json::array({2}));
+}
+
+TEST(CliFrImport, AMissingDumpIsNamedAndTheOthersAreNotBlamed) {
+  // The culprit's dump is often the one missing (#196968: a rank in teardown never dumps).
+  ScratchDir dir;
+  FrJob job(4, kT0);
+  job.Collectives(1, 20, FrState::kCompleted, 0);
+  job.Collectives(21, 21, FrState::kScheduled, 20, {0, 1, 2});
+  ASSERT_TRUE(job.Write(dir.path(), kDumpedAt, /*skip=*/{3}));
+  const nlohmann::json a = Analyze(dir.path(), 2);
+  EXPECT_EQ(a["input"]["missing_rank_count"], 1);
+  ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
+  for (const nlohmann::json& v : a["verdicts"]) {
+    for (const nlohmann::json& c : v["culprits"]) EXPECT_EQ(c, 3) << v.dump(2);
+  }
+}
+
+TEST(CliFrImport, BuffersThatDroppedDifferentAmountsAndMixedVersionsStillMatch) {
+  // Rank 0 kept its last 5 entries, rank 1 its last 12, rank 2 was dumped by an older torch.
+  ScratchDir dir;
+  FrJob job(3, kT0);
+  job.Collectives(1, 30, FrState::kCompleted, 0);
+  job.Collectives(31, 31, FrState::kScheduled, 30, {0, 2});
+  auto& r0 = job.dump(0).entries;
+  r0.erase(r0.begin(), r0.end() - 5);
+  auto& r1 = job.dump(1).entries;
+  r1.erase(r1.begin(), r1.end() - 12);
+  job.dump(2).version = "2.4";
+  job.dump(2).comm_lib_version.clear();
+  ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
+  const nlohmann::json a = Analyze(dir.path(), 2);
+  ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
+  EXPECT_EQ(a["verdicts"][0]["seq"], 31);
+  EXPECT_EQ(a["verdicts"][0]["culprits"], nlohmann::json::array({1}));
+}
+
+TEST(CliFrImport, CoalescedPointToPointCompletesThroughItsClosingEntry) {
+  // A pipeline step with batch_isend_irecv: the sends and receives stay "scheduled" (null events,
+  // #137969) while the group completed. Reading them as waiting would cry wolf.
+  ScratchDir dir;
+  FrJob job(2, kT0);
+  for (int step = 1; step <= 5; ++step) {
+    job.Add(0, "nccl:send 0->1", step, step, FrState::kScheduled, step);
+    job.Add(0, "nccl:coalesced", step, step, FrState::kCompleted, step).is_p2p = true;
+    job.Add(1, "nccl:recv 1<-0", step, step, FrState::kScheduled, step);
+    job.Add(1, "nccl:coalesced", step, step, FrState::kCompleted, step).is_p2p = true;
+  }
+  ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
+  EXPECT_EQ(Analyze(dir.path(), 0)["stage"], "healthy");
+}
+
+TEST(CliFrImport, AReceiveWithoutItsSendNamesTheSender) {
+  ScratchDir dir;
+  FrJob job(2, kT0);
+  job.Add(0, "nccl:send 0->1", 0, 1, FrState::kCompleted, 1);
+  job.Add(1, "nccl:recv 1<-0", 0, 1, FrState::kCompleted, 1);
+  job.Add(1, "nccl:recv 1<-0", 0, 2, FrState::kScheduled, 2);  // rank 0 never sent the second
+  ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
+  const nlohmann::json a = Analyze(dir.path(), 2);
+  ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
+  EXPECT_EQ(a["verdicts"][0]["culprits"], nlohmann::json::array({0})) << a.dump(2);
+}
+
+TEST(CliFrImport, StatsAndTimelineReadDumpsToo) {
+  ScratchDir dir;
+  FrJob job(2, kT0);
+  job.Collectives(1, 10, FrState::kCompleted, 0);
+  ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
+  const ProcessResult stats = RunCli({"stats", dir.path(), "--json"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  const nlohmann::json t = nlohmann::json::parse(stats.out);
+  EXPECT_EQ(t["files"], 2);
+  ASSERT_EQ(t["rows"].size(), 1u) << t.dump(2);
+  EXPECT_EQ(t["rows"][0]["op"], "allreduce");
+  EXPECT_EQ(t["rows"][0]["calls"], 20);  // each rank's calls, as for ring files
+  EXPECT_EQ(t["rows"][0]["comm"], "default_pg");
+
+  const std::string out = dir / "job.json";
+  const ProcessResult tl = RunCli({"timeline", dir.path(), "-o", out, "--format", "chrome-json"});
+  ASSERT_EQ(tl.exit_code, 0) << tl.err;
+  EXPECT_NE(tl.out.find("2 ranks, 20 calls"), std::string::npos) << tl.out;
+}
+
+TEST(CliFrImport, WhatCannotBeReadExitsThreeSayingWhy) {
+  ScratchDir dir;
+  {
+    std::ofstream(dir / "nccl_trace_rank_0") << R"({"version": "3.0", "pg_config": {}})";
+    std::ofstream(dir / "notes.txt") << "not a dump";
+  }
+  const ProcessResult r = RunCli({"analyze", dir.path()});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("nccl_trace_rank_0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("3.0"), std::string::npos) << r.err;
+
+  ScratchDir empty;
+  { std::ofstream(empty / "notes.txt") << "not a dump"; }
+  const ProcessResult e = RunCli({"analyze", empty.path()});
+  EXPECT_EQ(e.exit_code, 3);
+  EXPECT_NE(e.err.find("Flight Recorder"), std::string::npos) << e.err;
+}
+
+}  // namespace
+}  // namespace ncclscope::testing

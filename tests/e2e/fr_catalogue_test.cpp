@@ -1,0 +1,134 @@
+// Same verdicts from Flight Recorder dumps as from ring files: each fault of sim/scenarios run as
+// 8 emulated ranks, its ring files turned into FR dumps (`ncclscope fr-export`, the documented
+// format), and both directories analysed post mortem. Where FR records what the verdict rests on
+// (docs/flight-recorder.md, "What a dump cannot tell"), the headline (class, communicator,
+// sequence number, culprits) must be the ring files'; where it does not, the FR verdict must not
+// blame a rank the ring files clear.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/e2e/cli.h"
+#include "tests/e2e/e2e_env.h"
+#include "tests/e2e/scratch_dir.h"
+
+namespace ncclscope::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kRanks = 8;
+constexpr double kKillAfterS = 5;
+
+struct Headline {
+  std::string cls, comm;
+  uint64_t seq = 0;
+  std::vector<int> culprits;
+  bool operator==(const Headline&) const = default;
+};
+
+std::ostream& operator<<(std::ostream& os, const Headline& h) {
+  os << h.cls << " " << h.comm << " #" << h.seq << " culprits";
+  for (int r : h.culprits) os << " " << r;
+  return os;
+}
+
+nlohmann::json Analyze(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {Cli(), "analyze", "--json"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const ProcessResult r = RunProcess(argv, {}, 60);
+  EXPECT_NE(r.exit_code, 3) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << "analyze printed no JSON\n" << r.out << r.err;
+  return j;
+}
+
+Headline HeadlineOf(const nlohmann::json& j) {
+  Headline h;
+  if (!j.is_object() || !j.contains("verdicts")) return h;
+  if (j["verdicts"].empty()) {
+    h.cls = "healthy";
+    return h;
+  }
+  const auto& v = j["verdicts"][0];
+  h.cls = v.value("class", "");
+  h.comm = v.value("comm_name", "");
+  h.seq = v.value("seq", uint64_t{0});
+  h.culprits = v.value("culprits", std::vector<int>{});
+  return h;
+}
+
+struct Case {
+  const char* scenario;
+  // What FR cannot see of this fault: empty when the FR headline must equal the ring files'.
+  const char* degraded = "";
+  // Ranks whose process died: they write no dump (torch dumps from a live process), so their
+  // dump is removed before the analysis.
+  std::vector<int> no_dump = {};
+};
+
+class FrCatalogue : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FrCatalogue, DumpsGiveTheRingFilesVerdictWithinWhatFrRecords) {
+  const Case& c = GetParam();
+  ScratchDir scratch;
+  const std::string rings = scratch / "rings";
+  const ProcessResult sim = RunSim(std::string(c.scenario) + ".json", kRanks, rings, kKillAfterS,
+                                   {{"NCCLSCOPE_RING_RECORDS", "4096"}});
+  ASSERT_NE(sim.exit_code, 127) << sim.err;
+  const std::string dumps = scratch / "dumps";
+  const ProcessResult exported = RunProcess({Cli(), "fr-export", rings, "-o", dumps}, {}, 60);
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  for (const int r : c.no_dump)
+    fs::remove(fs::path(dumps) / ("nccl_trace_rank_" + std::to_string(r)));
+
+  const Headline ring = HeadlineOf(Analyze({"--job-ended", "--no-process-checks", rings}));
+  const Headline fr = HeadlineOf(Analyze({dumps}));
+  ASSERT_FALSE(ring.cls.empty());
+  if (std::string(c.degraded).empty()) {
+    EXPECT_EQ(fr, ring);
+    return;
+  }
+  SCOPED_TRACE(std::string("degraded: ") + c.degraded + "; ring files: " +
+               ::testing::PrintToString(ring) + ", dumps: " + ::testing::PrintToString(fr));
+  // Less seen, never a wrong place: either every rank the dumps blame the ring files blame too
+  // (or its dump is missing), or the dumps see an unlocalised device stall of the very collective
+  // the ring files blame, among whose members the ring files' culprits are.
+  auto contains = [](const std::vector<int>& v, int r) {
+    return std::find(v.begin(), v.end(), r) != v.end();
+  };
+  if (fr.cls == "device-stall") {
+    EXPECT_EQ(fr.comm, ring.comm);
+    EXPECT_EQ(fr.seq, ring.seq);
+    for (const int r : ring.culprits) EXPECT_TRUE(contains(fr.culprits, r)) << "rank " << r;
+    return;
+  }
+  for (const int r : fr.culprits) {
+    EXPECT_TRUE(contains(ring.culprits, r) || contains(c.no_dump, r))
+        << "the dumps blame rank " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Catalogue, FrCatalogue,
+    ::testing::Values(
+        Case{"healthy"}, Case{"hang"}, Case{"skip"}, Case{"extra-op"}, Case{"wrong-count"},
+        Case{"wrong-dtype"}, Case{"wrong-op"}, Case{"wrong-peer"}, Case{"p2p-cycle"},
+        Case{"pipeline-chain"}, Case{"desync-and-missing"},
+        Case{"never-join", "FR records no communicator creation"},
+        Case{"wrong-redop", "FR records no reduction op"}, Case{"wrong-root", "FR records no root"},
+        Case{"crash-sigkill", "no process information; the dead rank wrote no dump", {1}}),
+    [](const auto& info) {
+      std::string name = info.param.scenario;
+      for (char& ch : name) {
+        if (ch == '-') ch = '_';
+      }
+      return name;
+    });
+
+}  // namespace
+}  // namespace ncclscope::testing

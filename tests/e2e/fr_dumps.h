@@ -1,0 +1,38 @@
+// Hand-written PyTorch Flight Recorder dumps for the end-to-end tests: one job of N ranks on the
+// default process group, each rank's entries spelled out, written as torch writes them (pickle,
+// "<prefix><rank>", the file's time set to when the rank dumped).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trace/flight_recorder/fr_dump.h"
+
+namespace ncclscope::testing {
+
+class FrJob {
+ public:
+  // `ranks` ranks in "default_pg"; the job's first entry is created at `t0_ns` (wall clock).
+  FrJob(int ranks, int64_t t0_ns, std::string version = "2.10");
+
+  // Appends an entry to `rank`'s dump, created `at_s` seconds after t0; completed entries finish
+  // 5 ms later. `coll_seq` / `p2p_seq` as torch numbers them.
+  flight_recorder::FrEntry& Add(int rank, const std::string& profiling_name, int64_t coll_seq,
+                                int64_t p2p_seq, flight_recorder::FrState state, double at_s);
+  // The same collective on every rank in `ranks` (all when empty), one second apart from `at_s`.
+  void Collectives(int first_seq, int last_seq, flight_recorder::FrState state, double at_s,
+                   const std::vector<int>& ranks = {});
+  flight_recorder::FrDump& dump(int rank) { return dumps_.at(rank); }
+
+  // Writes every rank's dump but those in `skip` into `dir`, each file's time `dumped_at_s` after
+  // t0. False (and a test failure) when a file cannot be written.
+  bool Write(const std::string& dir, double dumped_at_s, const std::vector<int>& skip = {}) const;
+
+ private:
+  int64_t t0_ns_;
+  std::vector<flight_recorder::FrDump> dumps_;
+  std::vector<int64_t> next_record_id_;
+};
+
+}  // namespace ncclscope::testing
