@@ -65,6 +65,20 @@ TEST(CliFrImport, ARankThatNeverJoinedIsTheCulprit) {
   EXPECT_EQ(v["comm_name"], "default_pg") << v.dump(2);
 }
 
+TEST(CliFrImport, JsonAndPickleDumpsOfOneJobAreReadTogether) {
+  // _dump_nccl_trace_json from some ranks (a control-plane scrape), pickles from the others.
+  ScratchDir dir;
+  FrJob job(4, kT0);
+  job.Collectives(1, 20, FrState::kCompleted, 0);
+  job.Collectives(21, 21, FrState::kScheduled, 20, {0, 2, 3});
+  ASSERT_TRUE(job.Write(dir.path(), kDumpedAt, /*skip=*/{}, /*json=*/{0, 1}));
+  const nlohmann::json a = Analyze(dir.path(), 2);
+  ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
+  EXPECT_EQ(a["verdicts"][0]["class"], "missing");
+  EXPECT_EQ(a["verdicts"][0]["culprits"], nlohmann::json::array({1}));
+  EXPECT_EQ(a["input"]["files"], 4);
+}
+
 TEST(CliFrImport, ARankThatIssuedAnotherOperationIsADesync) {
   ScratchDir dir;
   FrJob job(4, kT0);

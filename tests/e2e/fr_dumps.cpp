@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "trace/flight_recorder/fr_json.h"
 #include "trace/flight_recorder/pickle_writer.h"
 
 namespace ncclscope::testing {
@@ -75,13 +76,16 @@ void FrJob::Collectives(int first_seq, int last_seq, FrState state, double at_s,
   }
 }
 
-bool FrJob::Write(const std::string& dir, double dumped_at_s, const std::vector<int>& skip) const {
+bool FrJob::Write(const std::string& dir, double dumped_at_s, const std::vector<int>& skip,
+                  const std::vector<int>& json) const {
   for (int r = 0; r < static_cast<int>(dumps_.size()); ++r) {
     if (std::find(skip.begin(), skip.end(), r) != skip.end()) continue;
     const std::string path = dir + "/nccl_trace_rank_" + std::to_string(r);
     {
       std::ofstream out(path, std::ios::binary);
-      out << flight_recorder::WritePickle(flight_recorder::EncodeFrDump(dumps_[r]));
+      const bool as_json = std::find(json.begin(), json.end(), r) != json.end();
+      out << (as_json ? flight_recorder::EncodeFrDumpJson(dumps_[r])
+                      : flight_recorder::WritePickle(flight_recorder::EncodeFrDump(dumps_[r])));
       if (!out) {
         ADD_FAILURE() << "cannot write " << path;
         return false;

@@ -26,8 +26,10 @@ class FrJob {
   flight_recorder::FrDump& dump(int rank) { return dumps_.at(rank); }
 
   // Writes every rank's dump but those in `skip` into `dir`, each file's time `dumped_at_s` after
-  // t0. False (and a test failure) when a file cannot be written.
-  bool Write(const std::string& dir, double dumped_at_s, const std::vector<int>& skip = {}) const;
+  // t0; the ranks in `json` as _dump_nccl_trace_json writes them, the others as pickles. False
+  // (and a test failure) when a file cannot be written.
+  bool Write(const std::string& dir, double dumped_at_s, const std::vector<int>& skip = {},
+             const std::vector<int>& json = {}) const;
 
  private:
   int64_t t0_ns_;
