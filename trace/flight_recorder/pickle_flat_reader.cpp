@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <utility>
 
 #include "trace/flight_recorder/pickle_opcodes.h"
 #include "trace/flight_recorder/utf8.h"
@@ -26,9 +27,22 @@ class Reader {
         size_(size),
         limits_(limits),
         out_(out),
-        stack_(out->stack),
-        marks_(out->marks),
-        memo_(out->memo) {}
+        nodes_(std::move(out->nodes)),
+        items_(std::move(out->items)),
+        stack_(std::move(out->stack)),
+        marks_(std::move(out->marks)),
+        memo_(std::move(out->memo)) {}
+  // The vectors are the Reader's while it reads (direct members are faster to reach in the
+  // opcode loop) and go back to *out, with their memory, when it is done.
+  ~Reader() {
+    out_->nodes = std::move(nodes_);
+    out_->items = std::move(items_);
+    out_->stack = std::move(stack_);
+    out_->marks = std::move(marks_);
+    out_->memo = std::move(memo_);
+  }
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
 
   FlatRead Run(std::string* error);
 
@@ -56,8 +70,8 @@ class Reader {
   bool PushScalar(Kind kind, uint64_t bits) { return CountValue(0) && Push(Val{kind, 0, bits}); }
   bool PushNode(Kind kind) {
     if (!CountValue(0)) return false;
-    out_->nodes.emplace_back().kind = kind;
-    return Push(Val{kind, 0, out_->nodes.size() - 1});
+    nodes_.emplace_back().kind = kind;
+    return Push(Val{kind, 0, nodes_.size() - 1});
   }
   static uint64_t BytesOf(const Val& v) {
     return v.kind == Kind::kStr || v.kind == Kind::kBytes ? v.len : 0;
@@ -81,9 +95,11 @@ class Reader {
   uint8_t opcode_ = 0;
   const PickleLimits& limits_;
   FlatPickle* out_;
-  std::vector<Val>& stack_;
-  std::vector<size_t>& marks_;
-  std::vector<Val>& memo_;  // kUnset where no value was stored
+  std::vector<Node> nodes_;
+  std::vector<Val> items_;
+  std::vector<Val> stack_;
+  std::vector<size_t> marks_;
+  std::vector<Val> memo_;  // kUnset where no value was stored
   size_t memo_size_ = 0;
   uint64_t values_made_ = 0;
   uint64_t bytes_made_ = 0;
@@ -161,7 +177,7 @@ bool Reader::Get(uint64_t id) {
 
 bool Reader::Target(size_t position, Kind kind, size_t* node) {
   const Val& t = stack_[position];
-  if (t.kind != kind || out_->nodes[t.bits].inside_another) return false;
+  if (t.kind != kind || nodes_[t.bits].inside_another) return false;
   *node = t.bits;
   return true;
 }
@@ -170,7 +186,7 @@ bool Reader::Target(size_t position, Kind kind, size_t* node) {
 // The node's slice moves to the end of the array when something was appended after it; the
 // total moved is bounded by the input size, so a stream built to move it often is declined.
 bool Reader::Insert(size_t node, const Val* first, size_t n) {
-  std::vector<Node>& nodes = out_->nodes;
+  std::vector<Node>& nodes = nodes_;
   const bool dict = nodes[node].kind == Kind::kDict;
   // Summed first and checked per value: counts only grow here, so the sums stay within the
   // limits exactly when ParsePickle's value by value additions do.
@@ -195,7 +211,7 @@ bool Reader::Insert(size_t node, const Val* first, size_t n) {
     if (elements > limits_.max_elements || bytes > limits_.max_string_bytes) return false;
   }
   if (height > limits_.max_depth) return false;
-  std::vector<Val>& items = out_->items;
+  std::vector<Val>& items = items_;
   Node& parent = nodes[node];
   parent.elements = elements;
   parent.bytes = bytes;
@@ -330,8 +346,8 @@ bool Reader::ReadOne(bool* stopped) {
       const size_t n = stack_.size() - first;
       // ParsePickle counts and pushes the tuple after taking its items off the stack.
       if (!CountValue(0)) return false;
-      out_->nodes.emplace_back().kind = Kind::kTuple;
-      const size_t node = out_->nodes.size() - 1;
+      nodes_.emplace_back().kind = Kind::kTuple;
+      const size_t node = nodes_.size() - 1;
       if (!Insert(node, stack_.data() + first, n)) return false;
       stack_.resize(first);
       return Push(Val{Kind::kTuple, 0, node});
@@ -362,14 +378,14 @@ bool Reader::ReadOne(bool* stopped) {
 FlatRead Reader::Run(std::string* error) {
   if (size_ > limits_.max_input_bytes) return FlatRead::kDeclined;
   out_->data = p_;
-  out_->nodes.clear();
-  out_->items.clear();
+  nodes_.clear();
+  items_.clear();
   stack_.clear();
   marks_.clear();
   memo_.clear();
   // A torch dump holds about one value per 4 bytes and one container per 40.
-  out_->items.reserve(std::min<size_t>(size_ / 4, limits_.max_elements));
-  out_->nodes.reserve(std::min<size_t>(size_ / 40, limits_.max_elements));
+  items_.reserve(std::min<size_t>(size_ / 4, limits_.max_elements));
+  nodes_.reserve(std::min<size_t>(size_ / 40, limits_.max_elements));
   bool stopped = false;
   while (!stopped) {
     if (pos_ >= size_ || !ReadOne(&stopped)) {
