@@ -170,6 +170,11 @@ bool Reader::PopMark(size_t* mark) {
   if (marks_.empty()) return Fail(std::string(Name()) + " without a MARK");
   *mark = marks_.back();
   marks_.pop_back();
+  // APPEND, SETITEM or TUPLE1..3 may have taken values from below the MARK since it was set;
+  // the mark then points past the stack (CPython refuses such a stream too).
+  if (*mark > stack_.size()) {
+    return Fail(std::string(Name()) + " after values below its MARK were taken");
+  }
   return true;
 }
 

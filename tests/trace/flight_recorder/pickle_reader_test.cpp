@@ -76,6 +76,13 @@ TEST(PickleReaderTest, Long1IsTwosComplementOfAnyLengthThatFitsInt64) {
   EXPECT_NE(MustFail(P2(Bytes({0x8b, 1, 0, 0, 0, 1}))).find("LONG4"), std::string::npos);
 }
 
+TEST(PickleReaderTest, ValuesTakenFromBelowAnOpenMarkAreRefused) {
+  // EMPTY_LIST, BININT1 1, MARK, APPEND (takes the int and the list from below the MARK),
+  // APPENDS: the MARK now points past the stack. Found by the direct decoder's differential fuzz.
+  const std::string error = MustFail(P2("]K\x01(ae"));
+  EXPECT_NE(error.find("below its MARK"), std::string::npos) << error;
+}
+
 TEST(PickleReaderTest, ContainersKeepOrderAndKeyTypes) {
   // [1, [2, 3]] with APPEND and APPENDS; (); (1,); (1, 2); (1, 2, 3); MARK ... TUPLE.
   EXPECT_EQ(MustParse(P2(Bytes({']', 'K', 1, 'a', ']', '(', 'K', 2, 'K', 3, 'e', 'a'}))),
