@@ -82,7 +82,11 @@ void FillMember(const RankFile& file, const CollLane& lane, size_t m, size_t win
     const uint32_t pos = lane.PosOf(s.seq);
     const OpRecord& r = file.ops[pos];
     s.pos[m] = pos;
-    s.wait_s[m] = static_cast<double>(r.t_device_done_ns - StartOf(file, lane, s.seq)) * 1e-9;
+    // In double: times from a damaged file (or dump) may be any int64, and the difference of two
+    // must not overflow.
+    s.wait_s[m] = (static_cast<double>(r.t_device_done_ns) -
+                   static_cast<double>(StartOf(file, lane, s.seq))) *
+                  1e-9;
     s.gap_s[m] = i >= window_begin ? GapBefore(file, pos) : kNaN;
     s.done_ns[m] = r.t_device_done_ns;
   }

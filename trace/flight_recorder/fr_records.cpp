@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -249,7 +250,10 @@ class Converter {
     r->t_enter_ns = r->t_exit_ns = r->t_enter_ns != 0 ? r->t_enter_ns : state.time_created_ns;
     if (state.state == FrState::kCompleted) {
       int64_t done = state.time_discovered_completed_ns.value_or(0);
-      if (done <= 0 && state.duration_ms) {
+      // duration_ms is a float from the file: only a plausible one (under a day) is added.
+      if (done <= 0 && state.duration_ms && *state.duration_ms >= 0 &&
+          *state.duration_ms < 86'400'000.0 && state.time_created_ns > 0 &&
+          state.time_created_ns < INT64_MAX / 2) {
         done = state.time_created_ns + static_cast<int64_t>(*state.duration_ms * 1e6);
       }
       r->t_device_done_ns = std::max(done, r->t_enter_ns);
