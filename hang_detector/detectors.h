@@ -34,7 +34,10 @@ struct Context {
   int64_t ref_wall = 0;            // "now", or the job's last heartbeat when it had ended
   bool post_mortem = false;
 
-  double SinceS(int64_t wall) const { return static_cast<double>(ref_wall - wall) * 1e-9; }
+  // In double: a damaged file's times may be any int64, and their difference must not overflow.
+  double SinceS(int64_t wall) const {
+    return (static_cast<double>(ref_wall) - static_cast<double>(wall)) * 1e-9;
+  }
   bool Stalled(uint32_t file, uint32_t pos) const;  // issued at least stall_s before ref
   int RankOf(uint32_t file) const;                  // global rank, or -1 - file when unknown
   int FileOf(int rank) const;                       // inverse of RankOf, -1 when no such file

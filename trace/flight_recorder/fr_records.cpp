@@ -40,6 +40,12 @@ uint32_t NcclVersionCode(std::string_view text) {
   return parts[0] * 10000 + parts[1] * 100 + parts[2];
 }
 
+// A time from the file as the records may carry it: wall-clock ns between 1970 and 2116; anything
+// else (a damaged or hostile dump) reads as 0, unknown, so no reader's arithmetic on it overflows.
+int64_t PlausibleTime(int64_t t) {
+  return t > 0 && t < (int64_t{1} << 62) ? t : 0;
+}
+
 uint64_t Numel(const std::vector<int64_t>& shape) {
   uint64_t n = 1;
   for (const int64_t d : shape) n *= d > 0 ? static_cast<uint64_t>(d) : 0;
@@ -114,11 +120,11 @@ class Converter {
     h.global_rank = facts_.global_rank;
     h.nccl_version = NcclVersionCode(dump_.comm_lib_version);
     // Wall-clock times throughout: a clock pair that maps each time onto itself.
-    const int64_t base =
-        dump_.entries.empty() ? facts_.dump_wall_ns : dump_.entries.front().time_created_ns;
+    const int64_t base = PlausibleTime(
+        dump_.entries.empty() ? facts_.dump_wall_ns : dump_.entries.front().time_created_ns);
     h.start_realtime_ns = base;
     h.start_monotonic_ns = base;
-    h.heartbeat_monotonic_ns = facts_.dump_wall_ns;
+    h.heartbeat_monotonic_ns = PlausibleTime(facts_.dump_wall_ns);
     first_index_ =
         dump_.entries.empty()
             ? 0
@@ -247,9 +253,10 @@ class Converter {
   }
 
   void Times(const FrEntry& state, RecordData* r, uint64_t index) const {
-    r->t_enter_ns = r->t_exit_ns = r->t_enter_ns != 0 ? r->t_enter_ns : state.time_created_ns;
+    r->t_enter_ns = r->t_exit_ns =
+        PlausibleTime(r->t_enter_ns != 0 ? r->t_enter_ns : state.time_created_ns);
     if (state.state == FrState::kCompleted) {
-      int64_t done = state.time_discovered_completed_ns.value_or(0);
+      int64_t done = PlausibleTime(state.time_discovered_completed_ns.value_or(0));
       // duration_ms is a float from the file: only a plausible one (under a day) is added.
       if (done <= 0 && state.duration_ms && *state.duration_ms >= 0 &&
           *state.duration_ms < 86'400'000.0 && state.time_created_ns > 0 &&
@@ -309,7 +316,7 @@ class Converter {
 
   // The start FR discovered for an op (state started, or completed with its start seen).
   void Start(OpType kind, const RecordData& op, const FrEntry& state) {
-    const int64_t t = state.time_discovered_started_ns.value_or(0);
+    const int64_t t = PlausibleTime(state.time_discovered_started_ns.value_or(0));
     if (t <= 0 || state.state == FrState::kScheduled) return;
     RecordData r = Blank(trace::kDoneUntracked);
     r.op = static_cast<uint32_t>(kind);
