@@ -92,6 +92,7 @@ std::optional<hang_detector::JobIndex> IndexJobInput(const JobInput& input, cons
 void AdjustForInput(const JobInput& input, hang_detector::AnalyzeOptions* options) {
   if (input.kind != JobInputKind::kFlightRecorder) return;
   options->job_ended = true;
+  options->snapshot = true;
   options->probe = nullptr;
 }
 

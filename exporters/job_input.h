@@ -43,8 +43,9 @@ std::optional<hang_detector::JobIndex> IndexJobInput(const JobInput& input, cons
                                                      const std::string& job, int threads,
                                                      std::string* error);
 
-// A Flight Recorder directory is a post-mortem: torch dumps when the job failed, and nothing in a
-// dump says which process wrote it, so no process can be checked and the job counts as ended.
+// A Flight Recorder directory is a snapshot: nothing in a dump says which process wrote it, so no
+// process can be checked and the ranks are judged as of the newest dump; torch dumps on a timeout
+// but also on request from a healthy job, so a wait is confirmed by its length, not by the dump.
 void AdjustForInput(const JobInput& input, hang_detector::AnalyzeOptions* options);
 
 }  // namespace ncclscope::exporters

@@ -181,7 +181,7 @@ void ConfirmHangs(const Context& ctx, std::vector<Verdict>* verdicts) {
       v.confirmed_by = proof;
       continue;
     }
-    if (ctx.post_mortem) {
+    if (ctx.post_mortem && !o.snapshot) {
       v.confirmed = true;
       v.confirmed_by = "the job ended with this wait outstanding";
       continue;

@@ -29,6 +29,11 @@ struct AnalyzeOptions {
   // The job was ended by its launcher (timeout, scancel): analyse as of its last heartbeat even if
   // some process lingers, and judge liveness relative to the other ranks, not to now.
   bool job_ended = false;
+  // The files are a snapshot of a job that may still have been running when it was taken
+  // (PyTorch Flight Recorder dumps: written on a timeout, but also on request from a healthy
+  // job): judged as of the newest file like job_ended, but a wait is confirmed as a hang by how
+  // long it had lasted (the rule below), never merely because nothing followed it.
+  bool snapshot = false;
   // Stage two. A hang-class wait whose culprit is not shown to be stuck (a rank busy outside NCCL,
   // an operation every member runs) is confirmed when it lasts
   // clamp(confirm_factor x the longest pause the job has shown there, confirm_floor_s,

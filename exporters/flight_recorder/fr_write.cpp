@@ -31,7 +31,8 @@ bool WriteAll(int fd, const std::string& bytes) {
 }
 
 // Temporary file, then rename: a reader sees the old file or the whole new one.
-bool WriteFileAtomically(const std::string& path, const std::string& bytes, std::string* error) {
+bool WriteFileAtomically(const std::string& path, const std::string& bytes, int64_t mtime_ns,
+                         std::string* error) {
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
@@ -39,7 +40,12 @@ bool WriteFileAtomically(const std::string& path, const std::string& bytes, std:
     return false;
   }
   // O_CREAT's mode does not apply to a file that was already there.
-  const bool ok = fchmod(fd, 0600) == 0 && WriteAll(fd, bytes) && fsync(fd) == 0;
+  bool ok = fchmod(fd, 0600) == 0 && WriteAll(fd, bytes) && fsync(fd) == 0;
+  if (ok && mtime_ns > 0) {
+    const timespec times[2] = {{mtime_ns / 1'000'000'000, mtime_ns % 1'000'000'000},
+                               {mtime_ns / 1'000'000'000, mtime_ns % 1'000'000'000}};
+    ok = futimens(fd, times) == 0;
+  }
   if (!ok) *error = Errno(tmp, "cannot write");
   if (close(fd) != 0 && ok) {
     *error = Errno(tmp, "cannot write");
@@ -80,7 +86,9 @@ bool WriteFrDumps(const std::vector<FrRankDump>& dumps, const std::string& dir,
   if (!trace::EnsurePrivateDir(dir, error)) return false;
   for (const FrRankDump& d : dumps) {
     const std::string path = dir + "/" + prefix + std::to_string(d.global_rank);
-    if (!WriteFileAtomically(path, EncodeFrFile(d.dump, format), error)) return false;
+    if (!WriteFileAtomically(path, EncodeFrFile(d.dump, format), d.last_alive_wall_ns, error)) {
+      return false;
+    }
     written->push_back(path);
   }
   return true;

@@ -26,7 +26,8 @@ bool IsValidFrPrefix(std::string_view prefix);
 // Writes every dump to `dir` (created 0700 if missing; an existing one must be private, as
 // trace::EnsurePrivateDir checks), replacing files of the same name. Returns false with *error
 // naming the path and the reason at the first failure; *written lists the files written before
-// it. Thread-compatible (temporary names carry the pid).
+// it. Each file's modification time is its rank's last_alive_wall_ns when known: the time a
+// reader of dumps takes as the snapshot's. Thread-compatible (temporary names carry the pid).
 bool WriteFrDumps(const std::vector<FrRankDump>& dumps, const std::string& dir,
                   const std::string& prefix, FrFormat format, std::vector<std::string>* written,
                   std::string* error);

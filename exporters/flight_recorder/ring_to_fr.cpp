@@ -375,6 +375,19 @@ FrDump DumpOfRank(const trace::RingSnapshot& file, const JobGroups& groups,
   return RankConverter(file, groups, options).Run();
 }
 
+int64_t LastAliveWallNs(const trace::RingSnapshot& file) {
+  if (file.start_realtime_ns <= 0) return 0;
+  int64_t last = file.heartbeat_monotonic_ns;
+  for (const trace::StoredRecord& r : file.records) {
+    last = std::max({last, r.data.t_enter_ns, r.data.t_exit_ns,
+                     r.data.t_device_done_ns > 0 ? r.data.t_device_done_ns : 0});
+  }
+  // In double: a damaged header's times may be any int64.
+  const double wall = static_cast<double>(file.start_realtime_ns) +
+                      (static_cast<double>(last) - static_cast<double>(file.start_monotonic_ns));
+  return wall > 0 && wall < 9.0e18 ? static_cast<int64_t>(wall) : 0;
+}
+
 FrJobDumps DumpsOfJob(const std::vector<const trace::RingSnapshot*>& files,
                       const FrExportOptions& options) {
   FrJobDumps out;
@@ -395,7 +408,8 @@ FrJobDumps DumpsOfJob(const std::vector<const trace::RingSnapshot*>& files,
   std::sort(kept.begin(), kept.end(),
             [](const auto* a, const auto* b) { return a->global_rank < b->global_rank; });
   for (const trace::RingSnapshot* f : kept) {
-    out.ranks.push_back({f->global_rank, f->path, DumpOfRank(*f, groups, options)});
+    out.ranks.push_back(
+        {f->global_rank, f->path, DumpOfRank(*f, groups, options), LastAliveWallNs(*f)});
   }
   return out;
 }

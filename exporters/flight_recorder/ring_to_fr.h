@@ -80,7 +80,15 @@ struct FrRankDump {
   int global_rank = -1;
   std::string source;  // the ring file's path
   flight_recorder::FrDump dump;
+  // When the rank was last seen alive (its heartbeat or newest record, wall-clock ns; 0 unknown):
+  // the dump file's modification time, which is when torch's rank wrote it, and which readers
+  // of dumps take as the time of the snapshot.
+  int64_t last_alive_wall_ns = 0;
 };
+
+// The wall-clock time `file` last showed its writer alive: its heartbeat or its newest record's
+// times, whichever is later; 0 when the header's clock pair is missing.
+int64_t LastAliveWallNs(const trace::RingSnapshot& file);
 
 struct FrJobDumps {
   std::vector<FrRankDump> ranks;   // by global rank

@@ -104,6 +104,18 @@ TEST(CliFrExport, EveryRecordedOperationOfEveryRankBecomesAnEntry) {
       ASSERT_LT(static_cast<size_t>(e.pg_id), rank_dump.comms.size()) << path;
     }
     EXPECT_EQ(entries, operations) << path;
+    // Dated when its rank was last seen alive, as torch's dumps are when written: readers take the
+    // file's time as the snapshot's. Not before its newest entry, not after the job (120 s).
+    struct stat st {};
+    ASSERT_EQ(stat(path.c_str(), &st), 0);
+    const int64_t mtime =
+        static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    int64_t newest = 0;
+    for (const flight_recorder::FrEntry& e : dump->entries) {
+      newest = std::max({newest, e.time_created_ns, e.time_discovered_completed_ns.value_or(0)});
+    }
+    EXPECT_GE(mtime, newest) << path;
+    EXPECT_LT(mtime - newest, int64_t{120'000'000'000}) << path;
     EXPECT_EQ(scheduled, grouped) << path;
     EXPECT_GT(grouped, 0u) << "the scenario groups its pipelines";
     ASSERT_FALSE(dump->pg_config.empty());

@@ -49,6 +49,33 @@ TEST(CliFrImport, HealthyDumpsAreHealthy) {
   EXPECT_EQ(a["input"]["missing_rank_count"], 0);
 }
 
+TEST(CliFrImport, AnOnDemandDumpWithOperationsInFlightIsHealthy) {
+  // TORCH_NCCL_DEBUG_INFO_PIPE_FILE or _dump_nccl_trace() on a running job: the newest
+  // collective is still in flight on every rank, 20 ms old.
+  ScratchDir dir;
+  FrJob job(4, kT0);
+  job.Collectives(1, 20, FrState::kCompleted, 0);
+  job.Collectives(21, 21, FrState::kScheduled, 20);
+  ASSERT_TRUE(job.Write(dir.path(), 20.02));
+  EXPECT_EQ(Analyze(dir.path(), 0)["stage"], "healthy");
+}
+
+TEST(CliFrImport, AnOnDemandDumpDuringACheckpointIsASuspectNotAHang) {
+  // Rank 0 saves a checkpoint for 40 s while the others wait in #21; someone dumps FR then. The
+  // job is fine: a dump is a snapshot, not the job's end, so the wait must last the confirmation
+  // time (60 s at least) before it is called a hang, as for ring files of a live job.
+  ScratchDir dir;
+  FrJob job(4, kT0);
+  job.Collectives(1, 20, FrState::kCompleted, 0);
+  job.Collectives(21, 21, FrState::kScheduled, 20, {1, 2, 3});
+  ASSERT_TRUE(job.Write(dir.path(), 60));
+  const nlohmann::json a = Analyze(dir.path(), 4);
+  EXPECT_EQ(a["stage"], "suspect");
+  ASSERT_FALSE(a["verdicts"].empty());
+  EXPECT_EQ(a["verdicts"][0]["confirmed"], false);
+  EXPECT_EQ(a["verdicts"][0]["culprits"], nlohmann::json::array({0}));
+}
+
 TEST(CliFrImport, ARankThatNeverJoinedIsTheCulprit) {
   ScratchDir dir;
   FrJob job(4, kT0);
