@@ -14,6 +14,7 @@
 
 #include "tests/e2e/cli.h"
 #include "tests/e2e/e2e_env.h"
+#include "tests/e2e/headline.h"
 #include "tests/e2e/scratch_dir.h"
 
 namespace ncclscope::testing {
@@ -24,19 +25,6 @@ namespace fs = std::filesystem;
 constexpr int kRanks = 8;
 constexpr double kKillAfterS = 5;
 
-struct Headline {
-  std::string cls, comm;
-  uint64_t seq = 0;
-  std::vector<int> culprits;
-  bool operator==(const Headline&) const = default;
-};
-
-std::ostream& operator<<(std::ostream& os, const Headline& h) {
-  os << h.cls << " " << h.comm << " #" << h.seq << " culprits";
-  for (int r : h.culprits) os << " " << r;
-  return os;
-}
-
 nlohmann::json Analyze(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {Cli(), "analyze", "--json"};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -45,21 +33,6 @@ nlohmann::json Analyze(const std::vector<std::string>& args) {
   const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << "analyze printed no JSON\n" << r.out << r.err;
   return j;
-}
-
-Headline HeadlineOf(const nlohmann::json& j) {
-  Headline h;
-  if (!j.is_object() || !j.contains("verdicts")) return h;
-  if (j["verdicts"].empty()) {
-    h.cls = "healthy";
-    return h;
-  }
-  const auto& v = j["verdicts"][0];
-  h.cls = v.value("class", "");
-  h.comm = v.value("comm_name", "");
-  h.seq = v.value("seq", uint64_t{0});
-  h.culprits = v.value("culprits", std::vector<int>{});
-  return h;
 }
 
 struct Case {

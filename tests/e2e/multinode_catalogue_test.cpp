@@ -19,6 +19,7 @@
 
 #include "tests/e2e/cli.h"
 #include "tests/e2e/e2e_env.h"
+#include "tests/e2e/headline.h"
 #include "tests/e2e/scratch_dir.h"
 
 namespace ncclscope::testing {
@@ -28,19 +29,6 @@ namespace fs = std::filesystem;
 
 constexpr int kRanks = 8;
 constexpr double kKillAfterS = 5;
-
-struct Headline {
-  std::string cls, comm;
-  uint64_t seq = 0;
-  std::vector<int> culprits;
-  bool operator==(const Headline&) const = default;
-};
-
-std::ostream& operator<<(std::ostream& os, const Headline& h) {
-  os << h.cls << " " << h.comm << " #" << h.seq << " culprits";
-  for (int r : h.culprits) os << " " << r;
-  return os;
-}
 
 nlohmann::json Analyze(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {Cli(), "analyze", "--json", "--job-ended"};
@@ -53,17 +41,6 @@ nlohmann::json Analyze(const std::vector<std::string>& args) {
     ADD_FAILURE() << "analyze printed no JSON: " << e.what() << "\n" << r.out << r.err;
     return {};
   }
-}
-
-Headline HeadlineOf(const nlohmann::json& j) {
-  Headline h;
-  if (!j.contains("verdicts") || j["verdicts"].empty()) return h;
-  const auto& v = j["verdicts"][0];
-  h.cls = v.value("class", "");
-  h.comm = v.value("comm_name", "");
-  h.seq = v.value("seq", uint64_t{0});
-  h.culprits = v.value("culprits", std::vector<int>{});
-  return h;
 }
 
 void CopyRings(const fs::path& from, const fs::path& to) {
