@@ -82,7 +82,7 @@ configure_and_build build-asan \
    digest_tests digest_fuzz watchdog_decision_fuzz peer_sources_fuzz plugin_only_test \
    plugin_profiler_p2p_test plugin_nvtx_test plugin_nvtx_nccl_payload_test plugin_cupti_test \
    plugin_only_parts_test plugin_nvtx_nccl_payload_recorder_test nvtx_fuzz nvtx_nccl_payload_fuzz \
-   collectives_tests plugin_only_proxy_test exporters_timeline_tests exporters_report_tests \
+   collectives_tests numerics_tests plugin_only_proxy_test exporters_timeline_tests exporters_report_tests \
    timeline_fuzz flight_recorder_tests flight_recorder_fuzz fr_pickle_decode_fuzz fr_json_tests fr_json_fuzz fr_import_tests fr_import_fuzz \
    fr_export_tests fr_export_fuzz" \
   -DNCCLSCOPE_SANITIZE=address,undefined "${sanitizer_flags[@]}"
