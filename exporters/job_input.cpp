@@ -20,15 +20,10 @@ std::optional<JobInput> OpenJobInput(const std::string& dir, const std::string& 
   flight_recorder::FrDumpListing dumps;
   if (!flight_recorder::ListFrDumps(dir, &dumps, error)) return std::nullopt;
   JobInput input;
+  // Without a dump, ring files as ever: a directory with neither gets the ring readers' own
+  // account of it (no ring file, none readable), which callers extend with the dumps' absence.
   if (!rings.empty() || dumps.dumps.empty()) {
-    if (rings.empty() && dumps.skipped.empty()) {
-      *error = dir + ": neither ring files (*.ring) nor PyTorch Flight Recorder dumps in it";
-      return std::nullopt;
-    }
-    if (rings.empty()) {
-      *error = dir + ": no usable file: " + dumps.skipped.front();
-      return std::nullopt;
-    }
+    input.notes = std::move(dumps.skipped);
     input.source = std::make_unique<DirRingSource>(dir, "", job, /*keep_mapped=*/false);
     if (!dumps.dumps.empty()) {
       input.notes.push_back(std::to_string(dumps.dumps.size()) +

@@ -26,8 +26,10 @@ struct JobInput {
   std::vector<std::string> notes;
 };
 
-// The input of `dir` (`job` picks among ring files of several jobs, as DirRingSource does);
-// nullopt with *error when the directory cannot be listed or holds neither kind of file.
+// The input of `dir` (`job` picks among ring files of several jobs, as DirRingSource does):
+// Flight Recorder dumps when it holds dumps and no ring file, else ring files (also when it holds
+// neither: the readers then say there is no ring file). nullopt with *error when the directory
+// cannot be listed.
 std::optional<JobInput> OpenJobInput(const std::string& dir, const std::string& job,
                                      std::string* error);
 

@@ -58,7 +58,7 @@ hd::AnalyzeOptions CorrelatorOptions(const AnalyzeCliOptions& o, const hd::Proce
 // Why nothing could be analysed: no ring file at all, or only ones that cannot be read.
 std::string UnusableReason(const std::string& dir, const hd::Analysis& a, bool fr) {
   const std::vector<std::string>& bad = a.input.unreadable;
-  if (bad.empty()) return dir + ": no ring file (*.ring) in it";
+  if (bad.empty()) return dir + ": no ring file (*.ring) in it, nor a PyTorch Flight Recorder dump";
   std::string why = dir +
                     (fr ? ": no readable Flight Recorder dump: " : ": no readable ring file: ") +
                     std::to_string(bad.size()) + (fr ? " dump(s)" : " *.ring file(s)") +

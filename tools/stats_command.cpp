@@ -170,7 +170,8 @@ int Run(const StatsOptions& o) {
   if (t.files == 0) {
     std::cerr << "ncclscope stats: " << o.dir
               << (input->fr != nullptr ? ": no readable Flight Recorder dump in it\n"
-                                       : ": no readable ring file (*.ring) in it\n");
+                                       : ": no readable ring file (*.ring) in it, nor a "
+                                         "Flight Recorder dump\n");
     return kUnusable;
   }
   if (o.json) {

@@ -200,6 +200,23 @@ TEST(CliFrImport, StatsAndTimelineReadDumpsToo) {
   EXPECT_NE(tl.out.find("2 ranks, 20 calls"), std::string::npos) << tl.out;
 }
 
+TEST(CliFrImport, RingFilesBesideDumpsWinAndTheDumpsAreSaidToBeLeftAside) {
+  // A user copies torch's dumps next to ncclscope's trace: the ring files hold more.
+  ScratchDir dir;
+  const ProcessResult job = RunSim("healthy.json", 4, dir.path(), 120);
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  FrJob dumps(4, kT0);
+  dumps.Collectives(1, 20, FrState::kCompleted, 0);
+  dumps.Collectives(21, 21, FrState::kScheduled, 20, {0, 1, 2});  // a hang, if it were read
+  ASSERT_TRUE(dumps.Write(dir.path(), kDumpedAt));
+  const ProcessResult r = RunCli({"analyze", dir.path(), "--job-ended"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("4 Flight Recorder dump(s) beside the ring files are not read"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("4 ring file(s)"), std::string::npos) << r.out;
+}
+
 TEST(CliFrImport, WhatCannotBeReadExitsThreeSayingWhy) {
   ScratchDir dir;
   {

@@ -42,6 +42,8 @@ struct Case {
   // Ranks whose process died: they write no dump (torch dumps from a live process), so their
   // dump is removed before the analysis.
   std::vector<int> no_dump = {};
+  // The dump format version fr-export writes (the default is the newest, 2.10).
+  const char* version = "2.10";
 };
 
 class FrCatalogue : public ::testing::TestWithParam<Case> {};
@@ -54,7 +56,8 @@ TEST_P(FrCatalogue, DumpsGiveTheRingFilesVerdictWithinWhatFrRecords) {
                                    {{"NCCLSCOPE_RING_RECORDS", "4096"}});
   ASSERT_NE(sim.exit_code, 127) << sim.err;
   const std::string dumps = scratch / "dumps";
-  const ProcessResult exported = RunProcess({Cli(), "fr-export", rings, "-o", dumps}, {}, 60);
+  const ProcessResult exported =
+      RunProcess({Cli(), "fr-export", rings, "-o", dumps, "--version", c.version}, {}, 60);
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
   for (const int r : c.no_dump)
     fs::remove(fs::path(dumps) / ("nccl_trace_rank_" + std::to_string(r)));
@@ -92,13 +95,17 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"healthy"}, Case{"hang"}, Case{"skip"}, Case{"extra-op"}, Case{"wrong-count"},
         Case{"wrong-dtype"}, Case{"wrong-op"}, Case{"wrong-peer"}, Case{"p2p-cycle"},
         Case{"pipeline-chain"}, Case{"desync-and-missing"},
+        // Older dump formats: 2.2 (the oldest read: no dtypes, no pg_status), 2.4 (no thread keys).
+        Case{"hang", "", {}, "2.2"}, Case{"p2p-cycle", "", {}, "2.4"},
+        Case{"wrong-dtype", "", {}, "2.4"},
         Case{"never-join", "FR records no communicator creation"},
         Case{"wrong-redop", "FR records no reduction op"}, Case{"wrong-root", "FR records no root"},
         Case{"crash-sigkill", "no process information; the dead rank wrote no dump", {1}}),
     [](const auto& info) {
       std::string name = info.param.scenario;
+      if (std::string(info.param.version) != "2.10") name += std::string("_v") + info.param.version;
       for (char& ch : name) {
-        if (ch == '-') ch = '_';
+        if (ch == '-' || ch == '.') ch = '_';
       }
       return name;
     });
