@@ -96,7 +96,7 @@ fr::FrDump DumpOf(const Plan& p, int rank) {
       e.collective_seq_id = op.seq;
       e.op_id = op.seq;
       e.profiling_name = op.name;
-      e.time_created_ns = kT0 + step * kStepNs + k * 5'000'000 + rank * 1000;
+      e.time_created_ns = kT0 + step * kStepNs + int64_t{k} * 5'000'000 + int64_t{rank} * 1000;
       e.input_sizes = {{op.numel}};
       e.output_sizes = {{op.numel}};
       e.input_dtypes = {"BFloat16"};

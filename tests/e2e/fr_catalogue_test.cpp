@@ -30,7 +30,7 @@ nlohmann::json Analyze(const std::vector<std::string>& args) {
   argv.insert(argv.end(), args.begin(), args.end());
   const ProcessResult r = RunProcess(argv, {}, 60);
   EXPECT_NE(r.exit_code, 3) << r.err;
-  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << "analyze printed no JSON\n" << r.out << r.err;
   return j;
 }

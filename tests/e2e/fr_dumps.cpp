@@ -15,7 +15,7 @@ namespace ncclscope::testing {
 using flight_recorder::FrEntry;
 using flight_recorder::FrState;
 
-FrJob::FrJob(int ranks, int64_t t0_ns, std::string version)
+FrJob::FrJob(int ranks, int64_t t0_ns, const std::string& version)
     : t0_ns_(t0_ns), dumps_(ranks), next_record_id_(ranks, 0) {
   std::vector<int> all(ranks);
   for (int r = 0; r < ranks; ++r) all[r] = r;

@@ -14,7 +14,7 @@ namespace ncclscope::testing {
 class FrJob {
  public:
   // `ranks` ranks in "default_pg"; the job's first entry is created at `t0_ns` (wall clock).
-  FrJob(int ranks, int64_t t0_ns, std::string version = "2.10");
+  FrJob(int ranks, int64_t t0_ns, const std::string& version = "2.10");
 
   // Appends an entry to `rank`'s dump, created `at_s` seconds after t0; completed entries finish
   // 5 ms later. `coll_seq` / `p2p_seq` as torch numbers them.

@@ -39,7 +39,7 @@ FrDump SeedDump(int rank, bool hang, bool timing) {
     e.p2p_seq_id = p2p ? i - 2 : 0;
     e.profiling_name = !p2p ? "nccl:all_reduce" : rank == 0 ? "nccl:send 0->1" : "nccl:recv 1<-0";
     if (i == 5) e.profiling_name = "nccl:coalesced";
-    e.time_created_ns = kT0 + i * 1'000'000;
+    e.time_created_ns = kT0 + int64_t{i} * 1'000'000;
     e.input_sizes = {{3, 4}};
     e.output_sizes = {{3, 4}};
     e.input_dtypes = e.output_dtypes = {"Float"};
