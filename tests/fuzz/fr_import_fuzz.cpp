@@ -108,8 +108,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   hang_detector::AnalyzeOptions options;
   options.now_wall_ns = kT0 + 20'000'000'000;
   options.job_ended = true;
+  // Whatever the dump holds, the correlator answers: a usable analysis with at least one verdict
+  // (rank 0's well-formed file is always there).
   const hang_detector::Analysis a = hang_detector::Analyze(index, options);
-  if (!a.usable && a.verdicts.empty() && index.files().empty()) __builtin_trap();
+  if (!a.usable || a.verdicts.empty()) __builtin_trap();
   return 0;
 }
 
