@@ -94,6 +94,8 @@ const char* OpTypeName(OpType op) {
       return "nvtx_range_name";
     case OpType::kAccelStall:
       return "accel_stall";
+    case OpType::kNumerics:
+      return "numerics";
   }
   return "unknown";
 }
@@ -119,6 +121,7 @@ bool IsProbeWritten(OpType op) {
     case OpType::kNvtxPhaseName:
     case OpType::kNvtxRangeName:
     case OpType::kAccelStall:
+    case OpType::kNumerics:
       return true;
     default:
       return false;

@@ -65,6 +65,9 @@ enum class OpType : uint16_t {
   // (collective `seq`; peer: the rank waited for, dtype: block, redop: barrier 0 start 1 middle
   // 2 end, count: the call's epoch, aux: what the peer's flag held).
   kAccelStall = 100,
+  // Written by NCCLSCOPE_NUMERICS when a sampled collective completed: what its NaN/Inf scan of
+  // the input and its hash of the output found (trace/numerics_record.h).
+  kNumerics = 101,
 };
 
 // Stable lower-case name ("allreduce", "send", ...); "unknown" for values this build does not know.
