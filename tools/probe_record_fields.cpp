@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "trace/nccl_names.h"
+#include "trace/numerics_record.h"
+
 namespace ncclscope::tools {
 namespace {
 
@@ -74,6 +77,39 @@ std::string ProxyStateName(uint32_t state) {
   }
 }
 
+std::string NumericsText(const trace::NumericsSample& s) {
+  std::string text = fmt::format(" {} seq={} dtype={}", OperationName(static_cast<uint32_t>(s.op)),
+                                 s.seq, trace::DataTypeName(s.dtype));
+  if (s.scanned) {
+    text += fmt::format(" input_nan={} input_inf={}", s.nan_count, s.inf_count);
+    if (s.first_nonfinite != trace::kNumericsNone) {
+      text += fmt::format(" first_nonfinite={}", s.first_nonfinite);
+    }
+  }
+  if (s.hashed) {
+    text += fmt::format(" output_hash={:016x} hashed_bytes={} hash_version={}", s.hash,
+                        s.hash_bytes, s.hash_version);
+  }
+  return text;
+}
+
+// The passes not done are absent, not zero: a missing count says nothing either way.
+void AddNumericsJson(const trace::NumericsSample& s, nlohmann::json* out) {
+  nlohmann::json& j = *out;
+  j["operation"] = OperationName(static_cast<uint32_t>(s.op));
+  j["data_type"] = trace::DataTypeName(s.dtype);
+  if (s.scanned) {
+    j["input_nan"] = s.nan_count;
+    j["input_inf"] = s.inf_count;
+    if (s.first_nonfinite != trace::kNumericsNone) j["first_nonfinite"] = s.first_nonfinite;
+  }
+  if (s.hashed) {
+    j["output_hash"] = fmt::format("{:016x}", s.hash);
+    j["hashed_bytes"] = s.hash_bytes;
+    j["hash_version"] = s.hash_version;
+  }
+}
+
 bool IsProbeEventRecord(const trace::RecordData& r) {
   // Attach records and NVTX names print as other records do.
   const OpType op = OpOf(r);
@@ -114,6 +150,8 @@ std::string ProbeFieldsText(const trace::RecordData& r) {
     case OpType::kAccelStall:
       return fmt::format(" seq={} waited_for={} block={} barrier={} epoch={} flag={}", r.seq,
                          r.peer, r.dtype, BarrierName(r.redop), r.count, r.aux);
+    case OpType::kNumerics:
+      return NumericsText(trace::DecodeNumerics(r));
     default:
       return "";
   }
@@ -174,6 +212,9 @@ void AddProbeFieldsJson(const trace::RecordData& r, nlohmann::json* out) {
       j["barrier"] = BarrierName(r.redop);
       j["epoch"] = r.count;
       j["flag"] = r.aux;
+      break;
+    case OpType::kNumerics:
+      AddNumericsJson(trace::DecodeNumerics(r), &j);
       break;
     default:
       return;

@@ -64,12 +64,18 @@ std::string HexId(uint64_t id) {
 }
 
 std::string HeaderText(const trace::RingSnapshot& f) {
+  // numerics_skipped only where NCCLSCOPE_NUMERICS missed a sample, so other headers read as
+  // before.
+  const std::string numerics =
+      f.numerics_skipped == 0 ? "" : fmt::format(" numerics_skipped {}", f.numerics_skipped);
   return fmt::format(
       "# rank {} local_rank {} world_size {} host {} pid {} job {} nccl {} records {} "
-      "overwritten {} dropped {} torn {} untracked_completions {} unknown_comm_records {} file {}",
+      "overwritten {} dropped {} torn {} untracked_completions {} unknown_comm_records {}{} file "
+      "{}",
       RankText(f.global_rank), RankText(f.local_rank), RankText(f.world_size), f.host, f.pid,
       f.job_id.empty() ? "-" : f.job_id, f.nccl_version, f.records.size(), f.overwritten,
-      f.dropped_records, f.torn_records, f.untracked_completions, f.unknown_comm_records, f.path);
+      f.dropped_records, f.torn_records, f.untracked_completions, f.unknown_comm_records, numerics,
+      f.path);
 }
 
 std::string CommText(const trace::CommInfo& c) {
@@ -129,7 +135,8 @@ nlohmann::json HeaderJson(const trace::RingSnapshot& f) {
           {"dropped_comms", f.dropped_comms},
           {"torn_records", f.torn_records},
           {"untracked_completions", f.untracked_completions},
-          {"unknown_comm_records", f.unknown_comm_records}};
+          {"unknown_comm_records", f.unknown_comm_records},
+          {"numerics_skipped", f.numerics_skipped}};
 }
 
 nlohmann::json CommJson(const trace::RingSnapshot& f, const trace::CommInfo& c) {

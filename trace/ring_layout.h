@@ -120,6 +120,10 @@ struct FileHeader {
   // reader never sees half a UUID. Files of older builds hold zeros here, which reads as "none".
   std::atomic<uint32_t> gpu_uuid_len;  // 0: not known (yet); kGpuUuidBytes or more: being written
   char gpu_uuid[kGpuUuidBytes];
+  // NCCLSCOPE_NUMERICS: sampled collectives whose passes could not run or report (no free result
+  // slot, a stream being captured into a CUDA graph, a driver error, a group of too many). Files
+  // of older builds hold zeros here.
+  std::atomic<uint64_t> numerics_skipped;
 };
 static_assert(sizeof(FileHeader) <= kHeaderBytes);
 static_assert(std::atomic<uint64_t>::is_always_lock_free &&

@@ -111,6 +111,7 @@ void ReadHeader(const FileHeader& h, const std::string& name, RingInfo* out) {
   out->dropped_comms = h.dropped_comms.load(std::memory_order_relaxed);
   out->untracked_completions = h.untracked_completions.load(std::memory_order_relaxed);
   out->unknown_comm_records = h.unknown_comm_records.load(std::memory_order_relaxed);
+  out->numerics_skipped = h.numerics_skipped.load(std::memory_order_relaxed);
 }
 
 bool Published(uint32_t state) {

@@ -43,6 +43,7 @@ struct RingInfo {
   uint64_t untracked_completions = 0;
   uint64_t unknown_comm_records = 0;  // records of calls on communicators we never saw created
   uint64_t torn_records = 0;          // slots mid-write at read time (or when the writer died)
+  uint64_t numerics_skipped = 0;      // sampled collectives the numerics passes missed
   std::vector<CommInfo> comms;
 };
 

@@ -260,6 +260,10 @@ void RingWriter::CountUnknownCommRecord() {
   header_->unknown_comm_records.fetch_add(1, std::memory_order_relaxed);
 }
 
+void RingWriter::CountNumericsSkipped() {
+  header_->numerics_skipped.fetch_add(1, std::memory_order_relaxed);
+}
+
 void RingWriter::CountUntrackedCompletion() {
   header_->untracked_completions.fetch_add(1, std::memory_order_relaxed);
 }

@@ -86,6 +86,7 @@ class RingWriter {
   void CountDroppedRecord();
   void CountUntrackedCompletion();
   void CountUnknownCommRecord();
+  void CountNumericsSkipped();
 
   const std::string& path() const { return path_; }
   const FileHeader& header() const { return *header_; }
