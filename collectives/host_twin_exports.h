@@ -14,6 +14,8 @@
 #include "collectives/alltoall_twin_kernel.h"
 #include "collectives/exchange_kernel_args.h"
 #include "collectives/exchange_twin.h"
+#include "collectives/numerics_kernel_args.h"
+#include "collectives/numerics_twin.h"
 #include "collectives/twin_steps.h"
 
 namespace ncclscope::collectives {
@@ -41,6 +43,18 @@ inline void RunExchangeHostTwin(void** params) {
   RecordKernelStall(args.stall, stall);
 }
 
+inline void RunNumericScanHostTwin(NumericFormat format, void** params, unsigned grid_x,
+                                   unsigned block_x) {
+  if (params == nullptr || params[0] == nullptr) return;
+  RunNumericScanTwinKernel(format, *static_cast<const NumericScanArgs*>(params[0]), grid_x,
+                           block_x);
+}
+
+inline void RunContentHashHostTwin(void** params, unsigned grid_x, unsigned block_x) {
+  if (params == nullptr || params[0] == nullptr) return;
+  RunContentHashTwinKernel(*static_cast<const ContentHashArgs*>(params[0]), grid_x, block_x);
+}
+
 }  // namespace ncclscope::collectives
 
 // EXPORT is a declaration's specifiers (extern "C" and an attribute): it cannot be parenthesized.
@@ -53,6 +67,14 @@ inline void RunExchangeHostTwin(void** params) {
   }                                                                                                \
   EXPORT const unsigned long name##_host_param_bytes =                                             \
       sizeof(::ncclscope::collectives::AllReduceKernelArgs);
+
+#define NCCLSCOPE_NUMERIC_SCAN_HOST_TWIN(EXPORT, name, format)                     \
+  EXPORT void name##_host(void** params, unsigned grid_x, unsigned block_x) {      \
+    ::ncclscope::collectives::RunNumericScanHostTwin(                              \
+        ::ncclscope::collectives::NumericFormat::format, params, grid_x, block_x); \
+  }                                                                                \
+  EXPORT const unsigned long name##_host_param_bytes =                             \
+      sizeof(::ncclscope::collectives::NumericScanArgs);
 
 // Defines every kernel's NAME_host and NAME_host_param_bytes with EXPORT (extern "C" and default
 // visibility, as the program exports its symbols).
@@ -72,5 +94,16 @@ inline void RunExchangeHostTwin(void** params) {
     ::ncclscope::collectives::RunExchangeHostTwin(params);                                     \
   }                                                                                            \
   EXPORT const unsigned long ncclscope_exchange_host_param_bytes =                             \
-      sizeof(::ncclscope::collectives::ExchangeKernelArgs);
+      sizeof(::ncclscope::collectives::ExchangeKernelArgs);                                    \
+  NCCLSCOPE_NUMERIC_SCAN_HOST_TWIN(EXPORT, ncclscope_numerics_scan_fp16, kFp16)                \
+  NCCLSCOPE_NUMERIC_SCAN_HOST_TWIN(EXPORT, ncclscope_numerics_scan_fp32, kFp32)                \
+  NCCLSCOPE_NUMERIC_SCAN_HOST_TWIN(EXPORT, ncclscope_numerics_scan_fp64, kFp64)                \
+  NCCLSCOPE_NUMERIC_SCAN_HOST_TWIN(EXPORT, ncclscope_numerics_scan_bf16, kBf16)                \
+  NCCLSCOPE_NUMERIC_SCAN_HOST_TWIN(EXPORT, ncclscope_numerics_scan_fp8e4m3, kFp8E4m3)          \
+  NCCLSCOPE_NUMERIC_SCAN_HOST_TWIN(EXPORT, ncclscope_numerics_scan_fp8e5m2, kFp8E5m2)          \
+  EXPORT void ncclscope_numerics_hash_host(void** params, unsigned grid_x, unsigned block_x) { \
+    ::ncclscope::collectives::RunContentHashHostTwin(params, grid_x, block_x);                 \
+  }                                                                                            \
+  EXPORT const unsigned long ncclscope_numerics_hash_host_param_bytes =                        \
+      sizeof(::ncclscope::collectives::ContentHashArgs);
 // NOLINTEND(bugprone-macro-parentheses)

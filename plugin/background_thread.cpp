@@ -50,6 +50,7 @@ void* Loop(void* arg) {
     RefreshProbeClock();
     const int64_t now = ProbeNowNs();
     const size_t outstanding = rt->tracker != nullptr ? rt->tracker->PollOnce(now) : 0;
+    if (rt->numerics != nullptr) rt->numerics->Poll(now);
     if (now - last_heartbeat >= heartbeat_ns) {
       rt->ring->Heartbeat(now);
       last_heartbeat = now;

@@ -52,6 +52,10 @@ struct CommState {
   // NCCLSCOPE_ACCEL: this communicator's side of ncclscope's own AllReduce, set up at its first
   // eligible call; null before. Used only by the thread calling on the communicator.
   std::shared_ptr<AccelComm> accel;
+  // NCCLSCOPE_NUMERICS: collectives of the sampled operations left until the next sample (1: the
+  // next one is sampled); 0 until the first such call decides, kNumericsNever when this
+  // communicator is not sampled. Used only by the thread calling on the communicator.
+  std::atomic<uint64_t> numerics_left{0};
 
   bool AbortedByWatchdog() const noexcept {
     return aborted_by_watchdog.load(std::memory_order_acquire);

@@ -93,6 +93,20 @@
     "writes down which rank it waited for where (never a silent hang); that call's result is "     \
     "undefined, so it must outlast every healthy pause (checkpoints, slow ranks): the default "    \
     "is PyTorch's NCCL timeout. Milliseconds.")                                                    \
+  X(numerics, Enum, "off", "off|nan|checksum|all",                                                 \
+    "Numerics passes on sampled collectives (docs/collectives.md, Numerics in a job): nan scans "  \
+    "the input for NaN/Inf before NCCL runs, checksum hashes the output of AllReduce, AllGather, " \
+    "Broadcast and ReduceScatter after it, all does both. A sampled call costs a kernel launch "   \
+    "and one read of the buffer per pass; off loads nothing.")                                     \
+  X(numerics_every, Int, "10", "1..1000000000",                                                    \
+    "Sample one collective in this many per communicator (counting only the operations of "        \
+    "NCCLSCOPE_NUMERICS_OPS); every rank samples the same ones. 1 checks every call.")             \
+  X(numerics_ops, String, "", "",                                                                  \
+    "Comma-separated collectives to sample (allreduce, allgather, reducescatter, broadcast, "      \
+    "reduce, alltoall, gather, scatter). Empty: all of them.")                                     \
+  X(numerics_comms, String, "", "",                                                                \
+    "Comma-separated communicators to sample, by name or by id as ncclscope prints it. Empty: "    \
+    "all of them. Must be the same on every rank of a job.")                                       \
   X(exporter, String, "", "",                                                                      \
     "Read by `ncclscope run`, not by the library: PORT or ADDR:PORT of the node's metrics "        \
     "exporter it starts with the job (as run --exporter=...; PORT alone listens on 0.0.0.0). "     \

@@ -38,6 +38,21 @@ bool InPlace(const CollArgs& a, const CommState* cs) noexcept {
   return a.op == OpType::kAllGather ? send == recv + rank * block : recv == send + rank * block;
 }
 
+NumericsCall NumericsFor(const CollArgs& a, const CommState* cs) noexcept {
+  NumericsCall c;
+  c.op = a.op;
+  c.send = a.send;
+  c.recv = const_cast<void*>(a.recv);
+  c.count = a.count;
+  c.dtype = a.dtype;
+  c.root = a.root;
+  c.rank = cs->rank.load(std::memory_order_relaxed);
+  c.nranks = cs->nranks.load(std::memory_order_acquire);
+  c.comm_id = cs->id;
+  c.stream = a.stream;
+  return c;
+}
+
 template <typename Forward>
 ncclResult_t Collective(const CollArgs& a, Forward&& forward) noexcept {
   CallFrame f;
@@ -49,6 +64,13 @@ ncclResult_t Collective(const CollArgs& a, Forward&& forward) noexcept {
   }
   f.ts->call_op = static_cast<uint32_t>(a.op);
   f.ts->call_peer = -1;
+  // NCCLSCOPE_NUMERICS off (the default) costs this one predicted branch; on, an unsampled call
+  // adds a countdown.
+  int32_t numerics_slot = -1;
+  NumericsProbe* numerics = f.rt->numerics.get();
+  if (__builtin_expect(numerics != nullptr, 0) && cs != nullptr && numerics->Sample(*cs, a.op)) {
+    numerics_slot = numerics->Before(NumericsFor(a, cs));
+  }
   ncclResult_t r = ncclSuccess;
   // NCCLSCOPE_ACCEL off (the default) costs this one predicted branch.
   bool accelerated = false;
@@ -81,6 +103,10 @@ ncclResult_t Collective(const CollArgs& a, Forward&& forward) noexcept {
   if (InPlace(a, cs)) d.flags |= trace::kFlagInPlace;
   if (accelerated) d.flags |= trace::kFlagAccelerated;
   EmitDeviceRecord(f, d, a.stream);
+  // After the record's completion event, so the hash does not count in the collective's time.
+  if (numerics_slot >= 0) {
+    numerics->After(numerics_slot, d.seq, f.ts->group_depth != 0, *f.ts);
+  }
   EndCall(&f, err);
   return r;
 }

@@ -51,6 +51,10 @@ ncclResult_t GroupEnd(trace::OpType op, Forward&& forward) noexcept {
   d.result = r;
   d.t_exit_ns = ProbeNowNs();
   d.group_id = OnGroupEnd(*f.ts, f.rt->tracker.get(), launched);
+  // NCCLSCOPE_NUMERICS: outputs of the group's sampled collectives are final on their streams now.
+  if (__builtin_expect(f.ts->numerics_deferred_count != 0, 0) && f.ts->group_depth == 0) {
+    f.rt->numerics->AtOutermostGroupEnd(*f.ts, launched);
+  }
   CloseHostRecord(f, slot, d);
   EndCall(&f, err);
   return r;

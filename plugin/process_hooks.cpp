@@ -63,6 +63,11 @@ void AtExit() {
   if (rt == nullptr || rt == kRuntimeOff) return;
   rt->stop.store(true, std::memory_order_release);
   StampLastCompletions(rt);
+  // The last sampled collectives' numerics, once the background thread has left its loop (only
+  // one thread may poll them).
+  if (rt->numerics != nullptr && rt->poller_exited.load(std::memory_order_acquire)) {
+    rt->numerics->Poll(ProbeNowNs());
+  }
   // A kernel of ours that gave up waiting just before the exit (its rank then saw a wrong result
   // and stopped) is still told and recorded.
   if (rt->config.accel) PollAccelStalls(*rt->ring, ProbeNowNs());

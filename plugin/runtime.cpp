@@ -101,6 +101,15 @@ Runtime* CreateRuntime(bool from_profiler) {
         });
   }
   rt->watchdog = MakeWatchdog(rt.get());
+  warnings.clear();
+  NumericsSettings numerics =
+      ParseNumericsSettings(rt->config.numerics, rt->config.numerics_every, rt->config.numerics_ops,
+                            rt->config.numerics_comms, &warnings);
+  for (const std::string& w : warnings) Warn("%s", w.c_str());
+  if (numerics.enabled()) {
+    rt->numerics = std::make_unique<NumericsProbe>(rt->ring.get(), std::move(numerics),
+                                                   rt->config.cuda_library);
+  }
   InstallProcessHooks();
   // Without the poller no completion would ever be stamped: drop tracking, keep recording.
   if (!StartBackgroundThread(rt.get())) rt->tracker.reset();

@@ -9,6 +9,7 @@
 #include "plugin/comm_map.h"
 #include "plugin/completion_tracker.h"
 #include "plugin/config.h"
+#include "plugin/numerics_probe.h"
 #include "plugin/watchdog.h"
 #include "trace/ring_writer.h"
 
@@ -20,6 +21,7 @@ struct Runtime {
   CommMap comms;
   std::unique_ptr<CompletionTracker> tracker;  // null when completion tracking is off
   std::unique_ptr<Watchdog> watchdog;          // null when off; used by the background thread only
+  std::unique_ptr<NumericsProbe> numerics;     // null when NCCLSCOPE_NUMERICS is off
   uint64_t process_nonce = 0;                  // distinguishes InitAll communicators of processes
   std::atomic<uint32_t> root_comms{0};         // for default names "comm<N>"
   std::atomic<uint32_t> init_all_calls{0};

@@ -21,6 +21,7 @@ void ResetThreadStateAfterFork() noexcept {
   t_thread_state.call_op = 0;
   t_thread_state.call_peer = -1;
   t_thread_state.held_comm = nullptr;
+  t_thread_state.numerics_deferred_count = 0;
 }
 
 }  // namespace ncclscope::plugin

@@ -11,6 +11,9 @@ namespace ncclscope::plugin {
 // Records of one group that are waiting for their stream's event at the outermost GroupEnd. The
 // array is fixed so that a call inside a group never allocates; overflow is counted as untracked.
 inline constexpr uint32_t kMaxPendingInGroup = 512;
+// NCCLSCOPE_NUMERICS: sampled collectives of one open group whose output hash waits for the
+// outermost GroupEnd (NCCL runs a group's work there); more are counted as skipped.
+inline constexpr uint32_t kMaxNumericsInGroup = 64;
 
 struct PendingCompletion {
   uint64_t slot;        // ring slot of the record
@@ -32,6 +35,8 @@ struct ThreadState {
   // NCCLSCOPE_ACCEL: the communicator (CommState) whose sends and receives this thread's open
   // group holds back for ncclscope's exchange (accel_group.h); null when none.
   void* held_comm;
+  uint32_t numerics_deferred_count;
+  uint16_t numerics_deferred[kMaxNumericsInGroup];  // NumericsProbe slot indexes
   PendingCompletion pending[kMaxPendingInGroup];
 };
 

@@ -15,6 +15,7 @@ enum class WarnKey : int {
   kInternal,
   kWatchdog,
   kAccel,
+  kNumerics,
   kCount,
 };
 
