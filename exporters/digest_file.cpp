@@ -7,21 +7,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "trace/write_all.h"
+
 namespace ncclscope::exporters {
-namespace {
-
-bool WriteAll(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-}  // namespace
 
 bool WriteFileAtomically(const std::string& path, const std::string& bytes, std::string* error) {
   const std::filesystem::path target(path);
@@ -37,7 +25,7 @@ bool WriteFileAtomically(const std::string& path, const std::string& bytes, std:
   };
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return fail("cannot create " + tmp);
-  const bool written = WriteAll(fd, bytes) && fsync(fd) == 0;
+  const bool written = trace::WriteAll(fd, bytes.data(), bytes.size()) && fsync(fd) == 0;
   const int saved = errno;
   if (close(fd) != 0 || !written) {
     if (!written) errno = saved;

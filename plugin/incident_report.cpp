@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "hang_detector/verdict_text.h"
+#include "trace/write_all.h"
 
 namespace ncclscope::plugin {
 namespace {
@@ -78,17 +79,11 @@ bool WriteFileAtomically(const std::string& dir, const std::string& name,
     *error = tmp + ": " + std::strerror(errno);
     return false;
   }
-  size_t done = 0;
-  while (done < contents.size()) {
-    const ssize_t w = write(fd, contents.data() + done, contents.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      *error = tmp + ": " + std::strerror(errno);
-      close(fd);
-      unlink(tmp.c_str());
-      return false;
-    }
-    done += static_cast<size_t>(w);
+  if (!trace::WriteAll(fd, contents.data(), contents.size())) {
+    *error = tmp + ": " + std::strerror(errno);
+    close(fd);
+    unlink(tmp.c_str());
+    return false;
   }
   // An existing tmp file may have had other permissions; the verdict names ranks and hosts.
   fchmod(fd, 0600);

@@ -11,23 +11,13 @@
 #include "trace/flight_recorder/fr_json.h"
 #include "trace/flight_recorder/pickle_writer.h"
 #include "trace/trace_dir.h"
+#include "trace/write_all.h"
 
 namespace ncclscope::exporters::fr {
 namespace {
 
 std::string Errno(const std::string& path, const char* what) {
   return path + ": " + what + ": " + std::strerror(errno);
-}
-
-bool WriteAll(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
 }
 
 // Temporary file, then rename: a reader sees the old file or the whole new one.
@@ -40,7 +30,8 @@ bool WriteFileAtomically(const std::string& path, const std::string& bytes, int6
     return false;
   }
   // O_CREAT's mode does not apply to a file that was already there.
-  bool ok = fchmod(fd, 0600) == 0 && WriteAll(fd, bytes) && fsync(fd) == 0;
+  bool ok =
+      fchmod(fd, 0600) == 0 && trace::WriteAll(fd, bytes.data(), bytes.size()) && fsync(fd) == 0;
   if (ok && mtime_ns > 0) {
     const timespec times[2] = {{mtime_ns / 1'000'000'000, mtime_ns % 1'000'000'000},
                                {mtime_ns / 1'000'000'000, mtime_ns % 1'000'000'000}};
