@@ -7,6 +7,7 @@
 #include "sim/emulator/group.h"
 #include "sim/emulator/nvtx_ranges.h"
 #include "sim/emulator/op_desc.h"
+#include "sim/emulator/output_faults.h"
 
 using ncclsim::failWith;
 using ncclsim::NvtxApiRange;
@@ -67,6 +68,7 @@ ncclResult_t submit(OpKind kind, const void* send, void* recv, size_t count, ncc
   }
   // NCCL returns at once for empty operations, without synchronizing with peers.
   if (count == 0) return ncclSuccess;
+  if (kind != OpKind::kSend && kind != OpKind::kRecv) d.flip_bit = ncclsim::takeArmedOutputFlip();
   ncclsim::submitOp(d);
   return ncclSuccess;
 }

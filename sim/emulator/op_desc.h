@@ -41,6 +41,7 @@ struct OpDesc {
   Comm* comm = nullptr;
   CUstream stream = nullptr;
   std::shared_ptr<ProfOp> prof;  // its profiled tasks; null when no plugin is loaded
+  int64_t flip_bit = -1;  // output bit inverted when the op completes (output_faults.h); -1: none
 };
 
 }  // namespace ncclsim

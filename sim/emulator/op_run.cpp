@@ -4,6 +4,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "sim/emulator/output_faults.h"
+
 namespace ncclsim {
 
 OpRun::OpRun(const OpDesc& desc, bool proxy_now) : d_(desc) {
@@ -224,6 +226,8 @@ bool OpRun::progress(uint64_t now, uint64_t* wake_ns) {
   all &= appended && (!p_.fold.active || p_.fold.done_elems == p_.fold.elems);
   if (all) {
     if (now >= min_end_ns_) {
+      // A faulty GPU's wrong bits: in the output once it is final, before the stream moves on.
+      applyOutputFlip(d_);
       finish();
       return true;
     }
