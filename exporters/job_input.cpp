@@ -1,10 +1,6 @@
 #include "exporters/job_input.h"
 
-#include <algorithm>
-#include <atomic>
-#include <thread>
-
-#include "hang_detector/rank_file.h"
+#include "hang_detector/parallel_compact.h"
 #include "trace/ring_reader.h"
 
 namespace ncclscope::exporters {
@@ -47,31 +43,13 @@ std::optional<hang_detector::JobIndex> IndexSource(RingSource& source, int threa
     *error = list_error;
     return std::nullopt;
   }
-  std::vector<hang_detector::RankFile> files(names.size());
-  std::vector<std::string> errors(names.size());
-  std::vector<char> ok(names.size(), 0);  // not vector<bool>: neighbours written concurrently
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next.fetch_add(1); i < names.size(); i = next.fetch_add(1)) {
-      hang_detector::RankFileBuilder builder(&files[i]);
-      ok[i] = source.Visit(names[i], 0, &builder, &errors[i]) ? 1 : 0;
-    }
-  };
-  const int n = std::max(1, std::min<int>(threads, static_cast<int>(names.size())));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  std::vector<hang_detector::RankFile> readable;
-  std::vector<std::string> failed;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (ok[i] != 0) {
-      readable.push_back(std::move(files[i]));
-    } else {
-      failed.push_back(std::move(errors[i]));
-    }
-  }
-  return hang_detector::JobIndex::FromFiles(std::move(readable), std::move(failed), source.Notes(),
+  hang_detector::CompactedFiles compacted = hang_detector::CompactInParallel(
+      names.size(), threads,
+      [&](size_t i, hang_detector::RankFileBuilder* builder, std::string* file_error) {
+        return source.Visit(names[i], 0, builder, file_error);
+      });
+  return hang_detector::JobIndex::FromFiles(std::move(compacted.readable),
+                                            std::move(compacted.errors), source.Notes(),
                                             source.FileKind());
 }
 

@@ -3,12 +3,10 @@
 // compacted by a few worker threads (each file is independent); the placement into communicator
 // lanes, which touches shared state, runs afterwards on one thread in rank order, so the index is
 // the same whatever the thread count.
-#include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <thread>
 
 #include "hang_detector/job_index.h"
+#include "hang_detector/parallel_compact.h"
 #include "trace/job_choice.h"
 #include "trace/ring_reader.h"
 
@@ -30,36 +28,16 @@ std::optional<JobIndex> JobIndex::FromDir(const std::string& dir, const IngestOp
     return std::nullopt;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<RankFile> files(paths.size());
-  std::vector<std::string> errors(paths.size());
-  // One byte per file, not vector<bool>: workers write neighbouring entries concurrently.
-  std::vector<char> ok(paths.size(), 0);
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next.fetch_add(1); i < paths.size(); i = next.fetch_add(1)) {
-      RankFileBuilder builder(&files[i]);
-      ok[i] = trace::VisitRingFile(paths[i], &builder, &errors[i]);
-    }
-  };
-  const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(paths.size())));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-
+  CompactedFiles compacted =
+      CompactInParallel(paths.size(), options.threads,
+                        [&](size_t i, RankFileBuilder* builder, std::string* file_error) {
+                          return trace::VisitRingFile(paths[i], builder, file_error);
+                        });
   JobIndex index;
-  index.stats_.threads = threads;
+  index.stats_.threads = compacted.threads;
   index.stats_.read_s = SecondsSince(t0);
-  std::vector<RankFile> readable;
-  readable.reserve(files.size());
-  for (size_t i = 0; i < files.size(); ++i) {
-    if (ok[i]) {
-      readable.push_back(std::move(files[i]));
-    } else {
-      index.errors_.push_back(std::move(errors[i]));
-    }
-  }
-  files = {};
+  std::vector<RankFile> readable = std::move(compacted.readable);
+  index.errors_ = std::move(compacted.errors);
   // One job per index: another job's exited ranks would read as dead, its communicators as
   // missing members. The choice needs every header, so it follows the (parallel) compaction.
   std::vector<const trace::RingInfo*> infos;
