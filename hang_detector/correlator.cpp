@@ -112,12 +112,19 @@ int Priority(VerdictClass c) {
       return 5;
     case VerdictClass::kDeviceStall:
       return 6;
-    case VerdictClass::kStraggler:
+    // Numerics after every hang (a hang stops the job; these let it run on wrong numbers), before
+    // stragglers (wrong beats slow). Corruption first: a flipped bit can become the NaN whose
+    // origin nan-origin names.
+    case VerdictClass::kCorruptOutput:
       return 7;
-    case VerdictClass::kHealthy:
+    case VerdictClass::kNanOrigin:
       return 8;
+    case VerdictClass::kStraggler:
+      return 9;
+    case VerdictClass::kHealthy:
+      return 10;
   }
-  return 9;
+  return 11;
 }
 
 // Waits that began within this much of each other began "together" (microseconds apart in
@@ -239,6 +246,7 @@ Analysis Analyze(const JobIndex& index, const AnalyzeOptions& options) {
   ApplyLiveness(ctx, &a.verdicts);
   Merge(index, &a.verdicts);
   ConfirmHangs(ctx, &a.verdicts);
+  AddNumerics(ctx, &a.verdicts);
   LocatePlaces(ctx, &a.verdicts);
   if (a.verdicts.empty()) {
     Verdict healthy;

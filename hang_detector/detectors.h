@@ -70,6 +70,11 @@ void CheckStragglers(const Context& ctx, std::vector<Verdict>* out);
 // frozen ranks no verdict names.
 void ApplyLiveness(const Context& ctx, std::vector<Verdict>* verdicts);
 
+// nan-origin and corrupt-output from the numerics records (numerics_checks.cpp), placed after the
+// hang-class verdicts and before the stragglers. Run after ApplyLiveness and Merge: a numerics
+// culprit is not a hang's, so it must neither hide a dead rank's own verdict nor merge with one.
+void AddNumerics(const Context& ctx, std::vector<Verdict>* verdicts);
+
 // Stage two: marks each hang-class verdict confirmed or a suspect (with the wait that would
 // confirm it) and says what its culprits are doing; confirmed hangs move first.
 void ConfirmHangs(const Context& ctx, std::vector<Verdict>* verdicts);

@@ -152,6 +152,9 @@ void RankFileBuilder::Records(const trace::StoredRecord* batch, size_t n) {
                                   r.recv_buffer != 0 ? static_cast<int64_t>(r.count) : int64_t{-1},
                                   r.aux});
     }
+    if (r.op == static_cast<uint32_t>(OpType::kNumerics)) {
+      f.numerics.push_back({pos, trace::DecodeNumerics(r)});
+    }
     f.ops.push_back({r.t_enter_ns, r.t_exit_ns, r.t_device_done_ns, r.seq, r.group_id,
                      Intern(ShapeOf(r)), r.flags});
   }

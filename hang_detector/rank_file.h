@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "hang_detector/process_probe.h"
+#include "trace/numerics_record.h"
 #include "trace/nvtx_names.h"
 #include "trace/record.h"
 #include "trace/ring_visitor.h"
@@ -50,6 +51,13 @@ struct DeviceCompute {
   uint32_t kernels = 0;
   int64_t compute_ns = -1;  // -1: unknown (no earlier NCCL kernel seen, or activity lost)
   uint64_t gpu_start = 0;
+};
+
+// One numerics record (NCCLSCOPE_NUMERICS, trace/numerics_record.h), kept whole: its counts and
+// hash differ from record to record, and a shape keeps neither.
+struct NumericsEntry {
+  uint32_t pos = 0;  // the numerics record's position in RankFile::ops (after its collective's)
+  trace::NumericsSample sample;
 };
 
 // Whether records of this op are calls of the program, which carry the NVTX context of their
@@ -94,6 +102,7 @@ struct RankFile {
   std::vector<OpShape> shapes;
   std::vector<OpRecord> ops;                  // oldest first; a record's position is its index here
   std::vector<DeviceCompute> device_compute;  // in file order; empty without NCCLSCOPE_CUPTI
+  std::vector<NumericsEntry> numerics;        // in file order; empty without NCCLSCOPE_NUMERICS
   // (position, writer index) where a run of consecutive writer indices starts: torn slots skipped
   // while reading make the indices jump.
   std::vector<std::pair<uint32_t, uint64_t>> index_runs;

@@ -22,12 +22,25 @@ const char* VerdictClassName(VerdictClass c) {
       return "frozen";
     case VerdictClass::kDead:
       return "dead";
+    case VerdictClass::kNanOrigin:
+      return "nan-origin";
+    case VerdictClass::kCorruptOutput:
+      return "corrupt-output";
   }
   return "unknown";
 }
 
 bool IsHang(VerdictClass c) {
-  return c != VerdictClass::kHealthy && c != VerdictClass::kStraggler;
+  return c != VerdictClass::kHealthy && c != VerdictClass::kStraggler && !IsNumerics(c);
+}
+
+bool IsNumerics(VerdictClass c) {
+  return c == VerdictClass::kNanOrigin || c == VerdictClass::kCorruptOutput;
+}
+
+const char* FindingStage(VerdictClass c) {
+  if (c == VerdictClass::kStraggler) return "straggler";
+  return IsNumerics(c) ? "numerics" : "healthy";
 }
 
 bool IsConfirmedHang(const Verdict& v) {
@@ -44,7 +57,7 @@ const char* StageName(const Analysis& analysis) {
   const Verdict& first = analysis.verdicts.front();
   if (IsConfirmedHang(first)) return "hang";
   if (IsSuspect(first)) return "suspect";
-  return first.cls == VerdictClass::kStraggler ? "straggler" : "healthy";
+  return FindingStage(first.cls);
 }
 
 int ExitCode(const Analysis& analysis) {
@@ -53,7 +66,8 @@ int ExitCode(const Analysis& analysis) {
   for (const Verdict& v : analysis.verdicts) {
     if (IsConfirmedHang(v)) return 2;
     if (IsSuspect(v)) code = 4;
-    if (v.cls == VerdictClass::kStraggler && code == 0) code = 1;
+    // Slow or computing wrong numbers: the job goes on, so never the exit code of a hang.
+    if ((v.cls == VerdictClass::kStraggler || IsNumerics(v.cls)) && code == 0) code = 1;
   }
   return code;
 }

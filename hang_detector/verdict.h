@@ -9,7 +9,9 @@
 
 namespace ncclscope::hang_detector {
 
-// Ordered by how much a person needs to hear about it first: hard faults before symptoms.
+// Hard faults before symptoms, up to kDead; the numerics classes came later and are appended so
+// the values stay what they were (the correlator's Priority, not the value, orders verdicts:
+// hangs, then numerics, then stragglers).
 enum class VerdictClass : uint8_t {
   kHealthy = 0,
   kStraggler,    // later step: sustained slow rank or link (culprit + victims)
@@ -20,13 +22,20 @@ enum class VerdictClass : uint8_t {
   kInitHang,
   kFrozen,
   kDead,
+  // Numerics (NCCLSCOPE_NUMERICS, issue 13): the job goes on, computing wrong numbers.
+  kNanOrigin,      // the earliest sampled collective where some ranks' inputs held NaN/Inf
+  kCorruptOutput,  // a rank's output differs where NCCL makes every rank's output identical
 };
 
 // "healthy", "straggler", "device-stall", "missing", "desync", "p2p-deadlock", "init-hang",
-// "frozen", "dead". Thread-safe.
+// "frozen", "dead", "nan-origin", "corrupt-output". Thread-safe.
 const char* VerdictClassName(VerdictClass c);
-// True for every class that means the job cannot make progress (or computes garbage).
+// True for every class that means the job cannot make progress (or computes garbage because ranks
+// disagree on what they call). Never for stragglers and numerics verdicts: the job progresses,
+// nothing may abort or page on them as on a hang. Thread-safe.
 bool IsHang(VerdictClass c);
+// nan-origin and corrupt-output. Thread-safe.
+bool IsNumerics(VerdictClass c);
 
 // One record that proves a verdict: whose, which (RingSnapshot record index, stable across
 // wraps), and what it shows in one line.
@@ -138,12 +147,17 @@ struct Analysis {
   bool usable = true;  // false when nothing could be analysed (no readable file)
 };
 
+// The stage of a verdict's class outside the two hang stages: "straggler", "numerics" or
+// "healthy". Thread-safe.
+const char* FindingStage(VerdictClass c);
+
 // The stage of the whole analysis, from its first verdict: "hang" (confirmed), "suspect",
-// "straggler" or "healthy"; "unusable" when nothing could be analysed. Thread-safe.
+// "numerics", "straggler" or "healthy"; "unusable" when nothing could be analysed. Thread-safe.
 const char* StageName(const Analysis& analysis);
 
-// The CLI's exit code for an analysis: 0 healthy, 1 straggler, 2 confirmed hang/deadlock/desync/
-// dead, 3 unusable input, 4 suspect (a wait not yet confirmed as a hang). Thread-safe.
+// The CLI's exit code for an analysis: 0 healthy, 1 a finding that is not a hang (straggler,
+// nan-origin, corrupt-output), 2 confirmed hang/deadlock/desync/dead, 3 unusable input, 4 suspect
+// (a wait not yet confirmed as a hang). Thread-safe.
 int ExitCode(const Analysis& analysis);
 
 }  // namespace ncclscope::hang_detector

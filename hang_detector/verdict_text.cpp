@@ -20,6 +20,9 @@ const char* Headword(VerdictClass c) {
       return "DEAD";
     case VerdictClass::kFrozen:
       return "FROZEN";
+    case VerdictClass::kNanOrigin:
+    case VerdictClass::kCorruptOutput:
+      return "NUMERICS";
     default:
       return "HANG";
   }
