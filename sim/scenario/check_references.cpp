@@ -91,6 +91,34 @@ class Checker {
                            op.kind == OpKind::kPipeline ? " (grouped)" : ""));
         }
         break;
+      case FaultKind::kNanInput:
+        if (opIsPointToPoint(op.kind)) {
+          fail(path + ".op",
+               fmt::format("nan_input applies to collectives, {} is sends and receives", name));
+        }
+        if (!dtypeIsFloat(op.dtype)) {
+          fail(path + ".op",
+               fmt::format("nan_input needs a floating-point dtype, this {} is {} (no NaN or Inf)",
+                           name, dtypeName(op.dtype)));
+        }
+        if (f.index >= op.count) {
+          fail(path + ".index",
+               fmt::format("the op's input has {} elements (indices from 0)", op.count));
+        }
+        break;
+      case FaultKind::kFlipOutput: {
+        if (opIsPointToPoint(op.kind)) {
+          fail(path + ".op",
+               fmt::format("flip_output applies to collectives, {} is sends and receives", name));
+        }
+        // The smallest output any collective of `count` elements leaves on a rank.
+        const uint64_t bits = uint64_t{op.count} * dtypeSize(op.dtype) * 8;
+        if (f.bit >= bits) {
+          fail(path + ".bit", fmt::format("the op's output holds {} bits ({} x {})", bits, op.count,
+                                          dtypeName(op.dtype)));
+        }
+        break;
+      }
       default:
         break;
     }

@@ -148,6 +148,9 @@ void LiveBackend::setIpcOpenFails() {
 void LiveBackend::setDeviceMemoryLimit(size_t bytes) {
   ncclsimSetDeviceMemoryLimit(bytes);
 }
+void LiveBackend::flipNextOutputBit(uint64_t bit) {
+  ncclsimFlipNextOutputBit(bit);
+}
 void LiveBackend::blockForever(const std::string& why) {
   sim::blockForever(why);
 }

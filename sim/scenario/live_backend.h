@@ -62,6 +62,7 @@ class LiveBackend final : public RankBackend {
   void setLinkHung() override;
   void setIpcOpenFails() override;
   void setDeviceMemoryLimit(size_t bytes) override;
+  void flipNextOutputBit(uint64_t bit) override;
   [[noreturn]] void blockForever(const std::string& why) override;
   [[noreturn]] void crash(CrashMode mode, const std::string& why) override;
   void freeze(const std::string& why) override;

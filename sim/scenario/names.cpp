@@ -80,7 +80,7 @@ constexpr std::array<std::pair<std::string_view, RedOp>, 6> kRedOps{{
     {"premulsum", RedOp::kPreMulSum},
 }};
 
-constexpr std::array<std::pair<std::string_view, FaultKind>, 20> kFaults{{
+constexpr std::array<std::pair<std::string_view, FaultKind>, 22> kFaults{{
     {"hang", FaultKind::kHang},
     {"stuck_before", FaultKind::kStuckBefore},
     {"skip", FaultKind::kSkip},
@@ -101,6 +101,8 @@ constexpr std::array<std::pair<std::string_view, FaultKind>, 20> kFaults{{
     {"never_join", FaultKind::kNeverJoin},
     {"ipc_open_fails", FaultKind::kIpcOpenFails},
     {"device_memory_limit", FaultKind::kDeviceMemoryLimit},
+    {"nan_input", FaultKind::kNanInput},
+    {"flip_output", FaultKind::kFlipOutput},
 }};
 
 constexpr std::array<std::pair<std::string_view, CrashMode>, 3> kCrashModes{{

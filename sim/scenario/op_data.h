@@ -60,8 +60,13 @@ OpBuffers prepareBuffers(const OpCall& call, const PatternKey& key, int me, int 
 
 // First element of the receive buffer that differs from the pattern, as a message naming offset,
 // got and expected (alltoallv: also the part's source rank, and any written guard byte); nullopt
-// when all is right or the op leaves this rank's buffer undefined.
+// when all is right or the op leaves this rank's buffer undefined. With `non_finite`, elements
+// holding NaN or Inf (where an injected NaN reached) are counted there instead of compared.
 std::optional<std::string> checkResult(const OpCall& call, const PatternKey& key, int me, int n,
-                                       const OpBuffers& buffers);
+                                       const OpBuffers& buffers, size_t* non_finite = nullptr);
+
+// Whether the op writes this rank's receive buffer (not a Reduce or Gather off the root, nor a
+// pipeline stage without a previous one).
+bool outputDefined(const OpCall& call, int me, const OpBuffers& buffers);
 
 }  // namespace ncclscope::sim

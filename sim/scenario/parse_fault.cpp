@@ -2,6 +2,7 @@
 // depends on its kind; unknown keys are errors so a misspelt option never silently defaults.
 #include <fmt/format.h>
 
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -66,6 +67,10 @@ std::vector<std::string_view> keysFor(FaultKind kind) {
       return {};
     case FaultKind::kDeviceMemoryLimit:
       return {"bytes"};
+    case FaultKind::kNanInput:
+      return {"step", "op", "value", "index", "spread"};
+    case FaultKind::kFlipOutput:
+      return {"step", "op", "bit", "every"};
   }
   return {};
 }
@@ -89,6 +94,15 @@ T parseName(const JsonNode& node, Parse parse, std::string_view what, const std:
   const auto v = parse(name);
   if (!v) node.fail(fmt::format("unknown {} '{}' (expected one of: {})", what, name, choices));
   return *v;
+}
+
+// nan_input's value: what a diverging computation leaves in a tensor.
+double parseNanValue(const JsonNode& node) {
+  const std::string v = node.asString();
+  if (v == "nan") return std::numeric_limits<double>::quiet_NaN();
+  if (v == "inf") return std::numeric_limits<double>::infinity();
+  if (v == "-inf") return -std::numeric_limits<double>::infinity();
+  node.fail(fmt::format("unknown value '{}' (expected one of: nan, inf, -inf)", v));
 }
 
 void parseKindOptions(const JsonNode& node, FaultSpec& f) {
@@ -147,6 +161,15 @@ void parseKindOptions(const JsonNode& node, FaultSpec& f) {
       break;
     case FaultKind::kDeviceMemoryLimit:
       f.memory_bytes = static_cast<size_t>(node.at("bytes").asInt(1, INT64_MAX));
+      break;
+    case FaultKind::kNanInput:
+      if (node.has("value")) f.nan_value = parseNanValue(node.at("value"));
+      if (node.has("index")) f.index = static_cast<size_t>(node.at("index").asInt(0, 1 << 28));
+      if (node.has("spread")) f.spread = node.at("spread").asBool();
+      break;
+    case FaultKind::kFlipOutput:
+      if (node.has("bit")) f.bit = static_cast<uint64_t>(node.at("bit").asInt(0, INT64_MAX));
+      if (node.has("every")) f.every = static_cast<int>(node.at("every").asInt(1, 1 << 20));
       break;
     default:
       break;

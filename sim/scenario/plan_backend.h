@@ -89,6 +89,7 @@ class PlanBackend final : public RankBackend {
   // Only ncclscope's set-up (behind the interposer) opens IPC handles: the rank's calls are alike.
   void setIpcOpenFails() override {}
   void setDeviceMemoryLimit(size_t) override {}  // the rank's own buffers are host memory
+  void flipNextOutputBit(uint64_t) override {}   // changes data, not the calls
   [[noreturn]] void blockForever(const std::string& why) override;
   [[noreturn]] void crash(CrashMode mode, const std::string& why) override;
   void freeze(const std::string& why) override;

@@ -7,6 +7,7 @@
 #include <cuda.h>
 #include <nccl.h>
 
+#include <cstdint>
 #include <string>
 
 #include "sim/scenario/scenario.h"
@@ -85,6 +86,9 @@ class RankBackend {
   virtual void setIpcOpenFails() = 0;
   // The device_memory_limit fault: this rank's device allocations fail past `bytes` in all.
   virtual void setDeviceMemoryLimit(size_t bytes) = 0;
+  // The flip_output fault: the next collective returns bit `bit` of its output inverted
+  // (ncclsimFlipNextOutputBit); called right before that collective is issued.
+  virtual void flipNextOutputBit(uint64_t bit) = 0;
   // Faults on the process (fault_actions.h). Each logs what it injects; the plan backend ends the
   // plan there instead (by throwing PlanStopped), since the live rank issues nothing after them.
   [[noreturn]] virtual void blockForever(const std::string& why) = 0;

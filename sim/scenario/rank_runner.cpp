@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <limits>
 #include <optional>
 
 #include "sim/scenario/comm_layout.h"
@@ -10,6 +11,7 @@
 #include "sim/scenario/issue_op.h"
 #include "sim/scenario/live_backend.h"
 #include "sim/scenario/names.h"
+#include "sim/scenario/numerics_faults.h"
 #include "sim/scenario/nvtx_range.h"
 #include "sim/scenario/plan_backend.h"
 #include "sim/scenario/rank_comms.h"
@@ -26,12 +28,19 @@ struct Pending {
   PatternKey key;
   OpBuffers buffers;
   bool check = false;
+  bool nan_possible = false;            // an injected NaN/Inf may reach the output (nan_input)
+  std::optional<uint64_t> flipped_bit;  // the emulated NCCL inverts this output bit (flip_output)
 };
 
 class Runner {
  public:
   Runner(const Scenario& s, const RankOptions& opt, RankBackend& backend)
-      : s_(s), opt_(opt), b_(backend), job_(s, opt.nranks), faults_(s, opt.rank, opt.nranks) {}
+      : s_(s),
+        opt_(opt),
+        b_(backend),
+        job_(s, opt.nranks),
+        faults_(s, opt.rank, opt.nranks),
+        flips_(s, opt.rank, opt.nranks) {}
 
   int run() {
     std::string error;
@@ -128,7 +137,27 @@ class Runner {
                         g, ncclGetErrorString(rc != ncclSuccess ? rc : async)));
       }
     }
-    return b_.movesData() ? checkStep(g, pending) : kRankOk;
+    if (!b_.movesData()) return kRankOk;
+    spreadPoison(g, pending);
+    return checkStep(g, pending);
+  }
+
+  // nan_input's spread: a NaN reaching this rank makes every later input of it NaN, as a NaN
+  // gradient or activation does in training (sticky: nothing washes it out).
+  void spreadPoison(int g, const std::vector<Pending>& pending) {
+    for (const Pending& p : pending) {
+      if (poisoned_) return;
+      const CommLayout& layout = job_.comms()[static_cast<size_t>(p.call.comm)];
+      const int me = layout.rank[static_cast<size_t>(opt_.rank)];
+      if (!opIsPointToPoint(p.call.kind) && nanSpreadsAt(s_, g, p.key.op) &&
+          outputHasNonFinite(p.call, me, p.buffers)) {
+        poisoned_ = true;
+        logLine(fmt::format(
+            "nan_input spread: output of step {} op {} holds NaN/Inf; this rank's later "
+            "collectives get NaN in input element 0",
+            g, p.key.op));
+      }
+    }
   }
 
   int runOp(int g, int k, const OpSpec& spec, std::vector<Pending>& pending) {
@@ -140,6 +169,7 @@ class Runner {
     const int n = layout.sizeFor(opt_.rank);
     OpCall call = callFromSpec(spec, comm);
     bool skip = false;
+    const FaultSpec* nan = nullptr;
     std::optional<OpCall> extra;
     for (const FaultSpec* f : faults_.opFaults(g, k)) {
       const std::string what =
@@ -161,6 +191,13 @@ class Runner {
           extra = f->extra ? callFromSpec(*f->extra, job_.indexOf(f->extra->comm)) : call;
           logLine("injecting " + what + ": one more op after it");
           break;
+        case FaultKind::kNanInput:
+          nan = f;
+          logLine(
+              fmt::format("injecting {}: {} at input element {}", what, f->nan_value, f->index));
+          break;
+        case FaultKind::kFlipOutput:
+          break;  // flips_ decides, for this op and the later ones `every` names
         default:
           applyWrong(*f, n, call);
           logLine("injecting " + what);
@@ -169,14 +206,14 @@ class Runner {
     }
     const bool check = !groupDesynced(s_, job_, comm, opt_.rank, g, k);
     if (!skip) {
-      if (const int rc = issue(call, {s_.seed, comm, g, k}, me, n, check, pending); rc != kRankOk)
-        return rc;
+      const int rc = issue(call, {s_.seed, comm, g, k}, me, n, check, pending, nan, true);
+      if (rc != kRankOk) return rc;
     }
     if (extra) {
       const CommLayout& el = job_.comms()[static_cast<size_t>(extra->comm)];
       const PatternKey key{s_.seed, extra->comm, g, k + 1000000};  // apart from real ops' data
       return issue(*extra, key, el.rank[static_cast<size_t>(opt_.rank)], el.sizeFor(opt_.rank),
-                   false, pending);
+                   false, pending, nullptr, false);
     }
     return kRankOk;
   }
@@ -210,11 +247,23 @@ class Runner {
     }
   }
 
+  // `nan`: a nan_input fault on this op; `scenario_op`: an op of the scenario (not extra_op's).
   int issue(const OpCall& call, const PatternKey& key, int me, int n, bool check,
-            std::vector<Pending>& pending) {
-    pending.push_back({call, key, prepareBuffers(call, key, me, n), check});
+            std::vector<Pending>& pending, const FaultSpec* nan, bool scenario_op) {
+    pending.push_back({call, key, prepareBuffers(call, key, me, n), check, false, std::nullopt});
     Pending& p = pending.back();
     const size_t c = static_cast<size_t>(call.comm);
+    if (nan != nullptr && !writeInput(call, p.buffers, nan->index, nan->nan_value)) {
+      logLine(
+          fmt::format("nan_input at step {} op {}: {} holds no NaN or no element {}; nothing "
+                      "written",
+                      key.step, key.op, dtypeName(call.dtype), nan->index));
+    }
+    p.nan_possible = nanInputReaches(s_, key.step, key.op);
+    if (!opIsPointToPoint(call.kind)) {
+      if (poisoned_) writeInput(call, p.buffers, 0, std::numeric_limits<double>::quiet_NaN());
+      if (scenario_op) armFlip(p, me);
+    }
     const ncclResult_t rc = issueOp(b_, call, p.buffers, comms_.comms[c], comms_.streams[c]);
     if (rc != ncclSuccess) {
       return fail(kRankLibraryError,
@@ -224,16 +273,57 @@ class Runner {
     return kRankOk;
   }
 
+  // flip_output: the emulated NCCL inverts one bit of this collective's output on this rank.
+  void armFlip(Pending& p, int me) {
+    const std::optional<uint64_t> bit = flips_.next(p.key.step, p.key.op);
+    if (!bit) return;
+    const std::string where =
+        fmt::format("flip_output at step {} op {} on '{}' {}", p.key.step, p.key.op,
+                    job_.comms()[static_cast<size_t>(p.call.comm)].name, opKindName(p.call.kind));
+    const uint64_t bits = outputBits(p.call, me, p.buffers);
+    if (bits == 0) {
+      logLine(where + ": this rank has no output there, nothing flipped");
+      return;
+    }
+    p.flipped_bit = *bit % bits;
+    logLine(fmt::format("injecting {}: bit {} of its output", where, *p.flipped_bit));
+    b_.flipNextOutputBit(*p.flipped_bit);
+  }
+
+  // Outputs an injected fault changed are checked for exactly that change: a flipped bit is
+  // flipped back first, and elements an injected NaN/Inf reached are counted, not compared.
   int checkStep(int g, const std::vector<Pending>& pending) const {
     for (const Pending& p : pending) {
       if (!p.check) continue;
       const CommLayout& layout = job_.comms()[static_cast<size_t>(p.call.comm)];
+      std::optional<OpBuffers> unflipped;
+      if (p.flipped_bit) {
+        unflipped = p.buffers;
+        flipOutputBit(p.call, *unflipped, *p.flipped_bit);
+      }
+      size_t non_finite = 0;
       const auto wrong = checkResult(p.call, p.key, layout.rank[static_cast<size_t>(opt_.rank)],
-                                     layout.sizeFor(opt_.rank), p.buffers);
+                                     layout.sizeFor(opt_.rank), unflipped ? *unflipped : p.buffers,
+                                     p.nan_possible ? &non_finite : nullptr);
       if (wrong) {
-        return fail(kRankWrongResult, fmt::format("wrong result: step {} op {} ({} on '{}', {}) {}",
-                                                  g, p.key.op, opKindName(p.call.kind), layout.name,
-                                                  dtypeName(p.call.dtype), *wrong));
+        return fail(
+            kRankWrongResult,
+            fmt::format("wrong result: step {} op {} ({} on '{}', {}) {}{}", g, p.key.op,
+                        opKindName(p.call.kind), layout.name, dtypeName(p.call.dtype), *wrong,
+                        p.flipped_bit ? fmt::format(" (bit {} flipped back first: "
+                                                    "flip_output)",
+                                                    *p.flipped_bit)
+                                      : ""));
+      }
+      if (non_finite != 0) {
+        logLine(
+            fmt::format("output of step {} op {} poisoned as injected ({} of {} elements "
+                        "NaN/Inf)",
+                        g, p.key.op, non_finite, p.buffers.recv_count));
+      }
+      if (p.flipped_bit) {
+        logLine(fmt::format("output of step {} op {} corrupted as injected (bit {} flipped)", g,
+                            p.key.op, *p.flipped_bit));
       }
     }
     return kRankOk;
@@ -244,9 +334,11 @@ class Runner {
   RankBackend& b_;
   JobLayout job_;
   RankFaults faults_;
+  OutputFlips flips_;
   RankComms comms_;
   double link_factor_ = 1.0;
   bool link_hung_ = false;
+  bool poisoned_ = false;  // a spreading nan_input's NaN reached this rank
 };
 
 }  // namespace

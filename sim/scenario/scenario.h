@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -94,6 +95,8 @@ enum class FaultKind {
   kNeverJoin,
   kIpcOpenFails,
   kDeviceMemoryLimit,
+  kNanInput,    // a NaN/Inf written into a collective's input (and, spread, its consequences)
+  kFlipOutput,  // one bit of a collective's output inverted inside the emulated NCCL
 };
 
 enum class CrashMode { kSigkill, kAbort, kSegfault };
@@ -119,6 +122,11 @@ struct FaultSpec {
   std::string comm;           // never_join
   double join_after_ms = -1;  // never_join: joins this late instead of never (-1: never)
   size_t memory_bytes = 0;    // device_memory_limit
+  double nan_value = std::numeric_limits<double>::quiet_NaN();  // nan_input: NaN, Inf or -Inf
+  size_t index = 0;    // nan_input: the input element written
+  bool spread = true;  // nan_input: ranks whose output holds NaN/Inf poison their later inputs
+  uint64_t bit = 0;    // flip_output: bit of the op's output (modulo its size in bits)
+  int every = 0;       // flip_output: also every k-th later collective of the rank; 0 = once
 };
 
 // The top-level "accel" key: NCCLSCOPE_ACCEL and its settings for every rank of `ncclscope sim`

@@ -45,7 +45,7 @@ TEST(ExampleScenarios, CoverEveryFaultKind) {
       if (fault.kind == FaultKind::kCrash) crashes.insert(fault.crash_mode);
     }
   }
-  for (int k = 0; k <= static_cast<int>(FaultKind::kDeviceMemoryLimit); ++k) {
+  for (int k = 0; k <= static_cast<int>(FaultKind::kFlipOutput); ++k) {
     EXPECT_TRUE(seen.count(static_cast<FaultKind>(k))) << faultKindName(static_cast<FaultKind>(k));
   }
   EXPECT_EQ(crashes.size(), 3u);
