@@ -92,6 +92,10 @@ class FileTail::Visitor final : public trace::RingVisitor {
       events_->DeviceCompute(r);
       return;
     }
+    if (r.data.op == static_cast<uint32_t>(trace::OpType::kNumerics)) {
+      events_->Numerics(r);
+      return;
+    }
     if (!IsOperation(static_cast<trace::OpType>(r.data.op))) return;
     events_->Issued(r);
     const int64_t done = r.data.t_device_done_ns;

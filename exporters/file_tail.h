@@ -16,7 +16,7 @@
 namespace ncclscope::exporters {
 
 // What a Poll found, in writer order. Only operations (collectives, send/recv), the names of
-// their NVTX contexts, accel_stall and device_compute records are reported.
+// their NVTX contexts, accel_stall, device_compute and numerics records are reported.
 class TailEvents {
  public:
   virtual ~TailEvents() = default;
@@ -40,6 +40,9 @@ class TailEvents {
   // A device_compute record (trace/record.h): how long one NCCL kernel ran on the GPU, as CUPTI
   // saw it, written after the operation completed. Not an operation: nothing else is told of it.
   virtual void DeviceCompute(const trace::StoredRecord& /*record*/) {}
+  // A numerics record (trace/numerics_record.h): what NCCLSCOPE_NUMERICS found in one sampled
+  // collective, written after it completed. Not an operation: nothing else is told of it.
+  virtual void Numerics(const trace::StoredRecord& /*record*/) {}
 };
 
 class FileTail {

@@ -124,6 +124,7 @@ void AddHistograms(const NodeView& view, std::vector<MetricFamily>* out) {
 }
 
 void AddRankFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
+  Rows numerics_samples, numerics_nonfinite, numerics_skipped;
   Rows operations, bytes, accelerated, accel_stalls, inflight, issued, completed, lateness, score,
       progress, lost, up;
   Rows phase_operations, phase_seconds;
@@ -145,6 +146,14 @@ void AddRankFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
     }
     for (const AccelStallRow& s : f.accel_stalls) {
       accel_stalls.Add({f.rank, s.comm}, static_cast<double>(s.stalls));
+    }
+    for (const NumericsRow& n : f.numerics) {
+      numerics_samples.Add({f.rank, n.comm}, static_cast<double>(n.samples));
+      numerics_nonfinite.Add({f.rank, n.comm}, static_cast<double>(n.nonfinite_inputs));
+    }
+    // Only where numerics are on (a sample or a miss): a job without them has no such series.
+    if (!f.numerics.empty() || f.numerics_skipped > 0) {
+      numerics_skipped.Add({f.rank}, static_cast<double>(f.numerics_skipped));
     }
     // Gauges of one rank come from its newest process only: a restarted rank's dead
     // predecessor must not add its stale in-flight work. Several communicators under one label
@@ -192,6 +201,17 @@ void AddRankFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
                         "Kernels of ncclscope's that gave up waiting for a peer (accel_stall "
                         "records); the communicator's later calls go to NCCL",
                         MetricType::Counter, rc, accel_stalls));
+  out->push_back(Family("ncclscope_numerics_samples_total",
+                        "Sampled collectives NCCLSCOPE_NUMERICS scanned or hashed (numerics "
+                        "records)",
+                        MetricType::Counter, rc, numerics_samples));
+  out->push_back(Family("ncclscope_numerics_nonfinite_inputs_total",
+                        "Of those, the ones whose input held NaN or Inf on this rank",
+                        MetricType::Counter, rc, numerics_nonfinite));
+  out->push_back(Family("ncclscope_numerics_skipped_total",
+                        "Sampled collectives whose numerics passes could not run or report "
+                        "(the ring header's numerics_skipped)",
+                        MetricType::Counter, {"rank"}, numerics_skipped));
   out->push_back(Family("ncclscope_inflight_operations",
                         "Operations issued and not yet completed on the device", MetricType::Gauge,
                         rc, inflight));
@@ -275,7 +295,8 @@ void AddVerdictFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
   }
   out->push_back(Family("ncclscope_verdict",
                         "1 for each culprit rank of each current correlator verdict; stage: "
-                        "suspect (not confirmed yet, never pages), hang (confirmed) or straggler; "
+                        "suspect (not confirmed yet, never pages), hang (confirmed), straggler or "
+                        "numerics (nan-origin, corrupt-output); "
                         "scope: node (this node's ranks) or job (every node's, correlating "
                         "exporter only)",
                         MetricType::Gauge, {"class", "comm", "rank", "stage", "scope"}, verdict));

@@ -8,6 +8,7 @@
 #include "exporters/operation_size.h"
 #include "exporters/size_classes.h"
 #include "exporters/verdict_stages.h"
+#include "trace/numerics_record.h"
 #include "trace/record.h"
 #include "trace/ring_layout.h"
 
@@ -20,6 +21,11 @@ struct OpTotals {
   uint64_t operations = 0;
   uint64_t bytes = 0;
   uint64_t accelerated = 0;  // run by ncclscope's own kernels (trace::kFlagAccelerated)
+};
+
+struct NumericsTotals {
+  uint64_t samples = 0;
+  uint64_t nonfinite_inputs = 0;
 };
 
 struct PhaseTotals {
@@ -52,6 +58,7 @@ class NodeAggregator::FileState final : public TailEvents {
   const std::map<uint64_t, CommProgress>& comms() const { return comms_; }
   const std::map<std::pair<uint64_t, uint16_t>, PhaseTotals>& phases() const { return phases_; }
   const std::map<uint64_t, uint64_t>& accel_stalls() const { return accel_stalls_; }
+  const std::map<uint64_t, NumericsTotals>& numerics() const { return numerics_; }
   const FileNvtx& nvtx() const { return nvtx_; }
   int64_t last_done_ns() const { return last_done_ns_; }
   int64_t heartbeat_moved_at() const { return heartbeat_moved_at_; }
@@ -65,6 +72,7 @@ class NodeAggregator::FileState final : public TailEvents {
     stream_starts_.Clear();
     phases_.clear();
     accel_stalls_.clear();
+    numerics_.clear();
     nvtx_.Reset();
     last_done_ns_ = 0;
   }
@@ -142,6 +150,13 @@ class NodeAggregator::FileState final : public TailEvents {
     ++accel_stalls_[record.data.comm_id];
   }
 
+  void Numerics(const trace::StoredRecord& record) override {
+    const trace::NumericsSample s = trace::DecodeNumerics(record.data);
+    NumericsTotals& t = numerics_[s.comm_id];
+    ++t.samples;
+    if (s.Poisoned()) ++t.nonfinite_inputs;
+  }
+
  private:
   NodeAggregator* node_;
   uint32_t id_;
@@ -149,7 +164,8 @@ class NodeAggregator::FileState final : public TailEvents {
   trace::RingInfo info_;
   std::map<std::pair<uint64_t, uint32_t>, OpTotals> ops_;
   std::map<uint64_t, CommProgress> comms_;
-  std::map<uint64_t, uint64_t> accel_stalls_;  // accel_stall records by comm id
+  std::map<uint64_t, uint64_t> accel_stalls_;    // accel_stall records by comm id
+  std::map<uint64_t, NumericsTotals> numerics_;  // numerics records by comm id
   StreamStarts stream_starts_;
   FileNvtx nvtx_;
   // Completed operations by (comm id, phase label), counted from the start whether or not the
@@ -281,6 +297,17 @@ FileView NodeAggregator::ViewOf(FileState& f) {
   }
   for (const auto& [comm, n] : f.accel_stalls()) stalls[CommLabel(comm)] += n;
   for (const auto& [comm, n] : stalls) v.accel_stalls.push_back({comm, n});
+  // By label, like the stalls: several communicators can share one.
+  std::map<std::string, NumericsTotals> numerics;
+  for (const auto& [comm, t] : f.numerics()) {
+    NumericsTotals& sum = numerics[CommLabel(comm)];
+    sum.samples += t.samples;
+    sum.nonfinite_inputs += t.nonfinite_inputs;
+  }
+  for (const auto& [comm, t] : numerics) {
+    v.numerics.push_back({comm, t.samples, t.nonfinite_inputs});
+  }
+  v.numerics_skipped = info.numerics_skipped;
   for (const auto& [comm, progress] : f.comms()) {
     const Lateness late = lateness_.Of(comm, f.id());
     v.comms.push_back({CommLabel(comm), progress.last_issued_seq, progress.last_completed_seq,

@@ -34,6 +34,15 @@ struct AccelStallRow {
   uint64_t stalls = 0;
 };
 
+// numerics records (NCCLSCOPE_NUMERICS, trace/numerics_record.h) of one communicator label: the
+// sampled collectives, and those whose scanned input held NaN or Inf. A row exists from the
+// label's first sample, so a rate sees the first poisoned one.
+struct NumericsRow {
+  std::string comm;
+  uint64_t samples = 0;
+  uint64_t nonfinite_inputs = 0;
+};
+
 struct CommRow {
   std::string comm;
   uint64_t last_issued_seq = 0;
@@ -62,6 +71,8 @@ struct FileView {
   std::vector<CommRow> comms;
   uint64_t lost[kLostReasonCount] = {};
   std::vector<AccelStallRow> accel_stalls;  // empty while no call ran on ncclscope's kernels
+  std::vector<NumericsRow> numerics;        // empty while NCCLSCOPE_NUMERICS sampled nothing
+  uint64_t numerics_skipped = 0;            // the ring header's: sampled calls the passes missed
   std::vector<PhaseRow> phases;  // empty when no operation of the file carried an NVTX context
   std::optional<uint64_t> step;  // the NVTX step of its newest operation made in one
 };
@@ -74,7 +85,7 @@ struct HistogramRow {
 
 struct VerdictRow {
   std::string cls, comm, rank;  // rank "" when the verdict names no culprit
-  std::string stage;            // StageLabel: "suspect", "hang" or "straggler"
+  std::string stage;            // StageLabel: "suspect", "hang", "straggler" or "numerics"
   double age_s = 0;
   double confirm_after_s = 0;  // a suspect: the wait at which time alone confirms it
 };

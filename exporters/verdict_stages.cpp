@@ -5,7 +5,7 @@ namespace ncclscope::exporters {
 const char* StageLabel(const hang_detector::Verdict& v) {
   if (hang_detector::IsConfirmedHang(v)) return "hang";
   if (hang_detector::IsSuspect(v)) return "suspect";
-  return v.cls == hang_detector::VerdictClass::kStraggler ? "straggler" : "healthy";
+  return hang_detector::FindingStage(v.cls);
 }
 
 void IncidentTracker::Observe(const hang_detector::Analysis* analysis) {

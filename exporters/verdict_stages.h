@@ -11,8 +11,9 @@
 namespace ncclscope::exporters {
 
 // The `stage` label: "hang" (a confirmed hang-class verdict), "suspect" (a hang-class wait not
-// confirmed yet) or "straggler" (a straggler verdict, never hang-class); "healthy" for the
-// healthy verdict, which has no series. Thread-safe.
+// confirmed yet), "straggler" (a straggler verdict, never hang-class) or "numerics" (nan-origin,
+// corrupt-output: never hang-class either); "healthy" for the healthy verdict, which has no
+// series. Thread-safe.
 const char* StageLabel(const hang_detector::Verdict& v);
 
 // Incidents since the exporter started, by stage and outcome (ncclscope_incidents_total).

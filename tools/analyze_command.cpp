@@ -2,7 +2,8 @@
 // died) and prints the correlator's verdicts; --watch re-analyses every second until the job ends.
 // `ncclscope analyze --from SRC... [DIR]`: the same from node digests (exporters' /digest, digest
 // files, hostfiles; docs/digest.md), plus the ring files of DIR when given.
-// Exit code: 0 healthy, 1 straggler, 2 hang/deadlock/desync/dead, 3 unusable input.
+// Exit code: 0 healthy, 1 straggler or numerics (nan-origin, corrupt-output), 2 hang/deadlock/
+// desync/dead, 3 unusable input, 4 suspect (hang_detector::ExitCode).
 #include <sys/stat.h>
 
 #include <algorithm>

@@ -37,7 +37,7 @@ th, td { border: 1px solid #d6dae3; padding: 3px 8px; text-align: left; vertical
 th { background: #f1f3f7; } td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .verdict { border-left: 5px solid #e53935; padding: 6px 12px; margin: 10px 0; background: #fff6f5; }
 .verdict.healthy { border-color: #43a047; background: #f4fbf4; }
-.verdict.straggler, .verdict.suspect { border-color: #fb8c00; background: #fff9f0; }
+.verdict.straggler, .verdict.numerics, .verdict.suspect { border-color: #fb8c00; background: #fff9f0; }
 .headline { font-weight: 600; }
 ul.evidence { margin: 4px 0 0 0; font-family: ui-monospace, monospace; font-size: 12px; }
 svg.timeline text.rank { font: 11px ui-monospace, monospace; fill: #1d2330; }
@@ -89,10 +89,11 @@ std::string VerdictsSection(const hd::Analysis& a) {
   std::string out = "<h2 id=\"verdicts\">Verdicts</h2>\n";
   for (const hd::Verdict& v : a.verdicts) {
     const bool healthy = v.cls == hd::VerdictClass::kHealthy;
-    const char* kind = healthy                                 ? "healthy"
-                       : v.cls == hd::VerdictClass::kStraggler ? "straggler"
-                       : !v.confirmed                          ? "suspect"
-                                                               : "hang";
+    // Stragglers and numerics verdicts are findings, never hangs: no stage two to show.
+    const char* kind = healthy              ? "healthy"
+                       : !hd::IsHang(v.cls) ? hd::FindingStage(v.cls)
+                       : !v.confirmed       ? "suspect"
+                                            : "hang";
     out += fmt::format("<div class=\"verdict {}\"><div class=\"headline\">{}</div>\n", kind,
                        Html(hd::VerdictHeadline(v)));
     if (!healthy) {

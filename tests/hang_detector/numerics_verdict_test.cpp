@@ -6,12 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
-#include <set>
 
 #include "hang_detector/verdict_json.h"
 #include "hang_detector/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
-#include "trace/numerics_record.h"
+#include "tests/hang_detector/numerics_records.h"
 
 namespace ncclscope::testing {
 namespace {
@@ -19,47 +18,6 @@ namespace {
 using hang_detector::ExitCode;
 using hang_detector::IsHang;
 using hang_detector::StageName;
-
-// What one rank's sample of one collective held.
-struct Held {
-  bool scanned = true;
-  uint64_t nan = 0;
-  uint64_t inf = 0;
-  bool hashed = false;
-  uint64_t hash = 0x1111;
-  uint64_t bytes = 1024;
-  uint32_t version = 1;
-};
-
-// A numerics record of `rank` for collective #seq of `comm`, as the probe writes it.
-void AddSample(JobBuilder* job, int rank, uint64_t comm, uint64_t seq, OpType op, double t,
-               const Held& h) {
-  trace::NumericsSample s;
-  s.comm_id = comm;
-  s.seq = seq;
-  s.op = op;
-  s.dtype = kFloat32;
-  s.scanned = h.scanned;
-  s.nan_count = h.nan;
-  s.inf_count = h.inf;
-  s.first_nonfinite = h.nan + h.inf > 0 ? 64 * static_cast<uint64_t>(rank) : trace::kNumericsNone;
-  s.hashed = h.hashed;
-  s.hash = h.hash;
-  s.hash_bytes = h.bytes;
-  s.hash_version = h.version;
-  const trace::RecordData e = trace::EncodeNumerics(s);
-  trace::RecordData& r = job->ProbeRecord(rank, comm, OpType::kNumerics, t);
-  r.seq = e.seq;
-  r.redop = e.redop;
-  r.dtype = e.dtype;
-  r.peer = e.peer;
-  r.count = e.count;
-  r.aux = e.aux;
-  r.send_buffer = e.send_buffer;
-  r.recv_buffer = e.recv_buffer;
-  r.group_id = e.group_id;
-  r.stream = e.stream;
-}
 
 using HeldAt = std::function<Held(int rank, uint64_t seq)>;
 
