@@ -137,27 +137,30 @@ class Runner {
                         g, ncclGetErrorString(rc != ncclSuccess ? rc : async)));
       }
     }
-    if (!b_.movesData()) return kRankOk;
-    spreadPoison(g, pending);
-    return checkStep(g, pending);
+    return b_.movesData() ? checkStep(g, pending) : kRankOk;
   }
 
   // nan_input's spread: a NaN reaching this rank makes every later input of it NaN, as a NaN
-  // gradient or activation does in training (sticky: nothing washes it out).
-  void spreadPoison(int g, const std::vector<Pending>& pending) {
-    for (const Pending& p : pending) {
-      if (poisoned_) return;
-      const CommLayout& layout = job_.comms()[static_cast<size_t>(p.call.comm)];
-      const int me = layout.rank[static_cast<size_t>(opt_.rank)];
-      if (!opIsPointToPoint(p.call.kind) && nanSpreadsAt(s_, g, p.key.op) &&
-          outputHasNonFinite(p.call, me, p.buffers)) {
-        poisoned_ = true;
-        logLine(fmt::format(
-            "nan_input spread: output of step {} op {} holds NaN/Inf; this rank's later "
-            "collectives get NaN in input element 0",
-            g, p.key.op));
-      }
+  // gradient or activation does in training (sticky: nothing washes it out). The next collective
+  // already computes on the NaN, as it would on the GPU, so from the fault's op on the rank waits
+  // for each collective and looks at its output before issuing the next.
+  int catchPoison(const Pending& p, int me, CUstream stream) {
+    if (poisoned_ || !b_.movesData() || opIsPointToPoint(p.call.kind) ||
+        !nanSpreadsAt(s_, p.key.step, p.key.op)) {
+      return kRankOk;
     }
+    if (b_.streamSynchronize(stream) != CUDA_SUCCESS) {
+      return fail(kRankLibraryError, fmt::format("cuStreamSynchronize after step {} op {} failed",
+                                                 p.key.step, p.key.op));
+    }
+    if (outputHasNonFinite(p.call, me, p.buffers)) {
+      poisoned_ = true;
+      logLine(
+          fmt::format("nan_input spread: output of step {} op {} holds NaN/Inf; this rank's later "
+                      "collectives get NaN in input element 0",
+                      p.key.step, p.key.op));
+    }
+    return kRankOk;
   }
 
   int runOp(int g, int k, const OpSpec& spec, std::vector<Pending>& pending) {
@@ -270,7 +273,7 @@ class Runner {
                   fmt::format("{} on '{}' at step {} op {}: {}", opKindName(call.kind),
                               job_.comms()[c].name, key.step, key.op, ncclGetErrorString(rc)));
     }
-    return kRankOk;
+    return catchPoison(p, me, comms_.streams[c]);
   }
 
   // flip_output: the emulated NCCL inverts one bit of this collective's output on this rank.

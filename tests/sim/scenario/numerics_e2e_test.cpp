@@ -63,12 +63,8 @@ TEST_F(NumericsE2E, NanFromRankFiveSpreadsToEveryRankAndTheJobFinishes) {
                 std::string::npos)
           << r.err;
     }
-    // Nothing before the fault, nor the gather and broadcast of step 3 (issued before any rank
-    // saw the NaN).
-    for (const char* clean :
-         {"output of step 2 op", "output of step 3 op 1", "output of step 3 op 2"}) {
-      EXPECT_EQ(r.err.find(clean), std::string::npos) << clean << "\n" << r.err;
-    }
+    // Nothing before the fault.
+    EXPECT_EQ(r.err.find("output of step 2 op"), std::string::npos) << r.err;
   }
 }
 
@@ -88,6 +84,11 @@ TEST_F(NumericsE2E, NanWithoutSpreadReachesOnlyItsOwnOp) {
   ASSERT_EQ(r.rc, kSimOk) << r.out << r.err;
   // Only the root of the reduce has an output there.
   EXPECT_EQ(occurrences(r.err, "poisoned as injected"), 1u) << r.err;
+  EXPECT_EQ(occurrences(r.err,
+                        "injecting nan_input at step 1 op 1 on 'world' reduce: -inf at "
+                        "input element 9"),
+            1u)
+      << r.err;
   EXPECT_NE(r.err.find(rankLine(1,
                                 "output of step 1 op 1 poisoned as injected (1 of 64 elements "
                                 "NaN/Inf)")),
@@ -132,7 +133,7 @@ TEST_F(NumericsE2E, CorrupterFlipsEveryThirdCollectiveOfRankSix) {
   const JobResult r = run("numerics-corrupter.json", 8, 60);
   ASSERT_EQ(r.rc, kSimOk) << r.out << r.err;
   for (const char* at : {"step 1 op 0", "step 2 op 1", "step 4 op 0", "step 5 op 1"}) {
-    EXPECT_NE(r.err.find(rankLine(6, fmt::format("output of {} corrupted as injected (bit 14 "
+    EXPECT_NE(r.err.find(rankLine(6, fmt::format("output of {} corrupted as injected (bit 3 "
                                                  "flipped)",
                                                  at))),
               std::string::npos)
