@@ -333,6 +333,8 @@ void NumericsProbe::Poll(int64_t now_ns) noexcept {
       trace::RecordData d = trace::EncodeNumerics(sample);
       d.t_enter_ns = d.t_exit_ns = now_ns;
       ring_->Append(d, false);
+      written_.fetch_add(1, std::memory_order_relaxed);
+      if (sample.Poisoned()) poisoned_.fetch_add(1, std::memory_order_relaxed);
     }
     Release(i);
   }

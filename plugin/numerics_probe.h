@@ -88,6 +88,11 @@ class NumericsProbe {
   // background thread, or the exit hook once that thread has left).
   void Poll(int64_t now_ns) noexcept;
 
+  // Numerics records written so far, and those whose input held a NaN or Inf: the watchdog looks
+  // at the job when they change. Thread-safe.
+  uint64_t written() const noexcept { return written_.load(std::memory_order_relaxed); }
+  uint64_t poisoned() const noexcept { return poisoned_.load(std::memory_order_relaxed); }
+
  private:
   static constexpr uint32_t kSlots = 256;
   static constexpr uint32_t kMaxContexts = 8;
@@ -139,6 +144,8 @@ class NumericsProbe {
   BoundedQueue<uint32_t> free_;
   BoundedQueue<uint32_t> handoff_;
   std::vector<uint32_t> in_flight_;  // poller only; reserved up front
+  std::atomic<uint64_t> written_{0};
+  std::atomic<uint64_t> poisoned_{0};
 };
 
 }  // namespace ncclscope::plugin

@@ -53,6 +53,7 @@ void Watchdog::Tick(int64_t now_ns) noexcept {
       Post(false, s, now_ns);
       posted_stall_ = false;
     }
+    if (rt_->numerics != nullptr) NoteNumerics(now_ns);
   } catch (...) {
     // Allocation failure or a bug: the host must not notice.
     WarnOnce(WarnKey::kWatchdog, "watchdog failed; hang detection disabled in this process");
@@ -101,7 +102,8 @@ void Watchdog::Work() {
     Mailbox m;
     {
       std::unique_lock<std::mutex> lock(mailbox_mutex_);
-      mailbox_cv_.wait(lock, [this] { return mailbox_.progress || mailbox_.stall; });
+      mailbox_cv_.wait(lock,
+                       [this] { return mailbox_.progress || mailbox_.stall || mailbox_.numerics; });
       m = mailbox_;
       mailbox_ = {};
     }
@@ -111,6 +113,7 @@ void Watchdog::Work() {
         in_flight_ = m.in_flight;
         OnStall(m.stall_state, m.stall_ns);
       }
+      if (m.numerics) LookAtNumerics();
     } catch (...) {
       // Allocation failure or a bug in the analysis: the host must not notice.
       WarnOnce(WarnKey::kWatchdog, "watchdog failed; hang detection disabled in this process");

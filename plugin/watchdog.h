@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hang_detector/process_probe.h"
@@ -58,6 +59,16 @@ class Watchdog {
   // One pass at now_ns (the probe's clock). Cheap unless a stall needs correlating.
   void Tick(int64_t now_ns) noexcept;
 
+  // NCCLSCOPE_NUMERICS: how soon the watchdog looks at the job after this rank wrote a numerics
+  // record whose input held a NaN/Inf (the other ranks' records of that collective land within
+  // it), and how often while records of clean samples keep coming (their hashes are compared).
+  static constexpr int64_t kNumericsPoisonedLookNs = 1'000'000'000;
+  static constexpr int64_t kNumericsLookPeriodNs = 10'000'000'000;
+  // How long a numerics verdict waits for members whose record of that collective is not there
+  // yet (a rank's record lands when its passes finish on its device) before it is reported
+  // without them; they are looked for again every kNumericsPoisonedLookNs meanwhile.
+  static constexpr int64_t kNumericsSettleNs = 5'000'000'000;
+
   const StallRule& rule() const { return rule_; }
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
   // Whether the last Tick found this rank stalled (a suspect). Background thread only.
@@ -84,6 +95,12 @@ class Watchdog {
   // A rank that does not decide: acts on the holder's decision (abort mode, confirmed hang).
   void FollowDecision();
   void Report(const hang_detector::Analysis& a, const char* stage);
+  // NCCLSCOPE_NUMERICS (watchdog_numerics.cpp): the background thread's check of new numerics
+  // records, and the watchdog thread's look that reports each numerics verdict once per incident.
+  void NoteNumerics(int64_t now_ns);
+  void LookAtNumerics();
+  // Whether the numerics verdict `key` still waits for missing members (watchdog thread).
+  bool Settling(uint64_t key);
   void AbortCommunicators(const std::vector<uint64_t>& ids);
 
   // What the background thread tells the watchdog's thread, newest first: progress, then the
@@ -95,6 +112,7 @@ class Watchdog {
     StallState stall_state;
     int64_t stall_ns = 0;
     InFlightComms in_flight;  // with the stall: the communicators of this rank's waiting work
+    bool numerics = false;    // new numerics records call for a look at the job
   };
   void Post(bool stalled, const StallState& s, int64_t now_ns);  // background thread
   bool StartThread();                                            // background thread
@@ -112,6 +130,10 @@ class Watchdog {
   // Background thread only.
   bool thread_started_ = false;
   bool posted_stall_ = false;
+  uint64_t numerics_seen_ = 0;           // numerics records written when last looked at
+  uint64_t numerics_poisoned_seen_ = 0;  // of which poisoned
+  int64_t numerics_next_look_ns_ = 0;    // 0: no look due
+  int64_t numerics_last_look_ns_ = 0;
   std::mutex mailbox_mutex_;
   std::condition_variable mailbox_cv_;
   Mailbox mailbox_;                  // guarded by mailbox_mutex_
@@ -133,6 +155,10 @@ class Watchdog {
   uint64_t passes_ = 0;        // correlations of this incident
   std::string last_decision_;  // the decision text a follower read last
   bool warned_decision_ = false;
+  std::vector<uint64_t> numerics_reported_;  // incident keys of numerics verdicts reported here
+  // Verdicts still waiting for members' records: incident key, when first seen (probe clock).
+  std::vector<std::pair<uint64_t, int64_t>> numerics_settling_;
+  std::atomic<bool> numerics_relook_{false};  // the watchdog thread asks the background thread
 };
 
 // Creates the runtime's watchdog when NCCLSCOPE_WATCHDOG is on; null otherwise or on failure (one
