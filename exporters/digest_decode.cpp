@@ -10,6 +10,7 @@
 #include "exporters/digest_codec.h"
 #include "exporters/digest_codes.h"
 #include "hang_detector/rank_digest.h"
+#include "trace/numerics_record.h"
 
 namespace ncclscope::exporters {
 namespace {
@@ -323,10 +324,31 @@ struct Decoder {
     return true;
   }
 
+  // numerics entries: one per numerics record, positions growing. The counts and the hash are
+  // whatever the producer's probe found; the rest is the record's (its shape and columns).
+  bool Numerics(const pb::RankDigest& r, RankFile* f) {
+    const size_t n = f->ops.size();
+    for (int i = 0; i < r.numerics_size(); ++i) {
+      const pb::Numerics& e = r.numerics(i);
+      if (e.pos() >= n || (i > 0 && e.pos() <= r.numerics(i - 1).pos()) ||
+          f->ShapeAt(e.pos()).op != static_cast<uint32_t>(trace::OpType::kNumerics)) {
+        return Fail("numerics entry " + std::to_string(i) +
+                    " out of order or not at a numerics record");
+      }
+      trace::RecordData d = f->At(e.pos());
+      d.count = e.nan_count();
+      d.aux = e.inf_count();
+      d.send_buffer = e.first_nonfinite();
+      d.recv_buffer = e.hash();
+      f->numerics.push_back({e.pos(), trace::DecodeNumerics(d)});
+    }
+    return true;
+  }
+
   bool Rank(const pb::RankDigest& r, const std::string& source, RankFile* f) {
     auto info = std::make_shared<trace::RingInfo>();
     if (!Info(r, info.get()) || !Shapes(r, f) || !Records(r, f) || !LaneBudget(*f) || !Nvtx(r, f) ||
-        !DeviceComputes(r, f)) {
+        !DeviceComputes(r, f) || !Numerics(r, f)) {
       return false;
     }
     if (r.pause_before_ns() < 0 || r.pause_before_ns() > bounds.max_pause_ns) {

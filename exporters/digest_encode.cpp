@@ -6,6 +6,7 @@
 #include "exporters/digest.pb.h"
 #include "exporters/digest_codec.h"
 #include "exporters/digest_codes.h"
+#include "trace/numerics_record.h"
 
 namespace ncclscope::exporters {
 namespace {
@@ -157,6 +158,19 @@ void EncodeDeviceCompute(const RankFile& f, pb::RankDigest* r) {
   }
 }
 
+// The numerics entries of the records kept: the record's own fields a shape does not hold.
+void EncodeNumerics(const RankFile& f, pb::RankDigest* r) {
+  for (const hang_detector::NumericsEntry& n : f.numerics) {
+    const trace::RecordData d = trace::EncodeNumerics(n.sample);
+    pb::Numerics* e = r->add_numerics();
+    e->set_pos(n.pos);
+    e->set_nan_count(d.count);
+    e->set_inf_count(d.aux);
+    e->set_first_nonfinite(d.send_buffer);
+    e->set_hash(d.recv_buffer);
+  }
+}
+
 }  // namespace
 
 std::string EncodeNodeDigest(const DigestHeader& header, const std::vector<DigestRank>& ranks) {
@@ -182,6 +196,7 @@ std::string EncodeNodeDigest(const DigestHeader& header, const std::vector<Diges
     r->set_pause_before_ns(f.pause_before_ns);
     EncodeNvtx(f, r);
     EncodeDeviceCompute(f, r);
+    EncodeNumerics(f, r);
   }
   return d.SerializeAsString();
 }

@@ -86,6 +86,47 @@ void KeepDeviceCompute(const RankFile& f, std::vector<char>* keep) {
   }
 }
 
+// The numerics records (NCCLSCOPE_NUMERICS) another node's correlator needs (DigestLimits), and
+// the records of their collectives, whose entry time and NVTX step order the samples of the job.
+void KeepNumerics(const RankFile& f, const DigestLimits& limits, std::vector<char>* keep) {
+  if (f.numerics.empty()) return;
+  std::set<std::pair<uint64_t, uint64_t>> calls;
+  const auto take = [&](const NumericsEntry& e) {
+    if (e.pos >= f.size()) return;
+    (*keep)[e.pos] = 1;
+    calls.insert({e.sample.comm_id, e.sample.seq});
+  };
+  NewestPerKey<uint64_t> newest(limits.numerics_per_comm);
+  for (size_t i = f.numerics.size(); i-- > 0;) {
+    if (newest.Take(f.numerics[i].sample.comm_id)) take(f.numerics[i]);
+  }
+  // Per communicator, clean samples (newest last) until its first poisoned one.
+  std::unordered_map<uint64_t, std::vector<size_t>> clean;
+  std::unordered_set<uint64_t> poisoned;
+  for (size_t i = 0; i < f.numerics.size(); ++i) {
+    const trace::NumericsSample& s = f.numerics[i].sample;
+    if (!s.scanned || poisoned.count(s.comm_id) != 0) continue;
+    if (!s.Poisoned()) {
+      clean[s.comm_id].push_back(i);
+      continue;
+    }
+    poisoned.insert(s.comm_id);
+    take(f.numerics[i]);
+    const std::vector<size_t>& before = clean[s.comm_id];
+    for (size_t k = before.size() - std::min(before.size(), limits.clean_before_nan);
+         k < before.size(); ++k) {
+      take(f.numerics[before[k]]);
+    }
+  }
+  for (uint32_t p = 0; p < f.size(); ++p) {
+    const OpShape& sh = f.ShapeAt(p);
+    if (trace::IsCollective(static_cast<OpType>(sh.op)) &&
+        calls.count({sh.comm_id, f.ops[p].seq}) != 0) {
+      (*keep)[p] = 1;
+    }
+  }
+}
+
 std::vector<char> ChooseRecords(const RankFile& f, const DigestLimits& limits) {
   const uint32_t n = f.size();
   std::vector<char> keep(n, 0);
@@ -132,6 +173,7 @@ std::vector<char> ChooseRecords(const RankFile& f, const DigestLimits& limits) {
     if (take) keep[p] = 1;
   }
   KeepDeviceCompute(f, &keep);
+  KeepNumerics(f, limits, &keep);
   return keep;
 }
 
@@ -168,8 +210,12 @@ DigestCut CutForDigest(const RankFile& file, const DigestLimits& limits) {
   out.pause_before_ns = file.LongestPauseNs();
   std::vector<uint32_t> shape_map(file.shapes.size(), kNoRecord);
   uint64_t next_index = UINT64_MAX;
-  size_t next_compute = 0;  // file.device_compute is in file order
+  size_t next_compute = 0;   // file.device_compute is in file order
+  size_t next_numerics = 0;  // file.numerics too
   for (uint32_t p = 0; p < file.size(); ++p) {
+    while (next_numerics < file.numerics.size() && file.numerics[next_numerics].pos < p) {
+      ++next_numerics;
+    }
     while (next_compute < file.device_compute.size() && file.device_compute[next_compute].pos < p) {
       ++next_compute;
     }
@@ -181,6 +227,11 @@ DigestCut CutForDigest(const RankFile& file, const DigestLimits& limits) {
       DeviceCompute d = file.device_compute[next_compute];
       d.pos = out.size();
       out.device_compute.push_back(d);
+    }
+    if (next_numerics < file.numerics.size() && file.numerics[next_numerics].pos == p) {
+      NumericsEntry e = file.numerics[next_numerics];
+      e.pos = out.size();
+      out.numerics.push_back(e);
     }
     OpRecord r = file.ops[p];
     uint32_t& mapped = shape_map[r.shape];

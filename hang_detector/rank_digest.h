@@ -23,6 +23,11 @@ struct DigestLimits {
   // Waiting records kept (the oldest ones: a hang is about the first wait). A job without
   // completion tracking has every record "unknown"; the other rules still keep its frontier.
   size_t max_waiting = 1024;
+  // NCCLSCOPE_NUMERICS: the newest samples kept per communicator (the hashes every rank took of
+  // the same collectives), and for nan-origin, per communicator, the first sample whose input held
+  // NaN/Inf with up to `clean_before_nan` clean samples before it.
+  size_t numerics_per_comm = 16;
+  size_t clean_before_nan = 4;
 };
 
 struct DigestCut {
@@ -33,8 +38,9 @@ struct DigestCut {
 // The digest's copy of `file`. Besides the limits it always keeps: the oldest record (how far back
 // the ring reaches, which decides whether a wrapped member may have lost a collective), the newest
 // record with a device completion (what makes untracked records before it read as completed),
-// every communicator creation call, every profiler attach mark and the device_compute records of
-// the collectives kept (with `device_compute` entries). `file.remote` is copied.
+// every communicator creation call, every profiler attach mark, the device_compute records of
+// the collectives kept (with `device_compute` entries) and the numerics records the limits name
+// (with `numerics` entries) and their collectives' own records. `file.remote` is copied.
 // Thread-safe (reads `file` only).
 DigestCut CutForDigest(const RankFile& file, const DigestLimits& limits);
 

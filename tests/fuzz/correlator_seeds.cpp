@@ -2,7 +2,7 @@
 // verdict family (a rank that never issued a collective, a desync with send/recv left unmatched,
 // creations nobody finished, a wrapped healthy job, a straggler, a device that never started, a
 // stall whose stage the profiler's proxy progress names, a hang and a straggler whose calls carry
-// NVTX steps and phases).
+// NVTX steps and phases, a NaN's origin and a corrupt output from numerics records).
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -14,6 +14,7 @@
 
 #include "tests/fuzz/ring_set_codec.h"
 #include "tests/trace/temp_dir.h"
+#include "trace/numerics_record.h"
 #include "trace/ring_writer.h"
 
 namespace {
@@ -131,6 +132,23 @@ class Rank {
     r.peer = peer;
     r.redop = static_cast<int32_t>(send ? OpType::kSend : OpType::kRecv);
     r.dtype = 0;
+    w_->Append(r, false);
+  }
+  // What NCCLSCOPE_NUMERICS writes after sampled collective #seq: its input scan and output hash.
+  void Numerics(uint64_t comm, uint64_t seq, uint64_t nan, uint64_t hash, double t) {
+    NumericsSample s;
+    s.comm_id = comm;
+    s.seq = seq;
+    s.op = OpType::kAllReduce;
+    s.dtype = kFloat32;
+    s.scanned = s.hashed = true;
+    s.nan_count = nan;
+    s.first_nonfinite = nan > 0 ? 3 : kNumericsNone;
+    s.hash = hash;
+    s.hash_bytes = 1024;
+    s.hash_version = 1;
+    RecordData r = EncodeNumerics(s);
+    r.t_enter_ns = r.t_exit_ns = At(t);
     w_->Append(r, false);
   }
   void Heartbeat(double t) { w_->Heartbeat(At(t)); }
@@ -307,5 +325,19 @@ extern "C" void FuzzSeeds(std::vector<std::string>* seeds) {
     ranks[0].Proxy(kWorld, 1, OpType::kSend, 1, true, 9, 0.7);
     ranks[1].Proxy(kWorld, 1, OpType::kRecv, 0, false, 10, 0.7);
     Add(ranks, 10, 0x14, seeds);
+  }
+  {  // Numerics: rank 2 feeds a NaN into #4 (everyone's input holds one from #5); rank 3's output
+     // hash of #6 differs from the others'.
+    ncclscope::testing::TempDir tmp;
+    auto ranks = Job(tmp.path(), 4);
+    for (uint64_t s = 1; s <= 8; ++s) {
+      for (int r = 0; r < 4; ++r) {
+        ranks[r].Coll(kWorld, s, OpType::kAllReduce, 0.1 * s, Done::kCompleted);
+        if (s % 2 != 0) continue;
+        const uint64_t nan = (r == 2 && s >= 4) || s >= 5 ? 1 : 0;
+        ranks[r].Numerics(kWorld, s, nan, r == 3 && s == 6 ? 0xbad : 0x600d + s, 0.1 * s + 0.01);
+      }
+    }
+    Add(ranks, 1, 0x00, seeds);
   }
 }
