@@ -37,6 +37,8 @@ std::map<int, RankDump> ParseDump(const std::string& json_lines) {
       r.header = j;
     } else if (type == "comm") {
       r.comms.push_back(j);
+    } else if (j.at("op") == "numerics") {
+      r.numerics.push_back(j);
     } else if (j.at("op") == "nvtx_phase_name" || j.at("op") == "nvtx_range_name") {
       r.nvtx_names.push_back(j);
     } else if (IsWrittenByTheProfiler(j.at("op"))) {

@@ -17,6 +17,8 @@ struct RankDump {  // NOLINT(bugprone-exception-escape): a false positive on nlo
   std::vector<nlohmann::json> profiler_records;
   // The names of NVTX contexts (nvtx_phase_name, nvtx_range_name): what records' step/phase use.
   std::vector<nlohmann::json> nvtx_names;
+  // What NCCLSCOPE_NUMERICS found in sampled collectives (numerics records).
+  std::vector<nlohmann::json> numerics;
 };
 
 // Keyed by global rank. Fails the calling test (ADD_FAILURE) on a line that is not JSON.

@@ -15,8 +15,11 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/e2e/cli.h"
@@ -153,6 +156,54 @@ TEST_P(SustainedCorrupter, IsNamedOnceWithEveryIncident) {
 
 INSTANTIATE_TEST_SUITE_P(Periods, SustainedCorrupter, ::testing::Values(Case{8, 1}, Case{32, 1}),
                          CaseName);
+
+// What a user reads in `ncclscope dump`: every rank samples the same collectives (1, 1 + N, ...
+// of each communicator, counting every collective), and the outputs NCCL makes identical hash
+// alike on every rank; nothing was skipped. With the mode off nothing is sampled.
+TEST(NumericsRecords, EveryRankSamplesTheSameCollectivesAndIdenticalOutputsHashAlike) {
+  ScratchDir scratch;
+  const std::string dir = scratch / "trace";
+  const ProcessResult sim =
+      RunSim("healthy.json", 8, dir, 60,
+             {{"NCCLSCOPE_NUMERICS", "all"}, {"NCCLSCOPE_NUMERICS_EVERY", "3"}});
+  ASSERT_EQ(sim.exit_code, 0) << sim.out << sim.err;
+  std::map<std::pair<std::string, uint64_t>, std::set<std::string>> hashes;  // (comm, seq)
+  std::map<std::string, std::set<int>> samplers;                             // "comm#seq" -> ranks
+  for (const auto& [rank, dump] : DumpJson(dir)) {
+    EXPECT_EQ(dump.header.value("numerics_skipped", -1), 0) << "rank " << rank;
+    ASSERT_FALSE(dump.numerics.empty()) << "rank " << rank;
+    for (const auto& n : dump.numerics) {
+      const auto seq = n.value("seq", uint64_t{0});
+      EXPECT_EQ((seq - 1) % 3, 0u) << n.dump();
+      // Scanned where this rank's input is read and can hold NaN (not a broadcast's non-root,
+      // not integers): then clean.
+      if (n.contains("input_nan")) {
+        EXPECT_EQ(n.value("input_nan", -1), 0) << n.dump();
+        EXPECT_EQ(n.value("input_inf", -1), 0) << n.dump();
+      }
+      const std::string comm = n.value("comm_id", "");
+      samplers[comm + "#" + std::to_string(seq)].insert(rank);
+      const std::string op = n.value("operation", "");
+      if (op == "allreduce" || op == "allgather" || op == "broadcast") {
+        hashes[{comm, seq}].insert(n.value("output_hash", ""));
+      }
+    }
+  }
+  ASSERT_FALSE(hashes.empty());
+  for (const auto& [key, distinct] : hashes) {
+    EXPECT_EQ(distinct.size(), 1u) << key.first << " #" << key.second;
+  }
+  // Every member of a communicator samples its collective (the world's: all 8 ranks).
+  size_t world_like = 0;
+  for (const auto& [key, ranks] : samplers) world_like += ranks.size() == 8 ? 1 : 0;
+  EXPECT_GT(world_like, 0u);
+
+  const std::string off_dir = scratch / "off";
+  ASSERT_EQ(RunSim("healthy.json", 8, off_dir, 60).exit_code, 0);
+  for (const auto& [rank, dump] : DumpJson(off_dir)) {
+    EXPECT_TRUE(dump.numerics.empty()) << "rank " << rank;
+  }
+}
 
 TEST(NumericsHealthy, EveryCollectiveCheckedGivesNoNumericsVerdictAndUnchangedResults) {
   for (const char* scenario : {"healthy", "healthy-jitter"}) {
