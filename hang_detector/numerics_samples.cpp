@@ -43,6 +43,14 @@ void KeepCommOrder(std::vector<SampledCollective>* all) {
   }
 }
 
+// The communicator's name as verdicts give it; its id when no comm table knows it.
+std::string CommText(const Context& ctx, const SampledCollective& c) {
+  if (c.comm != nullptr) return ctx.CommName(*c.comm);
+  CommModel unknown;
+  unknown.id = c.comm_id;
+  return ctx.CommName(unknown);
+}
+
 }  // namespace
 
 std::vector<SampledCollective> GatherSamples(const Context& ctx) {
@@ -103,26 +111,12 @@ std::vector<SampledCollective> GatherSamples(const Context& ctx) {
 }
 
 std::string CollectiveName(const Context& ctx, const SampledCollective& c) {
-  std::string comm;
-  if (c.comm != nullptr) {
-    comm = ctx.CommName(*c.comm);
-  } else {
-    CommModel unknown;
-    unknown.id = c.comm_id;
-    comm = ctx.CommName(unknown);
-  }
-  return comm + " " + trace::OpTypeName(c.op) + " #" + std::to_string(c.seq);
+  return CommText(ctx, c) + " " + trace::OpTypeName(c.op) + " #" + std::to_string(c.seq);
 }
 
 void PlaceVerdictAt(const Context& ctx, const SampledCollective& c, Verdict* v) {
   v->comm_id = c.comm_id;
-  if (c.comm != nullptr) {
-    v->comm_name = ctx.CommName(*c.comm);
-  } else {
-    CommModel unknown;
-    unknown.id = c.comm_id;
-    v->comm_name = ctx.CommName(unknown);
-  }
+  v->comm_name = CommText(ctx, c);
   v->op = trace::OpTypeName(c.op);
   v->seq = c.seq;
   v->since_s = std::max(0.0, ctx.SinceS(c.enter_wall));

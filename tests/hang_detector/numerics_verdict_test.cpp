@@ -11,6 +11,7 @@
 #include "hang_detector/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
 #include "tests/hang_detector/numerics_records.h"
+#include "tests/hang_detector/nvtx_records.h"
 
 namespace ncclscope::testing {
 namespace {
@@ -219,6 +220,34 @@ TEST(NanOrigin, EarliestInTimeAcrossCommunicators) {
   EXPECT_EQ(v.seq, 8u);
   EXPECT_EQ(v.culprits, std::vector<int>{2});
   EXPECT_TRUE(Says(v, "tp allgather #8 (2 of 4 sampled ranks)")) << v.summary;
+}
+
+TEST(NanOrigin, TheNvtxStepOrdersCommunicatorsBeforeTheEntryTime) {
+  // Every call carries its training step. tp #k runs in step k but is entered after dp #(k+1)
+  // (entry times skewed, as clocks of different hosts can be): rank 1's NaN at tp #3 (step 3)
+  // precedes dp #4 (step 4), poisoned everywhere, although dp #4 was entered first.
+  JobBuilder job(4);
+  const uint64_t dp = job.Comm("dp", {0, 1, 2, 3});
+  const uint64_t tp = job.Comm("tp", {0, 1, 2, 3});
+  for (int k = 1; k <= 6; ++k) {
+    for (int r = 0; r < 4; ++r) {
+      job.Coll(r, dp, OpType::kAllReduce, k, Done::kCompleted).reserved = NvtxWord(k, 1);
+      Held d;
+      d.nan = k >= 4 ? 1 : 0;
+      AddSample(&job, r, dp, k, OpType::kAllReduce, k + 0.01, d);
+      job.Coll(r, tp, OpType::kAllReduce, k + 1.5, Done::kCompleted).reserved = NvtxWord(k, 1);
+      Held t;
+      t.nan = (r == 1 && k >= 3) || k >= 4 ? 1 : 0;
+      AddSample(&job, r, tp, k, OpType::kAllReduce, k + 1.51, t);
+    }
+  }
+  job.HeartbeatAll(10);
+  const Analysis a = AnalyzeJob(job);
+  const Verdict& v = First(a);
+  ASSERT_EQ(v.cls, VerdictClass::kNanOrigin);
+  EXPECT_EQ(v.comm_id, tp);
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_EQ(v.culprits, std::vector<int>{1});
 }
 
 TEST(NanOrigin, HangStillComesFirst) {
