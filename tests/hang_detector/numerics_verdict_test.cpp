@@ -269,8 +269,8 @@ TEST(NanOrigin, HangStillComesFirst) {
   EXPECT_STREQ(StageName(a), "hang");
 }
 
-// Hashed samples: every rank's output hash `base` except where `differs` says otherwise.
-HeldAt Hashes(std::function<uint64_t(int rank, uint64_t seq)> hash) {
+// Samples with the output hashed (and the input scanned clean), each rank's hash as `hash` says.
+HeldAt Hashes(const std::function<uint64_t(int rank, uint64_t seq)>& hash) {
   return [=](int r, uint64_t seq) {
     Held h;
     h.hashed = true;
