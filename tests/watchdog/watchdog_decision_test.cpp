@@ -88,6 +88,20 @@ TEST(WatchdogDecision, FollowsTheAnalysisHeadline) {
   EXPECT_EQ(DecisionFromAnalysis(a).stage, DecisionStage::kNone);
 }
 
+// Numerics verdicts (a NaN's origin, a corrupt output) leave the job running: nothing to abort,
+// and no suspect either, even with a confirmed-looking flag set.
+TEST(WatchdogDecision, NumericsVerdictsAreNeverAHang) {
+  hd::Analysis a;
+  a.verdicts = {Hang(hd::VerdictClass::kCorruptOutput, 0x11, true),
+                Hang(hd::VerdictClass::kNanOrigin, 0x22, true)};
+  EXPECT_EQ(DecisionFromAnalysis(a).stage, DecisionStage::kNone);
+  // Behind a hang (the correlator's order) they change nothing of its decision.
+  a.verdicts.insert(a.verdicts.begin(), Hang(hd::VerdictClass::kMissing, 0x33, true));
+  const Decision d = DecisionFromAnalysis(a);
+  EXPECT_EQ(d.stage, DecisionStage::kHang);
+  EXPECT_EQ(d.hang_comms, std::vector<uint64_t>{0x33});
+}
+
 TEST(WatchdogDecision, RefusesDamagedText) {
   const std::string good = RenderDecision(Sample());
   auto refused = [](const std::string& text) {
