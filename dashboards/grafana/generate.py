@@ -187,7 +187,7 @@ def culprits_by_stage(description):
     "Two stages"): only `hang` pages."""
     return panel("stat", "Culprit ranks", description, "short",
                  [target(f'count(ncclscope_verdict{{{SELC}, stage="{stage}"}} == 1) or vector(0)',
-                         stage) for stage in ("hang", "suspect", "straggler")],
+                         stage) for stage in ("hang", "suspect", "straggler", "numerics")],
                  4, 4, options=STAT)
 
 
@@ -201,7 +201,9 @@ def job_overview():
             culprits_by_stage(
                 "Is anything wrong right now? Culprit ranks named by the current verdicts, by "
                 "stage: hang (confirmed hang, deadlock, desync, dead: pages), suspect (a wait "
-                "not confirmed yet: a checkpoint looks the same), straggler; 0 when healthy."),
+                "not confirmed yet: a checkpoint looks the same), straggler, numerics (a NaN's "
+                "origin or a corrupt output, NCCLSCOPE_NUMERICS: the job runs on, computing "
+                "wrong numbers); 0 when healthy."),
             panel("stat", "Ranks up / seen",
                   "Are all ranks alive? Ranks whose process is running, and ranks whose ring "
                   "file the exporters read (ended ones included).",
@@ -432,7 +434,8 @@ def communicator():
             culprits_by_stage(
                 "Is this communicator hung, deadlocked, desynchronized or slowed down? Culprit "
                 "ranks of its current verdicts, by stage (hang: confirmed, pages; suspect: not "
-                "confirmed yet; straggler); 0 when healthy."),
+                "confirmed yet; straggler; numerics: a NaN's origin or a corrupt output); 0 when "
+                "healthy."),
             panel("table", "Verdicts on this communicator",
                   "Which of its ranks is to blame, and why? One row per culprit rank.",
                   "none", [target(f"ncclscope_verdict{{{SELC}}} == 1", instant=True, fmt="table")],
