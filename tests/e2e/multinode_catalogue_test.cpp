@@ -4,10 +4,11 @@
 //   - digests: the nodes grouped into 2, 4 and 8 nodes, each group's node digest written with
 //     `ncclscope digest`, and `analyze --from` over those digests (the live cross-node path);
 //   - alone: each group's own directory, as that node's watchdog and exporter see it.
-// Every split must give the gathered headline (class, communicator, sequence number, culprits), and
-// a node alone may name only ranks it holds as culprits: absence is not guilt. The launcher ends
-// each job, so every analysis is post mortem (--job-ended): the verdicts do not depend on when
-// they are taken.
+// The numerics faults run with NCCLSCOPE_NUMERICS=all at every call, so the nodes' digests carry
+// the samples. Every split must give the gathered headline (class, communicator, sequence number,
+// culprits), and a node alone may name only ranks it holds as culprits: absence is not guilt. The
+// launcher ends each job, so every analysis is post mortem (--job-ended): the verdicts do not
+// depend on when they are taken.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -55,6 +56,11 @@ std::map<std::string, std::string> Env(const std::string& scenario) {
   std::map<std::string, std::string> env = {{"NCCLSCOPE_RING_RECORDS", "4096"}};
   // The slow link needs transfers long enough to stand out (as in straggler_scenarios_test).
   if (scenario == "slow-link-3x") env["NCCLSIM_LATENCY_US"] = "5000";
+  // The numerics faults are seen through NCCLSCOPE_NUMERICS's records, carried by the digests.
+  if (scenario.rfind("numerics-", 0) == 0) {
+    env["NCCLSCOPE_NUMERICS"] = "all";
+    env["NCCLSCOPE_NUMERICS_EVERY"] = "1";
+  }
   return env;
 }
 
@@ -83,6 +89,11 @@ TEST_P(MultiNodeCatalogue, EverySplitGivesTheGatheredHeadlineAndNoNodeBlamesAnUn
   // (scripts/straggler_accuracy.sh measures how often); what is compared below holds either way.
   if (std::string(GetParam()) != "slow-link-3x") {
     ASSERT_NE(whole.cls, "healthy") << "the fault was not seen at all";
+  }
+  if (std::string(GetParam()) == "numerics-nan") {
+    ASSERT_EQ(whole, (Headline{"nan-origin", "world", 10, {5}}));
+  } else if (std::string(GetParam()).rfind("numerics-", 0) == 0) {
+    ASSERT_EQ(whole.cls, "corrupt-output");
   }
 
   for (int nodes : {2, 4, 8}) {
@@ -124,8 +135,8 @@ INSTANTIATE_TEST_SUITE_P(Catalogue, MultiNodeCatalogue,
                                            "wrong-root", "wrong-peer", "p2p-cycle", "never-join",
                                            "crash-sigkill", "crash-abort", "crash-segfault",
                                            "early-exit", "never-join-world", "desync-and-missing",
-                                           "pipeline-chain", "compute-straggler-2x",
-                                           "slow-link-3x"),
+                                           "pipeline-chain", "compute-straggler-2x", "slow-link-3x",
+                                           "numerics-nan", "numerics-flip", "numerics-corrupter"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) {
