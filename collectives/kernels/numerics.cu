@@ -44,7 +44,9 @@ __device__ uint64_t GridThread() {
   return static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
 
-__device__ uint64_t GridThreads() { return static_cast<uint64_t>(gridDim.x) * blockDim.x; }
+__device__ uint64_t GridThreads() {
+  return static_cast<uint64_t>(gridDim.x) * blockDim.x;
+}
 
 struct Sum {
   __device__ uint64_t operator()(uint64_t a, uint64_t b) const { return a + b; }
