@@ -12,81 +12,18 @@
 #include <vector>
 
 #include "plugin/numerics_probe.h"
+#include "tests/plugin/fake_numerics_driver.h"
 
 namespace ncclscope::plugin {
 namespace {
 
-alignas(64) unsigned char g_pinned[256 * 64];
-
-CUresult Ok0() {
-  return CUDA_SUCCESS;
-}
-CUresult CtxGetCurrent(CUcontext* c) {
-  *c = reinterpret_cast<CUcontext>(0x1);
-  return CUDA_SUCCESS;
-}
-CUresult CtxGetDevice(CUdevice* d) {
-  *d = 0;
-  return CUDA_SUCCESS;
-}
-CUresult DeviceGetAttribute(int* v, CUdevice_attribute, CUdevice) {
-  *v = 132;
-  return CUDA_SUCCESS;
-}
-CUresult ModuleLoadData(CUmodule* m, const void*) {
-  *m = reinterpret_cast<CUmodule>(0x2);
-  return CUDA_SUCCESS;
-}
-CUresult ModuleGetFunction(CUfunction* f, CUmodule, const char*) {
-  *f = reinterpret_cast<CUfunction>(0x3);
-  return CUDA_SUCCESS;
-}
-CUresult LaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                      unsigned, CUstream, void** params, void**) {
-  benchmark::DoNotOptimize(params[0]);
-  return CUDA_SUCCESS;
-}
-CUresult StreamIsCapturing(CUstream, CUstreamCaptureStatus* s) {
-  *s = CU_STREAM_CAPTURE_STATUS_NONE;
-  return CUDA_SUCCESS;
-}
-CUresult MemHostAlloc(void** p, size_t, unsigned int) {
-  *p = g_pinned;
-  return CUDA_SUCCESS;
-}
-CUresult MemHostGetDevicePointer(CUdeviceptr* d, void* p, unsigned int) {
-  *d = reinterpret_cast<CUdeviceptr>(p);
-  return CUDA_SUCCESS;
-}
-CUresult EventCreate(CUevent* e, unsigned int) {
-  *e = reinterpret_cast<CUevent>(0x4);
-  return CUDA_SUCCESS;
-}
-CUresult EventDestroy(CUevent) {
-  return Ok0();
-}
-CUresult EventRecord(CUevent, CUstream) {
-  return Ok0();
-}
-CUresult EventQuery(CUevent) {
-  return Ok0();
-}
-
-bool LoadInstant(const std::string&, NumericsDriver* d, std::string*) {
-  d->ctx_get_current = CtxGetCurrent;
-  d->ctx_get_device = CtxGetDevice;
-  d->device_get_attribute = DeviceGetAttribute;
-  d->module_load_data = ModuleLoadData;
-  d->module_get_function = ModuleGetFunction;
-  d->launch_kernel = LaunchKernel;
-  d->stream_is_capturing = StreamIsCapturing;
-  d->mem_host_alloc = MemHostAlloc;
-  d->mem_host_get_device_pointer = MemHostGetDevicePointer;
-  d->event_create = EventCreate;
-  d->event_destroy = EventDestroy;
-  d->event_record = EventRecord;
-  d->event_query = EventQuery;
-  return true;
+// A driver whose launches do nothing and whose events have always fired.
+testing::FakeNumericsDriver* InstantDriver() {
+  static testing::FakeNumericsDriver driver;
+  driver.run_twins = false;
+  driver.events_done = true;
+  testing::g_fake_numerics = &driver;
+  return &driver;
 }
 
 std::unique_ptr<trace::RingWriter> MakeRing(std::string* dir) {
@@ -125,9 +62,11 @@ NumericsCall Call(const CommState& cs) {
 
 // An unsampled call with the mode on: the sampling countdown only.
 void BM_UnsampledDecision(benchmark::State& state) {
+  InstantDriver();
   std::string dir;
   auto ring = MakeRing(&dir);
-  NumericsProbe probe(ring.get(), Settings("all", 1'000'000'000), "", LoadInstant);
+  NumericsProbe probe(ring.get(), Settings("all", 1'000'000'000), "",
+                      testing::LoadFakeNumericsDriver);
   CommState cs;
   cs.id = 1;
   probe.Sample(cs, trace::OpType::kAllReduce);  // the first call decides and is sampled
@@ -142,10 +81,11 @@ BENCHMARK(BM_UnsampledDecision);
 // A sampled call: decision, Before (scan launch), After (hash launch, event), and the poll that
 // writes its record, all against a driver that does nothing.
 void BM_SampledCall(benchmark::State& state) {
+  InstantDriver();
   std::string dir;
   auto ring = MakeRing(&dir);
   const char* mode = state.range(0) == 0 ? "nan" : state.range(0) == 1 ? "checksum" : "all";
-  NumericsProbe probe(ring.get(), Settings(mode, 1), "", LoadInstant);
+  NumericsProbe probe(ring.get(), Settings(mode, 1), "", testing::LoadFakeNumericsDriver);
   CommState cs;
   cs.id = 1;
   ThreadState ts{};

@@ -13,6 +13,7 @@
 
 #include "../trace/temp_dir.h"
 #include "collectives/numerics_twin.h"
+#include "tests/plugin/fake_numerics_driver.h"
 #include "trace/ring_reader.h"
 
 namespace ncclscope::plugin {
@@ -21,102 +22,9 @@ namespace {
 namespace nc = collectives;
 using trace::OpType;
 
-struct FakeState {
-  std::vector<std::string> launches;  // kernel names in launch order
-  bool capturing = false;
-  bool events_done = false;
-  int events_recorded = 0;
-  std::vector<void*> pinned;
-  ~FakeState() {
-    for (void* p : pinned) std::free(p);
-  }
-};
-FakeState* g_state = nullptr;
-// The fake module's functions are the kernel names themselves.
+using testing::FakeNumericsDriver;
+using testing::LoadFakeNumericsDriver;
 const char* const kHashName = nc::kContentHashKernelName;
-
-CUresult CtxGetCurrent(CUcontext* c) {
-  *c = reinterpret_cast<CUcontext>(0x1);
-  return CUDA_SUCCESS;
-}
-CUresult CtxGetDevice(CUdevice* d) {
-  *d = 0;
-  return CUDA_SUCCESS;
-}
-CUresult DeviceGetAttribute(int* v, CUdevice_attribute, CUdevice) {
-  *v = 2;
-  return CUDA_SUCCESS;
-}
-CUresult ModuleLoadData(CUmodule* m, const void*) {
-  *m = reinterpret_cast<CUmodule>(0x2);
-  return CUDA_SUCCESS;
-}
-CUresult ModuleGetFunction(CUfunction* f, CUmodule, const char* name) {
-  *f = reinterpret_cast<CUfunction>(const_cast<char*>(name));
-  return CUDA_SUCCESS;
-}
-CUresult LaunchKernel(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned,
-                      unsigned, unsigned, CUstream, void** params, void**) {
-  const std::string name = reinterpret_cast<const char*>(f);
-  g_state->launches.push_back(name);
-  if (name == kHashName) {
-    nc::RunContentHashTwinKernel(*static_cast<const nc::ContentHashArgs*>(params[0]), gx, bx);
-  } else {
-    for (uint32_t i = 0; i < 6; ++i) {
-      if (name == nc::kNumericScanKernelNames[i]) {
-        nc::RunNumericScanTwinKernel(static_cast<nc::NumericFormat>(i + 1),
-                                     *static_cast<const nc::NumericScanArgs*>(params[0]), gx, bx);
-      }
-    }
-  }
-  return CUDA_SUCCESS;
-}
-CUresult StreamIsCapturing(CUstream, CUstreamCaptureStatus* s) {
-  *s = g_state->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
-  return CUDA_SUCCESS;
-}
-// The probe keeps its pinned results for the life of the process; the fake frees them per test.
-CUresult MemHostAlloc(void** p, size_t bytes, unsigned int) {
-  *p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-  if (*p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
-  g_state->pinned.push_back(*p);
-  return CUDA_SUCCESS;
-}
-CUresult MemHostGetDevicePointer(CUdeviceptr* d, void* p, unsigned int) {
-  *d = reinterpret_cast<CUdeviceptr>(p);
-  return CUDA_SUCCESS;
-}
-CUresult EventCreate(CUevent* e, unsigned int) {
-  *e = reinterpret_cast<CUevent>(0x3);
-  return CUDA_SUCCESS;
-}
-CUresult EventDestroy(CUevent) {
-  return CUDA_SUCCESS;
-}
-CUresult EventRecord(CUevent, CUstream) {
-  ++g_state->events_recorded;
-  return CUDA_SUCCESS;
-}
-CUresult EventQuery(CUevent) {
-  return g_state->events_done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
-}
-
-bool LoadFake(const std::string&, NumericsDriver* d, std::string*) {
-  d->ctx_get_current = CtxGetCurrent;
-  d->ctx_get_device = CtxGetDevice;
-  d->device_get_attribute = DeviceGetAttribute;
-  d->module_load_data = ModuleLoadData;
-  d->module_get_function = ModuleGetFunction;
-  d->launch_kernel = LaunchKernel;
-  d->stream_is_capturing = StreamIsCapturing;
-  d->mem_host_alloc = MemHostAlloc;
-  d->mem_host_get_device_pointer = MemHostGetDevicePointer;
-  d->event_create = EventCreate;
-  d->event_destroy = EventDestroy;
-  d->event_record = EventRecord;
-  d->event_query = EventQuery;
-  return true;
-}
 
 bool LoadFails(const std::string&, NumericsDriver*, std::string* error) {
   *error = "no driver here";
@@ -134,7 +42,7 @@ NumericsSettings Settings(const std::string& mode, int64_t every, const std::str
 class NumericsProbeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    g_state = &state_;
+    testing::g_fake_numerics = &state_;
     trace::RingOptions options;
     options.dir = dir_.path();
     options.record_capacity = 256;
@@ -145,7 +53,7 @@ class NumericsProbeTest : public ::testing::Test {
     comm_.name = "dp";
     comm_.SetRanks(1, 4);
   }
-  void TearDown() override { g_state = nullptr; }
+  void TearDown() override { testing::g_fake_numerics = nullptr; }
 
   std::vector<trace::NumericsSample> Samples(uint64_t* skipped = nullptr) {
     std::string error;
@@ -175,7 +83,7 @@ class NumericsProbeTest : public ::testing::Test {
     return c;
   }
 
-  FakeState state_;
+  FakeNumericsDriver state_;
   ncclscope::testing::TempDir dir_;
   std::unique_ptr<trace::RingWriter> ring_;
   CommState comm_;
@@ -208,7 +116,7 @@ TEST(NumericsSettingsTest, ModesListsAndUnknownNames) {
 }
 
 TEST_F(NumericsProbeTest, SamplesEveryNthCallOfTheSampledOperationsOnly) {
-  NumericsProbe probe(ring_.get(), Settings("nan", 3, "allreduce"), "", LoadFake);
+  NumericsProbe probe(ring_.get(), Settings("nan", 3, "allreduce"), "", LoadFakeNumericsDriver);
   std::vector<int> sampled;
   for (int call = 1; call <= 7; ++call) {
     // Broadcasts in between are not counted: every rank counts the same allreduces.
@@ -218,13 +126,13 @@ TEST_F(NumericsProbeTest, SamplesEveryNthCallOfTheSampledOperationsOnly) {
   EXPECT_EQ(sampled, (std::vector<int>{1, 4, 7}));
   CommState other;
   other.name = "tp";
-  NumericsProbe only_dp(ring_.get(), Settings("nan", 1, "", "dp"), "", LoadFake);
+  NumericsProbe only_dp(ring_.get(), Settings("nan", 1, "", "dp"), "", LoadFakeNumericsDriver);
   EXPECT_FALSE(only_dp.Sample(other, OpType::kAllReduce));
   EXPECT_FALSE(only_dp.Sample(other, OpType::kAllReduce));
 }
 
 TEST_F(NumericsProbeTest, ScanBeforeAndHashAfterReachTheRingOnceTheEventFired) {
-  NumericsProbe probe(ring_.get(), Settings("all", 1), "", LoadFake);
+  NumericsProbe probe(ring_.get(), Settings("all", 1), "", LoadFakeNumericsDriver);
   std::vector<float> send(100, 1.0f);
   std::vector<float> recv(100, 0.0f);
   send[37] = std::numeric_limits<float>::quiet_NaN();
@@ -255,7 +163,7 @@ TEST_F(NumericsProbeTest, ScanBeforeAndHashAfterReachTheRingOnceTheEventFired) {
 }
 
 TEST_F(NumericsProbeTest, InsideAGroupTheHashWaitsForTheOutermostGroupEnd) {
-  NumericsProbe probe(ring_.get(), Settings("checksum", 1), "", LoadFake);
+  NumericsProbe probe(ring_.get(), Settings("checksum", 1), "", LoadFakeNumericsDriver);
   std::vector<float> send(8, 1.0f);
   std::vector<float> recv(8, 0.0f);
   const int32_t slot = probe.Before(AllReduceOf(send, recv));
@@ -276,7 +184,7 @@ TEST_F(NumericsProbeTest, InsideAGroupTheHashWaitsForTheOutermostGroupEnd) {
 }
 
 TEST_F(NumericsProbeTest, RejectedCallsAndUnlaunchedGroupsWriteNothing) {
-  NumericsProbe probe(ring_.get(), Settings("all", 1), "", LoadFake);
+  NumericsProbe probe(ring_.get(), Settings("all", 1), "", LoadFakeNumericsDriver);
   std::vector<float> send(8, 1.0f);
   std::vector<float> recv(8, 0.0f);
   probe.After(probe.Before(AllReduceOf(send, recv)), /*seq=*/0, false, ts_);
@@ -295,7 +203,7 @@ TEST_F(NumericsProbeTest, RejectedCallsAndUnlaunchedGroupsWriteNothing) {
 }
 
 TEST_F(NumericsProbeTest, CapturedStreamsAndAMissingDriverAreCountedAsSkipped) {
-  NumericsProbe probe(ring_.get(), Settings("all", 1), "", LoadFake);
+  NumericsProbe probe(ring_.get(), Settings("all", 1), "", LoadFakeNumericsDriver);
   std::vector<float> send(8, 1.0f);
   std::vector<float> recv(8, 0.0f);
   state_.capturing = true;
@@ -310,7 +218,7 @@ TEST_F(NumericsProbeTest, CapturedStreamsAndAMissingDriverAreCountedAsSkipped) {
 }
 
 TEST_F(NumericsProbeTest, IntegerBuffersAreNotScannedAndBroadcastScansTheRootOnly) {
-  NumericsProbe probe(ring_.get(), Settings("nan", 1), "", LoadFake);
+  NumericsProbe probe(ring_.get(), Settings("nan", 1), "", LoadFakeNumericsDriver);
   std::vector<float> send(8, 1.0f);
   std::vector<float> recv(8, 0.0f);
   NumericsCall ints = AllReduceOf(send, recv);
