@@ -29,7 +29,7 @@
 namespace ncclscope::testing {
 namespace {
 
-struct Job {
+struct Job {  // NOLINT(bugprone-exception-escape): a false positive on nlohmann::json members
   ProcessResult sim;
   nlohmann::json analysis;
 };

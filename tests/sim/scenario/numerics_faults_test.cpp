@@ -196,7 +196,7 @@ TEST(NumericsFaults, CheckCountsNonFiniteElementsOnlyWhenAsked) {
                 c.dtype, &b.recv[i * 4]);
   }
   EXPECT_EQ(checkResult(c, key, 0, 2, b), std::nullopt);
-  encodeValue(NAN, c.dtype, &b.recv[5 * 4]);
+  encodeValue(NAN, c.dtype, &b.recv[size_t{5} * 4]);
   size_t non_finite = 0;
   EXPECT_NE(checkResult(c, key, 0, 2, b), std::nullopt);
   EXPECT_EQ(checkResult(c, key, 0, 2, b, &non_finite), std::nullopt);
