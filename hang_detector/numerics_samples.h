@@ -1,8 +1,8 @@
 // Internal to the correlator: the numerics records of every rank (NCCLSCOPE_NUMERICS,
 // trace/numerics_record.h) gathered per sampled collective, in the order the job ran them, for
-// the nan-origin and corrupt-output checks. Every rank samples the same sequence numbers (the
-// probe samples by the per-communicator sequence number), so the samples of one collective meet
-// at (communicator, sequence number).
+// the nan-origin and corrupt-output checks. Every rank samples the same sequence numbers (each
+// counts the same calls of a communicator), so the samples of one collective meet at
+// (communicator, sequence number).
 #pragma once
 
 #include <algorithm>

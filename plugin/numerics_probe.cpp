@@ -177,6 +177,15 @@ bool NumericsProbe::Launch(CUfunction fn, const Module& m, uint64_t bytes, void*
 }
 
 int32_t NumericsProbe::Before(const NumericsCall& call) noexcept {
+  // What this rank's call gives the passes, decided before anything is loaded or taken: a call
+  // with nothing to scan or hash (a broadcast's non-root in nan mode, integers) costs nothing.
+  nc::NumericFormat format = nc::NumericFormat::kInteger;
+  const uint64_t elements = settings_.scan ? InputElements(call) : 0;
+  const bool scan = elements > 0 && nc::NumericFormatOf(call.dtype, &format) &&
+                    format != nc::NumericFormat::kInteger;
+  uint64_t hash_bytes = 0;
+  const bool hash = settings_.hash && OutputBytes(call, &hash_bytes);
+  if (!scan && !hash) return -1;
   uint32_t index = 0;
   if (!EnsureLoaded() || !free_.TryPop(&index)) {
     ring_->CountNumericsSkipped();
@@ -216,15 +225,12 @@ int32_t NumericsProbe::Before(const NumericsCall& call) noexcept {
   s.sample.comm_id = call.comm_id;
   s.sample.op = call.op;
   s.sample.dtype = call.dtype;
-  s.hash_bytes = 0;
-  s.want_hash = settings_.hash && OutputBytes(call, &s.hash_bytes);
+  s.hash_bytes = hash_bytes;
+  s.want_hash = hash;
   PinnedResult& out = pinned_[index];
   out.scan = nc::EmptyScan();
   out.hash = nc::ContentHashResult{0};
-  nc::NumericFormat format = nc::NumericFormat::kInteger;
-  const uint64_t elements = InputElements(call);
-  if (settings_.scan && elements > 0 && nc::NumericFormatOf(call.dtype, &format) &&
-      format != nc::NumericFormat::kInteger) {
+  if (scan) {
     nc::NumericScanArgs args{
         static_cast<const unsigned char*>(call.send), elements,
         reinterpret_cast<nc::NumericScanResult*>(pinned_device_ + index * sizeof(PinnedResult))};

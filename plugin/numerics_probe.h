@@ -75,7 +75,8 @@ class NumericsProbe {
   }
 
   // A sampled call, before NCCL's: takes a result slot and launches the scan. Returns the slot
-  // (>= 0) that After consumes, or -1 when the passes cannot run (counted as skipped). Thread-safe.
+  // (>= 0) that After consumes, or -1 when the passes cannot run (counted as skipped) or this
+  // rank's call has nothing to scan or hash (nothing loaded or taken, not counted). Thread-safe.
   int32_t Before(const NumericsCall& call) noexcept;
   // After NCCL's call returned: seq is the collective's sequence number (0 when NCCL rejected it:
   // no record). Outside a group the hash is launched now; inside one it waits in ts for

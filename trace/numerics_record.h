@@ -42,8 +42,8 @@ struct NumericsSample {
   bool Poisoned() const { return scanned && nan_count + inf_count > 0; }
 };
 
-// The fields of a numerics record (times, tid and the record's op left to the writer's caller
-// except op). Pure.
+// The fields of a numerics record: op and what the sample holds; times and tid are the writer's to
+// set. Pure.
 inline RecordData EncodeNumerics(const NumericsSample& s) {
   RecordData d{};
   d.op = static_cast<uint32_t>(OpType::kNumerics);

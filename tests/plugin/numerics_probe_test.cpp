@@ -229,6 +229,7 @@ TEST_F(NumericsProbeTest, IntegerBuffersAreNotScannedAndBroadcastScansTheRootOnl
   bcast.root = 0;  // this rank is 1
   probe.After(probe.Before(bcast), 2, false, ts_);
   EXPECT_TRUE(state_.launches.empty());
+  EXPECT_EQ(state_.events_recorded, 0) << "a call with nothing to check costs no event";
   bcast.root = 1;
   probe.After(probe.Before(bcast), 3, false, ts_);
   EXPECT_EQ(state_.launches.size(), 1u);
