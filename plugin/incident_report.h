@@ -8,10 +8,11 @@
 #include <string>
 
 #include "hang_detector/verdict.h"
+#include "trace/trace_dir.h"
 
 namespace ncclscope::plugin {
 
-inline constexpr const char* kVerdictFile = "verdict.json";
+inline constexpr const char* kVerdictFile = trace::kVerdictFileName;
 
 // The key of an incident, equal on every rank that analyses the same hang: the stuck
 // communicator, operation and sequence number, or the class and culprits of a process verdict.

@@ -6,6 +6,10 @@
 
 namespace ncclscope::trace {
 
+// The watchdog's verdict, written into the trace directory beside the ring files (a JSON object:
+// readers of the directory that sniff for other files must not take it for one of theirs).
+inline constexpr const char* kVerdictFileName = "verdict.json";
+
 // Creates dir (and missing parents) with mode 0700. Fails, with *error naming the path and the
 // reason, when it cannot be created, is not a directory, is not owned by this user, or is
 // accessible by group/others. A symlink owned by this user (or root) is followed and its target

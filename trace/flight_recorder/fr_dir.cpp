@@ -13,6 +13,7 @@
 #include "trace/flight_recorder/fr_pickle_decode.h"
 #include "trace/flight_recorder/pickle_reader.h"
 #include "trace/regular_file.h"
+#include "trace/trace_dir.h"
 
 namespace ncclscope::flight_recorder {
 namespace {
@@ -81,7 +82,11 @@ bool ListFrDumps(const std::string& dir, FrDumpListing* out, std::string* error)
   std::vector<FrDumpFile> found;
   while (const dirent* e = readdir(d.get())) {
     const std::string name = e->d_name;
-    if (name.empty() || name[0] == '.' || EndsWith(name, ".ring")) continue;
+    // Ring files, hidden files and the watchdog's verdict (a JSON object) are ncclscope's own.
+    if (name.empty() || name[0] == '.' || EndsWith(name, ".ring") ||
+        name == trace::kVerdictFileName) {
+      continue;
+    }
     const std::string path = dir + "/" + name;
     struct stat st {};
     std::string why;

@@ -32,8 +32,9 @@ struct FrDumpListing {
   std::vector<std::string> skipped;
 };
 
-// The dumps of `dir` (ring files, hidden files and anything that is not a regular file are not
-// looked into). False with *error only when the directory cannot be listed. Thread-safe.
+// The dumps of `dir` (ring files, hidden files, the watchdog's verdict.json and anything that is
+// not a regular file are not looked into). False with *error only when the directory cannot be
+// listed. Thread-safe.
 bool ListFrDumps(const std::string& dir, FrDumpListing* out, std::string* error);
 
 // Reads and decodes one dump, pickle or JSON by content; false with *error ("<path>: <what>")
