@@ -9,6 +9,7 @@
 
 #include <nccl.h>
 
+#include "plugin/v4_call_log.h"
 #include "trace/ring_layout.h"
 
 namespace ncclscope::plugin {
@@ -56,6 +57,9 @@ struct CommState {
   // next one is sampled); 0 until the first such call decides, kNumericsNever when this
   // communicator is not sampled. Used only by the thread calling on the communicator.
   std::atomic<uint64_t> numerics_left{0};
+  // Profiler v4 (NCCL 2.26-2.27): the calls whose Coll/P2p events may still come, written only
+  // while a v4 profiler context is attached (Runtime::v4_profiler).
+  V4CallLog v4_calls;
 
   bool AbortedByWatchdog() const noexcept {
     return aborted_by_watchdog.load(std::memory_order_acquire);
@@ -81,6 +85,14 @@ struct CommState {
     std::atomic<uint64_t>* counters = (send ? send_seq : recv_seq).load(std::memory_order_acquire);
     if (counters == nullptr || peer < 0 || peer >= n) return 0;
     return Bump(counters[peer]);
+  }
+
+  // The number the next send (or recv) with peer will take; 0 as NextP2PSeq. Lock-free.
+  uint64_t PeekP2PSeq(bool send, int peer) const {
+    const int n = nranks.load(std::memory_order_acquire);
+    std::atomic<uint64_t>* counters = (send ? send_seq : recv_seq).load(std::memory_order_acquire);
+    if (counters == nullptr || peer < 0 || peer >= n) return 0;
+    return counters[peer].load(std::memory_order_relaxed) + 1;
   }
 
   // Next collective sequence number. Hot path, lock-free.

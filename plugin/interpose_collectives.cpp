@@ -71,6 +71,13 @@ ncclResult_t Collective(const CollArgs& a, Forward&& forward) noexcept {
   if (__builtin_expect(numerics != nullptr, 0) && cs != nullptr && numerics->Sample(*cs, a.op)) {
     numerics_slot = numerics->Before(NumericsFor(a, cs));
   }
+  // Profiler v4 only (NCCL 2.26-2.27): the call's arguments, by which its Coll event, launched
+  // at a group's end or on a host-callback thread, finds its number (v4_call_log.h).
+  uint64_t v4_entry = V4CallLog::kNoEntry;
+  if (__builtin_expect(f.rt->v4_profiler.load(std::memory_order_relaxed), 0) && cs != nullptr) {
+    v4_entry = cs->v4_calls.Add(CollectiveCallKey(a.op, a.send, a.recv, a.count, a.dtype, a.root),
+                                cs->coll_seq.load(std::memory_order_relaxed) + 1);
+  }
   ncclResult_t r = ncclSuccess;
   // NCCLSCOPE_ACCEL off (the default) costs this one predicted branch.
   bool accelerated = false;
@@ -95,6 +102,8 @@ ncclResult_t Collective(const CollArgs& a, Forward&& forward) noexcept {
     if (r == ncclSuccess || r == ncclInProgress) {
       d.seq = cs->NextCollSeq();
     }
+    // No Coll event comes for a refused call or one ncclscope's kernels ran.
+    if (accelerated || d.seq == 0) cs->v4_calls.Cancel(v4_entry);
   }
   d.count = a.count;
   d.dtype = a.dtype;

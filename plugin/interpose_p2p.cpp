@@ -31,6 +31,13 @@ ncclResult_t PointToPoint(bool send, void* buffer, size_t count, ncclDataType_t 
   }
   f.ts->call_op = static_cast<uint32_t>(op);
   f.ts->call_peer = peer;
+  // Profiler v4 only: the arguments by which its P2p event, launched at the group's end, finds
+  // the number (v4_call_log.h).
+  uint64_t v4_entry = V4CallLog::kNoEntry;
+  if (__builtin_expect(f.rt->v4_profiler.load(std::memory_order_relaxed), 0) && cs != nullptr) {
+    const uint64_t next = cs->PeekP2PSeq(send, peer);
+    if (next != 0) v4_entry = cs->v4_calls.Add(P2pCallKey(send, buffer, count, dtype, peer), next);
+  }
   const ncclResult_t r = CorrelatedCall(f, forward);
   const int err = errno;
   f.ts->call_op = 0;
@@ -38,6 +45,7 @@ ncclResult_t PointToPoint(bool send, void* buffer, size_t count, ncclDataType_t 
   if (cs != nullptr) {
     d.comm_id = cs->id;
     if (r == ncclSuccess || r == ncclInProgress) d.seq = cs->NextP2PSeq(send, peer);
+    if (d.seq == 0) cs->v4_calls.Cancel(v4_entry);
   }
   d.count = count;
   d.dtype = dtype;

@@ -129,6 +129,13 @@ uint32_t CallOp(bool require_ungrouped) noexcept {
   return ts.call_op;
 }
 
+// Collectives NCCL runs as point-to-point parts, one P2p event per peer and direction.
+bool HasParts(uint32_t op) {
+  return op == static_cast<uint32_t>(OpType::kAlltoAll) ||
+         op == static_cast<uint32_t>(OpType::kGather) ||
+         op == static_cast<uint32_t>(OpType::kScatter);
+}
+
 bool IsP2pOp(uint32_t op) {
   return op == static_cast<uint32_t>(OpType::kSend) || op == static_cast<uint32_t>(OpType::kRecv);
 }
@@ -200,7 +207,10 @@ void WriteStartMarker(const EventHandle& h, Context& c, uint8_t channel,
     g_p2p_markers.fetch_add(1, std::memory_order_relaxed);
   } else {
     // The parts of one AlltoAll/Gather/Scatter share its number: one marker for all of them.
-    if (seq != 0) {
+    // Other collectives have one Coll event, whose handle writes one marker; markers of a group's
+    // collectives come in NCCL's plan order (by size and type: src/enqueue.cc ncclPrepareTasks),
+    // not in call order, so no number may suppress a smaller one there.
+    if (seq != 0 && HasParts(op)) {
       uint64_t last = c.last_coll_marker.load(std::memory_order_relaxed);
       do {
         if (last >= seq) return;
@@ -277,6 +287,7 @@ ncclResult_t Init(int abi, void** context, uint64_t comm_hash, int* mask, const 
   }
   Context& c = g_contexts[i];
   c.abi = abi;
+  if (abi < 5) rt->v4_profiler.store(true, std::memory_order_relaxed);
   c.rank = rank;
   c.nranks = nranks;
   c.nccl_comm_hash = comm_hash;
@@ -358,9 +369,17 @@ ncclResult_t StartEventV5(void* context, void** handle, void* descr) noexcept {
   return ncclSuccess;
 }
 
-// v4 has no API events: a Coll or P2p event is numbered only when NCCL emits it inside a single
-// interposed call (a blocking communicator outside any group); otherwise its marker says
-// "unknown", which keeps the correlator from reading absences on that communicator.
+// v4 has no API events: a Coll or P2p event takes the number of the interposed call its
+// arguments name (v4_call_log.h), wherever and whenever NCCL emits it; failing that, the call in
+// progress on this thread when NCCL emits it inside a single interposed call (a blocking
+// communicator outside any group: an AlltoAll's parts); otherwise its marker says "unknown",
+// which keeps the correlator from reading absences on that communicator.
+uint64_t ClaimV4Call(Context& c, const V4CallKey& key) noexcept {
+  if (key.op == 0) return 0;
+  CommState* cs = StateOf(c);
+  return cs == nullptr ? 0 : cs->v4_calls.Claim(key);
+}
+
 ncclResult_t StartEventV4(void* context, void** handle, void* descr) noexcept {
   if (handle == nullptr) return ncclSuccess;
   *handle = nullptr;
@@ -369,14 +388,24 @@ ncclResult_t StartEventV4(void* context, void** handle, void* descr) noexcept {
   if (c == nullptr || descr == nullptr) return ncclSuccess;
   const auto* d = static_cast<const EventDescrV4*>(descr);
   switch (d->type) {
-    case prof_abi::kColl:
-      *handle = NewHandle(kTagColl, c, {SeqOfCallInProgress(*c, true), CallOp(true), -1},
-                          d->coll.seqNumber);
+    case prof_abi::kColl: {
+      const V4CallKey key = CollEventKey(d->coll);
+      const uint64_t seq = ClaimV4Call(*c, key);
+      const OpKey k = seq != 0 ? OpKey{seq, key.op, -1}
+                               : OpKey{SeqOfCallInProgress(*c, true), CallOp(true), -1};
+      *handle = NewHandle(kTagColl, c, k, d->coll.seqNumber);
       break;
+    }
     case prof_abi::kP2p: {
-      OpKey k = KeyOfCallInProgress(*c, true, d->p2p.peer);
-      if (k.op == 0) k = {0, OpOfP2pFunc(d->p2p.func), d->p2p.peer};
-      if (IsP2pOp(k.op)) k.peer = d->p2p.peer;
+      const V4CallKey key =
+          P2pEventKey(d->p2p.func, d->p2p.buff, d->p2p.datatype, d->p2p.count, d->p2p.peer);
+      const uint64_t seq = ClaimV4Call(*c, key);
+      OpKey k{seq, key.op, d->p2p.peer};
+      if (seq == 0) {
+        k = KeyOfCallInProgress(*c, true, d->p2p.peer);
+        if (k.op == 0) k = {0, OpOfP2pFunc(d->p2p.func), d->p2p.peer};
+        if (IsP2pOp(k.op)) k.peer = d->p2p.peer;
+      }
       *handle = NewHandle(kTagP2p, c, k, 0);
       break;
     }

@@ -32,6 +32,9 @@ struct Runtime {
   // Created by the profiler plugin's init, not by an interposed call: the profiler's events are
   // the records (plugin_only_recorder.h). Set before the runtime is published, never changed.
   bool created_by_profiler = false;
+  // A profiler-v4 context is attached to an interposed communicator: interposed calls log their
+  // arguments so that events launched outside the call find their number (v4_call_log.h).
+  std::atomic<bool> v4_profiler{false};
 };
 
 // nullptr: not initialized yet; kRuntimeOff: recording is off for good (in this process).

@@ -41,9 +41,11 @@ struct FakeNccl {
   bool init_at_group_end = false;  // grouped creation: NCCL runs init inside ncclGroupEnd
   int pending_rank = -1, pending_nranks = -1;
   bool start_kernel = true;
+  bool launch_later = false;  // the test emits the Coll events itself, as NCCL at a group's end
   int channels = 2;
   uint64_t nccl_seq = 0;
   void* last_coll = nullptr;
+  std::vector<void*> colls;  // every Coll handle, in emission order
 };
 FakeNccl g_nccl;
 
@@ -120,11 +122,29 @@ void EmitCollective() {
     ncclProfiler_v4.startEvent(g_nccl.ctx, &coll, &c);
   }
   g_nccl.last_coll = coll;
+  g_nccl.colls.push_back(coll);
   if (g_nccl.start_kernel) StartKernelChannels(coll, g_nccl.channels);
 }
 
 void OnAllReduce(void* /*arg*/, int /*rank*/, int /*nranks*/) {
-  EmitCollective();
+  if (!g_nccl.launch_later) EmitCollective();
+}
+
+// A v4 Coll event as NCCL 2.28.9's ncclProfilerStartTaskEvents fills it from the task
+// (src/plugin/profiler.cc), then its kernel's channels.
+void LaunchV4Coll(const char* func, const void* send, void* recv, size_t count,
+                  const char* datatype) {
+  abi::EventDescrV4 c{};
+  c.type = static_cast<uint8_t>(abi::kColl);
+  c.coll.seqNumber = g_nccl.nccl_seq++;
+  c.coll.func = func;
+  c.coll.sendBuff = send;
+  c.coll.recvBuff = recv;
+  c.coll.count = count;
+  c.coll.datatype = datatype;
+  void* coll = nullptr;
+  ncclProfiler_v4.startEvent(g_nccl.ctx, &coll, &c);
+  StartKernelChannels(coll, g_nccl.channels);
 }
 
 std::vector<trace::RecordData> RecordsOf(OpType op, uint64_t comm_id) {
@@ -297,19 +317,70 @@ TEST_F(ProfilerPlugin, ConcurrentChannelStartsWriteOneMarker) {
   EXPECT_EQ(RecordsOf(OpType::kDeviceStart, id).size(), 1u);
 }
 
-TEST_F(ProfilerPlugin, V4NumbersCollectivesIssuedOutsideGroupsOnly) {
+// NCCL runs a group's collectives of one type smallest first (src/enqueue.cc ncclPrepareTasks:
+// size-sorted, then a LIFO per function/op/type), so a later call's kernel can start first.
+TEST_F(ProfilerPlugin, AGroupsCollectivesStartingOutOfCallOrderEachGetTheirMarker) {
+  const uint64_t id = NewComm(2, 0);
+  g_nccl.start_kernel = false;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  AllReduce();
+  AllReduce();
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  ASSERT_EQ(g_nccl.colls.size(), 2u);
+  StartKernelChannels(g_nccl.colls[1], 2);
+  StartKernelChannels(g_nccl.colls[0], 2);
+  const auto markers = RecordsOf(OpType::kDeviceStart, id);
+  ASSERT_EQ(markers.size(), 2u);
+  EXPECT_EQ(markers[0].seq, 2u);
+  EXPECT_EQ(markers[1].seq, 1u);
+}
+
+TEST_F(ProfilerPlugin, V4NumbersCollectivesIssuedOutsideGroupsInsideTheCall) {
   g_nccl.version = 4;
   const uint64_t id = NewComm(2, 1);
   EXPECT_EQ(static_cast<uint64_t>(g_nccl.mask) & profiler::kWantedMaskV4, profiler::kWantedMaskV4);
-  AllReduce();
+  AllReduce();  // the fake's v4 Coll carries no arguments: numbered as the call in progress
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  AllReduce();
+  AllReduce();  // ... which a grouped call is not
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
   const auto markers = RecordsOf(OpType::kDeviceStart, id);
   ASSERT_EQ(markers.size(), 2u);
   EXPECT_EQ(markers[0].seq, 1u);
-  EXPECT_EQ(markers[1].seq, 0u);  // launched by a group: v4 cannot tell which call it was
+  EXPECT_EQ(markers[1].seq, 0u);
   EXPECT_EQ(RecordsOf(OpType::kProfilerAttach, id).at(0).count, 4u);
+}
+
+// NCCL 2.26-2.27 launch a group's collectives at its end, largest first, and with graph capture or
+// CUDA_LAUNCH_BLOCKING from a host-callback thread: the events find their calls by arguments.
+TEST_F(ProfilerPlugin, V4NumbersAGroupsCollectivesLaunchedLaterInAnotherOrderOnAnotherThread) {
+  g_nccl.version = 4;
+  const uint64_t id = NewComm(4, 0);
+  g_nccl.launch_later = true;
+  float small[4] = {}, large[64] = {};
+  uint16_t gathered[4 * 8] = {};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(small, small, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(large, large, 64, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclAllGather(gathered, gathered, 8, ncclBfloat16, comm_, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  std::thread([&] {
+    LaunchV4Coll("AllReduce", large, large, 64, "ncclFloat32");
+    LaunchV4Coll("AllGather", gathered, gathered, 16, "ncclInt8");  // bytes (collTaskAppend)
+    LaunchV4Coll("AllReduce", small, small, 4, "ncclFloat32");
+  }).join();
+  auto markers = RecordsOf(OpType::kDeviceStart, id);
+  ASSERT_EQ(markers.size(), 3u);
+  EXPECT_EQ(markers[0].seq, 2u);  // the large AllReduce was the group's second call
+  EXPECT_EQ(markers[1].seq, 3u);
+  EXPECT_EQ(markers[2].seq, 1u);
+  // The same buffers again, ungrouped: the newest call, once.
+  ASSERT_EQ(ncclAllReduce(small, small, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+  LaunchV4Coll("AllReduce", small, small, 4, "ncclFloat32");
+  LaunchV4Coll("AllReduce", small, small, 4, "ncclFloat32");  // no call left: unknown
+  markers = RecordsOf(OpType::kDeviceStart, id);
+  ASSERT_EQ(markers.size(), 5u);
+  EXPECT_EQ(markers[3].seq, 4u);
+  EXPECT_EQ(markers[4].seq, 0u);
 }
 
 }  // namespace
