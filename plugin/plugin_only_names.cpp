@@ -2,6 +2,8 @@
 
 #include <nccl.h>
 
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 
 namespace ncclscope::plugin::plugin_only {
@@ -50,14 +52,42 @@ T Lookup(const Named<T> (&table)[N], const char* name, T none) noexcept {
   return none;
 }
 
+// NCCL's names are string literals (ncclFuncToString, ncclDatatypeToString return constants), so
+// every event of one kind carries the same pointer: a few pointers seen map straight to their
+// value instead of up to a dozen string compares per event. One word per slot (the pointer above,
+// value + 1 in the low 16 bits: user-space pointers fit in 47 bits), so a reader never sees a
+// pointer with another's value; a slot two names share is merely looked up again.
+class NameCache {
+ public:
+  template <typename T, size_t N>
+  T Find(const Named<T> (&table)[N], const char* name, T none) noexcept {
+    const auto ptr = reinterpret_cast<uintptr_t>(name);
+    std::atomic<uint64_t>& slot = slots_[(ptr >> 3) % kSlots];
+    const uint64_t cached = slot.load(std::memory_order_relaxed);
+    if (cached != 0 && cached >> 16 == ptr) return static_cast<T>((cached & 0xffff) - 1);
+    const T value = Lookup(table, name, none);
+    const auto code = static_cast<uint64_t>(static_cast<int64_t>(value) + 1);
+    if (ptr != 0 && ptr >> 47 == 0 && code <= 0xffff) slot.store(ptr << 16 | code, kRelaxed);
+    return value;
+  }
+
+ private:
+  static constexpr auto kRelaxed = std::memory_order_relaxed;
+  static constexpr size_t kSlots = 8;
+  std::atomic<uint64_t> slots_[kSlots] = {};
+};
+
+NameCache g_func_names;
+NameCache g_type_names;
+
 }  // namespace
 
 trace::OpType OpOfFunc(const char* func) noexcept {
-  return Lookup(kFuncs, func, trace::OpType::kUnknown);
+  return g_func_names.Find(kFuncs, func, trace::OpType::kUnknown);
 }
 
 int32_t DtypeOfName(const char* name) noexcept {
-  return Lookup(kTypes, name, int32_t{-1});
+  return g_type_names.Find(kTypes, name, int32_t{-1});
 }
 
 bool IsRooted(trace::OpType op) noexcept {

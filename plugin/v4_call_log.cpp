@@ -124,6 +124,9 @@ uint64_t V4CallLog::Claim(const V4CallKey& key) noexcept {
   if (end > kEntries && p < end - kEntries) p = end - kEntries;
   for (; p < end; ++p) {
     Entry& e = entries_[p % kEntries];
+    // One relaxed load rules out nearly every other call (distinct buffers) before the seqlock
+    // read of the whole entry.
+    if (e.send.load(kRelaxed) != key.send) continue;
     uint64_t s = 0;
     if (!OpenMatch(e, p, key, &s)) continue;
     // The oldest match: taken once, by whichever event gets here first.

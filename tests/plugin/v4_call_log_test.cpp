@@ -7,6 +7,7 @@
 #include <atomic>
 #include <memory>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -94,6 +95,25 @@ TEST(V4CallLog, SendsAndReceivesMatchByPeerDirectionBufferAndCount) {
   EXPECT_EQ(log.Claim(P2pEventKey("Send", buf[0], "ncclInt8", 128, 1)), 4u);
   // Other P2p functions (the parts of NCCL-internal work) are never claimed.
   EXPECT_EQ(log.Claim(P2pEventKey("PutSignal", buf[0], "ncclInt8", 128, 1)), 0u);
+}
+
+// The names are read through a cache keyed by pointer (NCCL passes string literals): names at
+// other addresses, many of them sharing cache slots, still read by their content.
+TEST(V4CallLog, EventNamesReadByContentAtAnyAddress) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i) names.push_back(i % 2 == 0 ? "ncclFloat32" : "ncclBfloat16");
+  names.emplace_back("Unknown");
+  float x[4];
+  for (int round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      const int32_t want = i + 1 == names.size() ? -1 : i % 2 == 0 ? ncclFloat32 : ncclBfloat16;
+      EXPECT_EQ(CollEventKey(CollEvent("AllReduce", x, x, 4, names[i].c_str())).dtype, want) << i;
+    }
+  }
+  const std::string send = "Send", recv = "Recv";
+  EXPECT_EQ(P2pEventKey(send.c_str(), x, "ncclInt8", 1, 0).op, uint32_t(OpType::kSend));
+  EXPECT_EQ(P2pEventKey(recv.c_str(), x, "ncclInt8", 1, 0).op, uint32_t(OpType::kRecv));
+  EXPECT_EQ(P2pEventKey(nullptr, x, "ncclInt8", 1, 0).op, 0u);
 }
 
 TEST(V4CallLog, ACancelledCallIsNeverClaimed) {
