@@ -7,9 +7,10 @@
  *
  *   moe_dispatch_combine [ranks]        ranks 2..8 (default 4), rank r on device r
  *
- * Runs on the emulated driver (build/lib/sim/libcuda.so.1 first on LD_LIBRARY_PATH), whose kernel
- * launches run the host twins this program exports below (docs/emulator.md, host twins): there the
- * twins, not the kernels, compute. On a node with GPUs the same program launches the real kernels,
+ * Linked with libncclscope_moe.so, the API's shared library (the NCCL interposer libncclscope.so
+ * is not needed). Runs on the emulated driver (build/lib/sim/libcuda.so.1 first on
+ * LD_LIBRARY_PATH), whose kernel launches run the host twins libncclscope_moe.so exports
+ * (docs/emulator.md, host twins): there the twins, not the kernels, compute. On a node with GPUs the same program launches the real kernels,
  * which have never run on a GPU yet. Exit status: 0 when every rank's check passed, 77 when the
  * library was built without device code, 1 otherwise. */
 #define _GNU_SOURCE
@@ -29,30 +30,6 @@
 
 enum { kHidden = 256, kTopK = 4, kExpertsPerRank = 8, kMaxTokens = 64, kSkip = 77 };
 static const uint64_t kTimeoutNs = 60ull * 1000 * 1000 * 1000;
-
-/* ---- the host twins, for the emulated driver only: a launch of kernel NAME runs NAME_host ---- */
-
-__attribute__((visibility("default"))) void ncclscope_moe_dispatch_host(void** params,
-                                                                        unsigned grid_x,
-                                                                        unsigned block_x) {
-  const ncclscope_moe_dispatch_args* a = (const ncclscope_moe_dispatch_args*)params[0];
-  (void)grid_x;
-  (void)block_x;
-  ncclscope_moe_dispatch_on_cpu(a);
-}
-__attribute__((visibility("default"))) const unsigned long ncclscope_moe_dispatch_host_param_bytes =
-    sizeof(ncclscope_moe_dispatch_args);
-
-__attribute__((visibility("default"))) void ncclscope_moe_combine_host(void** params,
-                                                                       unsigned grid_x,
-                                                                       unsigned block_x) {
-  const ncclscope_moe_combine_args* a = (const ncclscope_moe_combine_args*)params[0];
-  (void)grid_x;
-  (void)block_x;
-  ncclscope_moe_combine_on_cpu(a);
-}
-__attribute__((visibility("default"))) const unsigned long ncclscope_moe_combine_host_param_bytes =
-    sizeof(ncclscope_moe_combine_args);
 
 /* ---- the driver API, found at run time ---- */
 
