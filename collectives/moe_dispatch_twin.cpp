@@ -78,18 +78,23 @@ struct Dispatch {
       const MoeBuffer& from = c.buffer[p];
       int32_t lo, hi;
       TokenChunk(header(p)->num_tokens, c.blocks, b, &lo, &hi);
-      for (int64_t entry = int64_t{lo} * top_k; entry < int64_t{hi} * top_k; ++entry) {
-        const int32_t e = from.topk()[entry];
-        if (e < own_first || e >= own_first + local) continue;
-        const int32_t row =
-            offset[static_cast<size_t>(e - own_first) * static_cast<size_t>(c.nranks) +
-                   static_cast<size_t>(p)] +
-            from.slot()[entry];
-        const int32_t token = static_cast<int32_t>(entry / top_k);
-        std::memcpy(static_cast<unsigned char*>(a.recv_x) + row * row_bytes,
-                    from.rows() + token * row_bytes, static_cast<size_t>(row_bytes));
-        a.recv_src[row] = ncclscope_moe_source{p, token, static_cast<int32_t>(entry % top_k)};
-        from.send_rows()[entry] = row;
+      // Token by token, as the kernel, which reads a token's row over the link once and writes
+      // it to every one of its entries routed here.
+      for (int32_t token = lo; token < hi; ++token) {
+        const unsigned char* source_row = nullptr;
+        for (int64_t entry = int64_t{token} * top_k; entry < int64_t{token + 1} * top_k; ++entry) {
+          const int32_t e = from.topk()[entry];
+          if (e < own_first || e >= own_first + local) continue;
+          const int32_t row =
+              offset[static_cast<size_t>(e - own_first) * static_cast<size_t>(c.nranks) +
+                     static_cast<size_t>(p)] +
+              from.slot()[entry];
+          if (source_row == nullptr) source_row = from.rows() + token * row_bytes;
+          std::memcpy(static_cast<unsigned char*>(a.recv_x) + row * row_bytes, source_row,
+                      static_cast<size_t>(row_bytes));
+          a.recv_src[row] = ncclscope_moe_source{p, token, static_cast<int32_t>(entry % top_k)};
+          from.send_rows()[entry] = row;
+        }
       }
     }
   }

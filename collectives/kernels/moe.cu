@@ -295,12 +295,27 @@ __device__ void DispatchReceive(const ncclscope_moe_dispatch_args& a, const Call
       }
       dest[threadIdx.x] = row;
       __syncthreads();
-      for (uint32_t i = warp; i < blockDim.x && base + i < last; i += warps) {
+      // A token's row crosses the link once per round however many of its slots come here: the
+      // warp of its first such entry reads each pack once and writes it to every one of them
+      // (DeepEP counts a token once per destination rank; top-8 over 8 ranks reaches 5.25 of
+      // them on average, so per-entry reads would move 1.52x the bytes).
+      const int64_t round_end = last < base + blockDim.x ? last - base : blockDim.x;
+      for (uint32_t i = warp; i < round_end; i += warps) {
         if (dest[i] < 0) continue;
         const int64_t token = (base + i) / top_k;
+        const int64_t token_begin = token * top_k - base > 0 ? token * top_k - base : 0;
+        const int64_t token_end =
+            (token + 1) * top_k - base < round_end ? (token + 1) * top_k - base : round_end;
+        bool leader = true;
+        for (int64_t j = token_begin; j < i && leader; ++j) leader = dest[j] < 0;
+        if (!leader) continue;
         const auto* s = reinterpret_cast<const uint4*>(from.rows() + token * p.row_bytes);
-        auto* d = reinterpret_cast<uint4*>(recv_x + dest[i] * p.row_bytes);
-        for (int64_t k = lane; k < packs_per_row; k += 32) d[k] = s[k];
+        for (int64_t k = lane; k < packs_per_row; k += 32) {
+          const uint4 pack = s[k];
+          for (int64_t j = i; j < token_end; ++j) {
+            if (dest[j] >= 0) reinterpret_cast<uint4*>(recv_x + dest[j] * p.row_bytes)[k] = pack;
+          }
+        }
       }
       __syncthreads();
     }
