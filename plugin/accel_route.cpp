@@ -10,6 +10,7 @@
 #include "plugin/accel_comm.h"
 #include "plugin/accel_driver.h"
 #include "plugin/accel_stall_report.h"
+#include "plugin/recorder.h"
 #include "plugin/warn.h"
 
 namespace ncclscope::plugin {
@@ -78,27 +79,32 @@ uint64_t NextSeq(const CommState* cs) {
   return cs->coll_seq.load(std::memory_order_relaxed) + 1;
 }
 
-// The communicator's side, set up at its first eligible call (every rank is then at the same
-// call) and still usable; null when the call goes to NCCL.
+// Sets the communicator's side up (collectively: every rank must be at the same point), once.
+void SetUpOnce(const CallFrame& f, CommState* cs, ncclComm_t comm, int nranks,
+               const AccelDriver& cu) {
+  if (cs->accel != nullptr) return;
+  cs->accel = SetUpAccelComm(cu, comm, cs->rank.load(std::memory_order_relaxed), nranks,
+                             f.rt->config.accel_buffer,
+                             static_cast<uint64_t>(f.rt->config.accel_timeout_ms) * 1'000'000);
+  cs->accel->comm_id = cs->id;
+  cs->accel->comm_name = cs->name;
+  if (cs->accel->ready) {
+    WatchAccelComm(cs->accel);
+  } else {
+    Warn("NCCLSCOPE_ACCEL: communicator %s stays on NCCL: %s", cs->name.c_str(),
+         cs->accel->why_not.c_str());
+  }
+}
+
+// The communicator's side, set up at its creation or else at its first eligible call (every rank
+// is then at the same call) and still usable; null when the call goes to NCCL.
 AccelComm* ReadyComm(const CallFrame& f, CommState* cs, ncclComm_t comm, int nranks,
                      const AccelDriver** driver) {
   const AccelDriver* cu = LoadedAccelDriver(f.rt->config);
   if (cu == nullptr) {
     return nullptr;
   }
-  if (cs->accel == nullptr) {
-    cs->accel = SetUpAccelComm(*cu, comm, cs->rank.load(std::memory_order_relaxed), nranks,
-                               f.rt->config.accel_buffer,
-                               static_cast<uint64_t>(f.rt->config.accel_timeout_ms) * 1'000'000);
-    cs->accel->comm_id = cs->id;
-    cs->accel->comm_name = cs->name;
-    if (cs->accel->ready) {
-      WatchAccelComm(cs->accel);
-    } else {
-      Warn("NCCLSCOPE_ACCEL: communicator %s stays on NCCL: %s", cs->name.c_str(),
-           cs->accel->why_not.c_str());
-    }
-  }
+  SetUpOnce(f, cs, comm, nranks, *cu);
   AccelComm* ac = cs->accel.get();
   // A kernel of this communicator gave up waiting: its output was undefined; NCCL from now on.
   if (ac->ready && NoticeAccelStall(*ac, *f.rt->ring, f.t_enter)) {
@@ -171,6 +177,20 @@ bool RouteAlltoAll(const CallFrame& f, CommState* cs, ncclComm_t comm, const voi
   const bool ok = LaunchAccelAlltoAll(*cu, ac, plan, sendbuff, recvbuff,
                                       reinterpret_cast<CUstream>(stream), NextSeq(cs));
   return Launched(cs, ac, ok, result);
+}
+
+void SetUpAccelAtCreation(const CallFrame& f, ncclComm_t comm) noexcept {
+  if (!f.rt->config.accel || f.ts->group_depth != 0 || comm == nullptr) return;
+  CommState* cs = LookupComm(f, comm);
+  if (cs == nullptr || cs->accel != nullptr) return;
+  const int nranks = cs->nranks.load(std::memory_order_acquire);
+  const AccelDriver* cu = LoadedAccelDriver(f.rt->config);
+  if (nranks < 2 || cu == nullptr) return;
+  try {
+    SetUpOnce(f, cs, comm, nranks, *cu);
+  } catch (...) {
+    // Only the set-up's bookkeeping allocates; whatever failed, nothing may reach the host.
+  }
 }
 
 }  // namespace ncclscope::plugin

@@ -24,6 +24,13 @@ bool RouteAllReduce(const CallFrame& f, CommState* cs, ncclComm_t comm, const vo
                     void* recvbuff, size_t count, ncclDataType_t dtype, ncclRedOp_t op,
                     cudaStream_t stream, ncclResult_t* result) noexcept;
 
+// Sets a communicator's side up right after its blocking creation returned on this rank: every
+// member is then at the same point, as at its first eligible call, so a communicator that only
+// ever carries sends and receives (pipeline stages, an expert-parallel all-to-all lowered to
+// grouped ncclSend/ncclRecv) gets ncclscope's exchange too. Skipped inside a group and for a
+// non-blocking creation (not usable yet): the first eligible call sets those up.
+void SetUpAccelAtCreation(const CallFrame& f, ncclComm_t comm) noexcept;
+
 // The same for an ncclAlltoAll (collectives/alltoall_plan.h).
 bool RouteAlltoAll(const CallFrame& f, CommState* cs, ncclComm_t comm, const void* sendbuff,
                    void* recvbuff, size_t count, ncclDataType_t dtype, cudaStream_t stream,

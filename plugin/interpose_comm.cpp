@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "plugin/accel_route.h"
 #include "plugin/comm_registry.h"
 #include "plugin/export.h"
 #include "plugin/nccl_symbols.h"
@@ -53,6 +54,8 @@ ncclResult_t InitFromUniqueId(OpType op, ncclComm_t* comm, int nranks, int rank,
   if (Created(r) && comm != nullptr && *comm != nullptr && id != 0) {
     spec.complete = r == ncclSuccess;
     RegisterComm(*f.rt, *comm, spec);
+    // NCCLSCOPE_ACCEL: inside the creation's record, so a member that never arrives shows here.
+    if (r == ncclSuccess) SetUpAccelAtCreation(f, *comm);
   } else {
     WithdrawComm(*f.rt, spec.table_entry);
   }
@@ -104,6 +107,7 @@ ncclResult_t Derive(OpType op, ncclComm_t parent, int color, int key, uint64_t a
   if (makes_child && Created(r) && newcomm != nullptr && *newcomm != nullptr) {
     spec.complete = r == ncclSuccess;
     RegisterComm(*f.rt, *newcomm, spec);
+    if (r == ncclSuccess) SetUpAccelAtCreation(f, *newcomm);
   } else {
     WithdrawComm(*f.rt, spec.table_entry);
   }
