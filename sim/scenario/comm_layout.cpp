@@ -136,6 +136,12 @@ void checkScenarioForRanks(const Scenario& s, int nranks) {
       if (opHasRoot(op.kind)) {
         checkRoot(s, job, op.comm, op.root, fmt::format("steps[{}].ops[{}].root", i, j));
       }
+      for (size_t m = 0; m < op.ops.size(); ++m) {  // a coalesced op's collectives
+        if (opHasRoot(op.ops[m].kind)) {
+          checkRoot(s, job, op.comm, op.ops[m].root,
+                    fmt::format("steps[{}].ops[{}].ops[{}].root", i, j, m));
+        }
+      }
     }
   }
   for (size_t i = 0; i < s.faults.size(); ++i) {

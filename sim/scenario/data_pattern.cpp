@@ -23,6 +23,8 @@ uint64_t hashOf(const PatternKey& k, uint64_t a, uint64_t b) {
                      static_cast<uint64_t>(k.op), a, b}) {
     h = mix(h ^ v);
   }
+  // Mixed in only inside a coalesced op, so every other op keeps the values it always had.
+  if (k.part >= 0) h = mix(h ^ (0x636f616cULL + static_cast<uint64_t>(k.part)));
   return h;
 }
 

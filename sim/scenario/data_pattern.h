@@ -22,9 +22,10 @@ DtypeLimits dtypeLimits(ncclDataType_t dtype);
 // Identifies one op instance of one communicator group across all its ranks.
 struct PatternKey {
   uint64_t seed = 0;
-  int comm = 0;  // communicator index in JobLayout
-  int step = 0;  // global step
-  int op = 0;    // op index within the step
+  int comm = 0;   // communicator index in JobLayout
+  int step = 0;   // global step
+  int op = 0;     // op index within the step
+  int part = -1;  // a coalesced op's collective: its index in the group; -1 outside one
 };
 
 // What the values must survive: the op, its reduction, dtype and premul scalar, and how many

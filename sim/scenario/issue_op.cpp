@@ -89,6 +89,7 @@ ncclResult_t issueCollective(RankBackend& nccl, const OpCall& c, OpBuffers& b, n
       return nccl.scatter(in, out, c.count, c.dtype, c.root, comm, s);
     case OpKind::kPipeline:
     case OpKind::kAllToAllV:
+    case OpKind::kCoalesced:  // the rank runner issues its collectives one by one
       break;
   }
   return ncclInvalidArgument;

@@ -37,7 +37,7 @@ std::string choices(const std::array<std::pair<std::string_view, E>, N>& table) 
   return out;
 }
 
-constexpr std::array<std::pair<std::string_view, OpKind>, 10> kOps{{
+constexpr std::array<std::pair<std::string_view, OpKind>, 11> kOps{{
     {"allreduce", OpKind::kAllReduce},
     {"broadcast", OpKind::kBroadcast},
     {"reduce", OpKind::kReduce},
@@ -48,6 +48,7 @@ constexpr std::array<std::pair<std::string_view, OpKind>, 10> kOps{{
     {"scatter", OpKind::kScatter},
     {"pipeline", OpKind::kPipeline},
     {"alltoallv", OpKind::kAllToAllV},
+    {"coalesced", OpKind::kCoalesced},
 }};
 
 // Canonical names first: dtypeName() returns the first match.
@@ -190,6 +191,10 @@ bool opReduces(OpKind kind) {
 
 bool opIsPointToPoint(OpKind kind) {
   return kind == OpKind::kPipeline || kind == OpKind::kAllToAllV;
+}
+
+bool opIsCollective(OpKind kind) {
+  return !opIsPointToPoint(kind) && kind != OpKind::kCoalesced;
 }
 
 }  // namespace ncclscope::sim

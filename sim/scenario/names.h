@@ -38,5 +38,7 @@ bool opHasRoot(OpKind kind);
 bool opReduces(OpKind kind);
 // Issued as ncclSend/ncclRecv calls (pipeline, alltoallv), not as one NCCL collective.
 bool opIsPointToPoint(OpKind kind);
+// One NCCL collective call (allreduce .. scatter): what a coalesced op may hold.
+bool opIsCollective(OpKind kind);
 
 }  // namespace ncclscope::sim

@@ -96,6 +96,8 @@ std::optional<double> expectedAt(const OpCall& c, const PatternKey& key, int me,
       const size_t at = alltoallvSendOffset(cnt, c.equal_counts, key, src, me);
       return inputValue(key, s, src, at + i - b.split.recv_offsets[static_cast<size_t>(src)]);
     }
+    case OpKind::kCoalesced:  // never one call: each of its collectives has its own buffers
+      break;
   }
   return std::nullopt;
 }
@@ -166,6 +168,8 @@ OpBuffers prepareBuffers(const OpCall& c, const PatternKey& key, int me, int n) 
       b.split = alltoallvSplit(cnt, c.equal_counts, key, me, n);
       b.send_count = b.split.send_total;
       b.recv_count = b.split.recv_total;
+      break;
+    case OpKind::kCoalesced:  // never one call: each of its collectives has its own buffers
       break;
   }
   const size_t es = dtypeSize(c.dtype);

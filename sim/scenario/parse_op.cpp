@@ -1,6 +1,8 @@
 // One op of a step: {"op": "allreduce", "comm": "tp", "count": 1024, "dtype": "float32", ...}.
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "sim/scenario/names.h"
 #include "sim/scenario/scenario_parser.h"
 
@@ -10,18 +12,63 @@ namespace {
 // Keeps buffers of a many-rank run on a 2-core machine bounded; scenarios are about behavior.
 constexpr int64_t kMaxCount = int64_t{1} << 28;
 
-}  // namespace
+// More than any bucketed gradient sync issues in one group, few enough to stay a scenario.
+constexpr size_t kMaxCoalesced = 64;
 
-OpSpec parseOp(const JsonNode& node) {
-  node.expectObject({"op", "comm", "count", "bytes", "dtype", "redop", "scalar", "root",
-                     "direction", "grouped", "in_place", "counts"});
-  OpSpec op;
+OpKind parseKind(const JsonNode& node) {
   const JsonNode kind = node.at("op");
   const std::string kind_name = kind.asString();
   const auto parsed = parseOpKind(kind_name);
   if (!parsed)
     kind.fail(fmt::format("unknown op '{}' (expected one of: {})", kind_name, opKindChoices()));
-  op.kind = *parsed;
+  return *parsed;
+}
+
+// {"op": "coalesced", "comm": "dp", "ops": [...]}: collectives of one communicator in one group.
+OpSpec parseCoalesced(const JsonNode& node) {
+  node.expectObject({"op", "comm", "ops"});
+  OpSpec op;
+  op.kind = OpKind::kCoalesced;
+  if (node.has("comm")) op.comm = node.at("comm").asString();
+  const JsonNode list = node.at("ops");
+  const size_t n = list.arraySize();
+  if (n == 0 || n > kMaxCoalesced) {
+    list.fail(fmt::format("a coalesced op holds 1 to {} collectives, got {}", kMaxCoalesced, n));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const JsonNode inner = list.at(i);
+    inner.keys();  // a non-object fails here, naming its type
+    const OpKind kind = parseKind(inner);
+    if (!opIsCollective(kind)) {
+      inner.at("op").fail(
+          fmt::format("a coalesced op holds collectives (allreduce, broadcast, reduce, allgather, "
+                      "reducescatter, alltoall, gather, scatter), not {}",
+                      opKindName(kind)));
+    }
+    OpSpec spec = parseOp(inner);
+    // One group is one communicator's: ProcessGroupNCCL coalesces the calls of one process group.
+    if (inner.has("comm") && spec.comm != op.comm) {
+      inner.at("comm").fail(fmt::format(
+          "'{}' is not the coalesced op's communicator '{}' (one group, one communicator)",
+          spec.comm, op.comm));
+    }
+    spec.comm = op.comm;
+    op.ops.push_back(std::move(spec));
+  }
+  return op;
+}
+
+}  // namespace
+
+OpSpec parseOp(const JsonNode& node) {
+  node.keys();  // a non-object fails here, naming its type
+  if (node.has("op") && parseKind(node) == OpKind::kCoalesced) return parseCoalesced(node);
+  if (node.has("ops")) node.at("ops").fail("'ops' only applies to op coalesced");
+  node.expectObject({"op", "comm", "count", "bytes", "dtype", "redop", "scalar", "root",
+                     "direction", "grouped", "in_place", "counts"});
+  OpSpec op;
+  const std::string kind_name = node.at("op").asString();
+  op.kind = parseKind(node);
   if (node.has("comm")) op.comm = node.at("comm").asString();
 
   if (node.has("dtype")) {

@@ -32,6 +32,11 @@ struct Pending {
   std::optional<uint64_t> flipped_bit;  // the emulated NCCL inverts this output bit (flip_output)
 };
 
+// " collective M" for a coalesced op's collective M (its index in the group), else "".
+std::string partOf(const PatternKey& key) {
+  return key.part >= 0 ? fmt::format(" collective {}", key.part) : "";
+}
+
 class Runner {
  public:
   Runner(const Scenario& s, const RankOptions& opt, RankBackend& backend)
@@ -156,9 +161,9 @@ class Runner {
     if (outputHasNonFinite(p.call, me, p.buffers)) {
       poisoned_ = true;
       logLine(
-          fmt::format("nan_input spread: output of step {} op {} holds NaN/Inf; this rank's later "
-                      "collectives get NaN in input element 0",
-                      p.key.step, p.key.op));
+          fmt::format("nan_input spread: output of step {} op {}{} holds NaN/Inf; this rank's "
+                      "later collectives get NaN in input element 0",
+                      p.key.step, p.key.op, partOf(p.key)));
     }
     return kRankOk;
   }
@@ -170,10 +175,10 @@ class Runner {
     const CommLayout& layout = job_.comms()[static_cast<size_t>(comm)];
     const int me = layout.rank[static_cast<size_t>(opt_.rank)];
     const int n = layout.sizeFor(opt_.rank);
-    OpCall call = callFromSpec(spec, comm);
+    Unit unit = unitFromSpec(spec, comm);
     bool skip = false;
     const FaultSpec* nan = nullptr;
-    std::optional<OpCall> extra;
+    std::optional<Unit> extra;
     for (const FaultSpec* f : faults_.opFaults(g, k)) {
       const std::string what =
           fmt::format("{} on '{}' {}", describeFault(*f), spec.comm, opKindName(spec.kind));
@@ -182,6 +187,7 @@ class Runner {
           b_.blockForever(what);
           break;  // [[noreturn]] on a virtual call does not silence -Wimplicit-fallthrough
         case FaultKind::kHang:
+          // Before a coalesced op's ncclGroupStart: none of the group's kernels starts.
           if (b_.blockStream(comms_.streams[static_cast<size_t>(comm)], what) != CUDA_SUCCESS) {
             return fail(kRankLibraryError, "cuLaunchHostFunc failed");
           }
@@ -191,7 +197,7 @@ class Runner {
           logLine("injecting " + what + ": not issued");
           break;
         case FaultKind::kExtraOp:
-          extra = f->extra ? callFromSpec(*f->extra, job_.indexOf(f->extra->comm)) : call;
+          extra = f->extra ? unitFromSpec(*f->extra, job_.indexOf(f->extra->comm)) : unit;
           logLine("injecting " + what + ": one more op after it");
           break;
         case FaultKind::kNanInput:
@@ -202,21 +208,74 @@ class Runner {
         case FaultKind::kFlipOutput:
           break;  // flips_ decides, for this op and the later ones `every` names
         default:
-          applyWrong(*f, n, call);
+          // A coalesced op's first collective (docs/scenarios.md, faults on a coalesced op).
+          applyWrong(*f, n, unit.calls.front());
           logLine("injecting " + what);
           break;
       }
     }
     const bool check = !groupDesynced(s_, job_, comm, opt_.rank, g, k);
     if (!skip) {
-      const int rc = issue(call, {s_.seed, comm, g, k}, me, n, check, pending, nan, true);
+      const int rc = issueUnit(unit, {s_.seed, comm, g, k}, me, n, check, pending, nan, true);
       if (rc != kRankOk) return rc;
     }
     if (extra) {
-      const CommLayout& el = job_.comms()[static_cast<size_t>(extra->comm)];
-      const PatternKey key{s_.seed, extra->comm, g, k + 1000000};  // apart from real ops' data
-      return issue(*extra, key, el.rank[static_cast<size_t>(opt_.rank)], el.sizeFor(opt_.rank),
-                   false, pending, nullptr, false);
+      const int ec = extra->calls.front().comm;
+      const CommLayout& el = job_.comms()[static_cast<size_t>(ec)];
+      const PatternKey key{s_.seed, ec, g, k + 1000000};  // apart from real ops' data
+      return issueUnit(*extra, key, el.rank[static_cast<size_t>(opt_.rank)], el.sizeFor(opt_.rank),
+                       false, pending, nullptr, false);
+    }
+    return kRankOk;
+  }
+
+  // What one scenario op issues: one call, or a coalesced op's collectives in one group.
+  struct Unit {
+    std::vector<OpCall> calls;
+    bool coalesced = false;
+  };
+
+  static Unit unitFromSpec(const OpSpec& spec, int comm) {
+    Unit u;
+    u.coalesced = spec.kind == OpKind::kCoalesced;
+    if (!u.coalesced) {
+      u.calls.push_back(callFromSpec(spec, comm));
+      return u;
+    }
+    for (const OpSpec& inner : spec.ops) u.calls.push_back(callFromSpec(inner, comm));
+    return u;
+  }
+
+  // A coalesced op as ProcessGroupNCCL issues one (torch/csrc/distributed/c10d/
+  // ProcessGroupNCCL.cpp, startCoalescing / endCoalescing): ncclGroupStart, each collective with
+  // its own buffers and data (PatternKey::part), ncclGroupEnd. NCCL then runs them in its plan's
+  // order, not the call order (src/enqueue.cc ncclPrepareTasks). A nan_input goes into the first.
+  int issueUnit(const Unit& u, PatternKey key, int me, int n, bool check,
+                std::vector<Pending>& pending, const FaultSpec* nan, bool scenario_op) {
+    if (!u.coalesced) return issue(u.calls.front(), key, me, n, check, pending, nan, scenario_op);
+    const std::string where =
+        fmt::format("coalesced op on '{}' at step {} op {}",
+                    job_.comms()[static_cast<size_t>(key.comm)].name, key.step, key.op);
+    if (const ncclResult_t rc = b_.groupStart(); rc != ncclSuccess) {
+      return fail(kRankLibraryError,
+                  fmt::format("ncclGroupStart of the {}: {}", where, ncclGetErrorString(rc)));
+    }
+    const size_t first = pending.size();
+    for (size_t m = 0; m < u.calls.size(); ++m) {
+      key.part = static_cast<int>(m);
+      const int rc = issue(u.calls[m], key, me, n, check, pending, m == 0 ? nan : nullptr,
+                           scenario_op, /*in_group=*/true);
+      if (rc != kRankOk) return rc;  // the rank ends: its open group goes with it
+    }
+    if (const ncclResult_t rc = b_.groupEnd(); rc != ncclSuccess) {
+      return fail(kRankLibraryError,
+                  fmt::format("ncclGroupEnd of the {}: {}", where, ncclGetErrorString(rc)));
+    }
+    // The group launches at ncclGroupEnd: only now can a spreading NaN be looked for in its
+    // outputs (catchPoison waits for each).
+    const CUstream stream = comms_.streams[static_cast<size_t>(key.comm)];
+    for (size_t i = first; i < pending.size(); ++i) {
+      if (const int rc = catchPoison(pending[i], me, stream); rc != kRankOk) return rc;
     }
     return kRankOk;
   }
@@ -250,9 +309,11 @@ class Runner {
     }
   }
 
-  // `nan`: a nan_input fault on this op; `scenario_op`: an op of the scenario (not extra_op's).
+  // `nan`: a nan_input fault on this op; `scenario_op`: an op of the scenario (not extra_op's);
+  // `in_group`: inside a coalesced op's group, where nothing runs before ncclGroupEnd.
   int issue(const OpCall& call, const PatternKey& key, int me, int n, bool check,
-            std::vector<Pending>& pending, const FaultSpec* nan, bool scenario_op) {
+            std::vector<Pending>& pending, const FaultSpec* nan, bool scenario_op,
+            bool in_group = false) {
     pending.push_back({call, key, prepareBuffers(call, key, me, n), check, false, std::nullopt});
     Pending& p = pending.back();
     const size_t c = static_cast<size_t>(call.comm);
@@ -269,20 +330,21 @@ class Runner {
     }
     const ncclResult_t rc = issueOp(b_, call, p.buffers, comms_.comms[c], comms_.streams[c]);
     if (rc != ncclSuccess) {
-      return fail(kRankLibraryError,
-                  fmt::format("{} on '{}' at step {} op {}: {}", opKindName(call.kind),
-                              job_.comms()[c].name, key.step, key.op, ncclGetErrorString(rc)));
+      return fail(
+          kRankLibraryError,
+          fmt::format("{} on '{}' at step {} op {}{}: {}", opKindName(call.kind),
+                      job_.comms()[c].name, key.step, key.op, partOf(key), ncclGetErrorString(rc)));
     }
-    return catchPoison(p, me, comms_.streams[c]);
+    return in_group ? kRankOk : catchPoison(p, me, comms_.streams[c]);
   }
 
   // flip_output: the emulated NCCL inverts one bit of this collective's output on this rank.
   void armFlip(Pending& p, int me) {
     const std::optional<uint64_t> bit = flips_.next(p.key.step, p.key.op);
     if (!bit) return;
-    const std::string where =
-        fmt::format("flip_output at step {} op {} on '{}' {}", p.key.step, p.key.op,
-                    job_.comms()[static_cast<size_t>(p.call.comm)].name, opKindName(p.call.kind));
+    const std::string where = fmt::format(
+        "flip_output at step {} op {}{} on '{}' {}", p.key.step, p.key.op, partOf(p.key),
+        job_.comms()[static_cast<size_t>(p.call.comm)].name, opKindName(p.call.kind));
     const uint64_t bits = outputBits(p.call, me, p.buffers);
     if (bits == 0) {
       logLine(where + ": this rank has no output there, nothing flipped");
@@ -309,24 +371,24 @@ class Runner {
                                      layout.sizeFor(opt_.rank), unflipped ? *unflipped : p.buffers,
                                      p.nan_possible ? &non_finite : nullptr);
       if (wrong) {
-        return fail(
-            kRankWrongResult,
-            fmt::format("wrong result: step {} op {} ({} on '{}', {}) {}{}", g, p.key.op,
-                        opKindName(p.call.kind), layout.name, dtypeName(p.call.dtype), *wrong,
-                        p.flipped_bit ? fmt::format(" (bit {} flipped back first: "
-                                                    "flip_output)",
-                                                    *p.flipped_bit)
-                                      : ""));
+        return fail(kRankWrongResult,
+                    fmt::format("wrong result: step {} op {}{} ({} on '{}', {}) {}{}", g, p.key.op,
+                                partOf(p.key), opKindName(p.call.kind), layout.name,
+                                dtypeName(p.call.dtype), *wrong,
+                                p.flipped_bit ? fmt::format(" (bit {} flipped back first: "
+                                                            "flip_output)",
+                                                            *p.flipped_bit)
+                                              : ""));
       }
       if (non_finite != 0) {
         logLine(
-            fmt::format("output of step {} op {} poisoned as injected ({} of {} elements "
+            fmt::format("output of step {} op {}{} poisoned as injected ({} of {} elements "
                         "NaN/Inf)",
-                        g, p.key.op, non_finite, p.buffers.recv_count));
+                        g, p.key.op, partOf(p.key), non_finite, p.buffers.recv_count));
       }
       if (p.flipped_bit) {
-        logLine(fmt::format("output of step {} op {} corrupted as injected (bit {} flipped)", g,
-                            p.key.op, *p.flipped_bit));
+        logLine(fmt::format("output of step {} op {}{} corrupted as injected (bit {} flipped)", g,
+                            p.key.op, partOf(p.key), *p.flipped_bit));
       }
     }
     return kRankOk;

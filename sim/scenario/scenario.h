@@ -27,6 +27,9 @@ enum class OpKind {
   // PyTorch's all_to_all_single with uneven splits: one group of a send and a receive per peer
   // (torch/csrc/cuda/nccl.cpp, all2all_single_unequal_split); parts sized by alltoallv_split.h.
   kAllToAllV,
+  // Several collectives of one communicator inside one ncclGroupStart/End, as PyTorch's
+  // coalescing issues them (ProcessGroupNCCL startCoalescing/endCoalescing): OpSpec::ops.
+  kCoalesced,
 };
 
 // Reduction as written in the scenario; premulsum is turned into a dynamic ncclRedOp_t at issue.
@@ -59,6 +62,9 @@ struct OpSpec {
   bool grouped = true;        // pipeline: send and recv inside one ncclGroupStart/End
   bool in_place = false;      // alltoall, gather, scatter: NCCL's in-place form of the call
   bool equal_counts = false;  // alltoallv: every part `count` elements (an equal split)
+  // coalesced only: its collectives in call order, each on `comm` (no pipeline, alltoallv or
+  // coalesced among them); the coalesced op's own count, dtype etc. are unused.
+  std::vector<OpSpec> ops;
 };
 
 // Compute time of a step, in milliseconds. per_rank keys are world ranks as written.

@@ -4,8 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <string>
 #include <tuple>
@@ -26,10 +28,14 @@ Plan planOf(const std::string& scenario, int rank, int nranks) {
   Plan p;
 #ifdef NCCLSCOPE_SIM_RANK_PROGRAM
   // No run directory, no emulator job: a plan touches nothing.
+  // A bare name is a shipped example; a path, a scenario the test wrote.
+  const std::string file = scenario.find('/') == std::string::npos
+                               ? std::string(NCCLSCOPE_SCENARIOS_DIR) + "/" + scenario
+                               : scenario;
   const std::string cmd = std::string("env -u NCCLSCOPE_DIR -u NCCLSCOPE_SIM_RUN_DIR ") +
-                          NCCLSCOPE_SIM_RANK_PROGRAM + " " + NCCLSCOPE_SCENARIOS_DIR + "/" +
-                          scenario + " --plan --rank " + std::to_string(rank) + " --nranks " +
-                          std::to_string(nranks) + " 2>/dev/null";
+                          NCCLSCOPE_SIM_RANK_PROGRAM + " " + file + " --plan --rank " +
+                          std::to_string(rank) + " --nranks " + std::to_string(nranks) +
+                          " 2>/dev/null";
   FILE* f = popen(cmd.c_str(), "r");
   if (f == nullptr) return p;
   std::string out;
@@ -165,6 +171,79 @@ TEST_F(RankPlan, AlltoallvIsOneGroupOfSendsAndReceivesInPeerOrder) {
       EXPECT_FALSE(sent.empty());
     }
   }
+}
+
+// As ProcessGroupNCCL's coalescing (startCoalescing / endCoalescing): one group per coalesced
+// op, its collectives in call order on its communicator, each with its own arguments.
+TEST_F(RankPlan, CoalescedIsOneGroupOfItsCollectivesInCallOrder) {
+  const Plan p = planOf("coalesced.json", 5, 8);
+  ASSERT_EQ(p.exit_code, 0);
+  EXPECT_TRUE(p.stop.is_null()) << p.stop.dump();
+  const std::vector<Json> gathers = at(p, 0, 0);
+  EXPECT_EQ(opsOf(gathers), (std::vector<std::string>{"group_start", "allgather", "allgather",
+                                                      "broadcast", "group_end"}));
+  EXPECT_EQ(gathers.at(1).at("comm"), "world");
+  EXPECT_EQ(gathers.at(3).at("root"), 1);
+  const std::vector<Json> bucket = at(p, 1, 0);
+  ASSERT_EQ(opsOf(bucket), (std::vector<std::string>{"group_start", "allreduce", "allreduce",
+                                                     "allreduce", "allreduce", "group_end"}));
+  const std::vector<int> counts = {65536, 1024, 16384, 300};
+  const std::vector<std::string> redops = {"sum", "sum", "avg", "max"};
+  for (size_t i = 0; i < counts.size(); ++i) {
+    EXPECT_EQ(bucket[i + 1].at("count"), counts[i]) << i;
+    EXPECT_EQ(bucket[i + 1].at("redop"), redops[i]) << i;
+    EXPECT_EQ(bucket[i + 1].at("comm"), "dp") << i;
+  }
+  EXPECT_EQ(bucket[1].at("dtype"), "bfloat16");
+  EXPECT_EQ(bucket[2].at("dtype"), "float32");
+  EXPECT_EQ(opsOf(at(p, 5, 1)),
+            (std::vector<std::string>{"group_start", "reducescatter", "reducescatter", "allgather",
+                                      "group_end"}));
+}
+
+// skip leaves the whole group out, extra_op repeats it, a wrong_* changes its first collective
+// only, hang issues it and the rest of its step, then the stream never drains.
+TEST_F(RankPlan, FaultsOnACoalescedOp) {
+  const std::string file =
+      ::testing::TempDir() + "ncclscope-plan-coalesced-" + std::to_string(getpid()) + ".json";
+  {
+    std::ofstream out(file);
+    out << R"({"min_ranks": 2, "communicators": [{"name": "dp", "split": {"by": "block",
+        "size": 4}}], "steps": [{"ops": [
+          {"op": "coalesced", "comm": "dp", "ops": [{"op": "allreduce", "count": 64},
+                                                   {"op": "allreduce", "count": 8}]},
+          {"op": "allgather", "count": 4}]}],
+        "repeat": 2,
+        "faults": [{"kind": "skip", "ranks": [1], "step": 0, "op": 0},
+                   {"kind": "wrong_count", "ranks": [2], "step": 0, "op": 0, "count": 7},
+                   {"kind": "extra_op", "ranks": [3], "step": 1, "op": 0},
+                   {"kind": "hang", "ranks": [0], "step": 1, "op": 0}]})";
+  }
+  const Plan skipped = planOf(file, 1, 4);
+  const Plan wrong = planOf(file, 2, 4);
+  const Plan extra = planOf(file, 3, 4);
+  const Plan hung = planOf(file, 0, 4);
+  std::remove(file.c_str());
+  ASSERT_EQ(skipped.exit_code, 0);
+  EXPECT_TRUE(at(skipped, 0, 0).empty());
+  EXPECT_EQ(at(skipped, 0, 1).size(), 1u) << "the next op is issued";
+  EXPECT_EQ(at(skipped, 1, 0).size(), 4u) << "the group of the next step is issued";
+
+  const std::vector<Json> changed = at(wrong, 0, 0);
+  ASSERT_EQ(changed.size(), 4u);
+  EXPECT_EQ(changed[1].at("count"), 7) << "the first collective";
+  EXPECT_EQ(changed[2].at("count"), 8) << "the others as written";
+
+  const std::vector<Json> twice = at(extra, 1, 0);
+  ASSERT_EQ(twice.size(), 8u);
+  EXPECT_EQ(std::vector<Json>(twice.begin(), twice.begin() + 4),
+            std::vector<Json>(twice.begin() + 4, twice.end()));
+
+  ASSERT_FALSE(hung.stop.is_null());
+  EXPECT_EQ(hung.stop.at("step"), 1);
+  EXPECT_EQ(opsOf(at(hung, 1, 0)),
+            (std::vector<std::string>{"group_start", "allreduce", "allreduce", "group_end"}));
+  EXPECT_EQ(at(hung, 1, 1).size(), 1u) << "ops after it are enqueued too";
 }
 
 TEST_F(RankPlan, SkipLeavesTheOpOut) {
