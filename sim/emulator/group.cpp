@@ -8,6 +8,7 @@
 #include "sim/emulator/launch_host_func.h"
 #include "sim/emulator/link_model.h"
 #include "sim/emulator/profiler.h"
+#include "sim/emulator/profiler_task_order.h"
 
 namespace ncclsim {
 
@@ -29,10 +30,9 @@ void launchNow(std::vector<OpDesc>& descs) {
   profilerLaunch(descs);
   std::vector<std::unique_ptr<OpRun>> ops;
   std::vector<CUstream> streams;
-  for (const OpDesc& d : descs) {
-    ops.push_back(std::make_unique<OpRun>(d));  // takes ring tickets in issue order
-    streams.push_back(d.stream);
-  }
+  // Each takes its ring tickets as it is made: in the order the group's work runs.
+  for (const size_t i : groupRunOrder(descs)) ops.push_back(std::make_unique<OpRun>(descs[i]));
+  for (const OpDesc& d : descs) streams.push_back(d.stream);
   launchOps(std::move(ops), streams);
 }
 

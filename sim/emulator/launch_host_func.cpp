@@ -12,6 +12,7 @@
 #include "sim/emulator/backoff_wait.h"
 #include "sim/emulator/launch.h"
 #include "sim/emulator/profiler.h"
+#include "sim/emulator/profiler_task_order.h"
 #include "sim/emulator/sim_stream.h"
 
 namespace ncclsim {
@@ -101,9 +102,12 @@ void launchThroughHostStream(std::vector<OpDesc> descs) {
   std::vector<CUstream> streams;
   std::vector<Comm*> comms;     // in the group's order
   std::vector<Comm*> via_host;  // those whose plan has proxy ops
-  for (const OpDesc& d : l->descs) {
-    ops.push_back(std::make_unique<OpRun>(d, false));  // takes ring tickets in issue order
+  for (const size_t i : groupRunOrder(l->descs)) {
+    const OpDesc& d = l->descs[i];
+    ops.push_back(std::make_unique<OpRun>(d, false));  // takes ring tickets in run order
     l->runs.emplace_back(d.comm, ops.back().get());
+  }
+  for (const OpDesc& d : l->descs) {
     streams.push_back(d.stream);
     if (std::find(comms.begin(), comms.end(), d.comm) == comms.end()) comms.push_back(d.comm);
     if (hasProxyOps(d) && std::find(via_host.begin(), via_host.end(), d.comm) == via_host.end()) {

@@ -30,31 +30,42 @@ int sizeBin(uint64_t bytes) {
 }
 
 // ncclFuncTrafficPerByte.
-uint64_t trafficBytes(const ProfTask& t, int nranks) {
-  const OpKind k = t.owner->kind;
+uint64_t trafficBytes(OpKind k, size_t count, ncclDataType_t dtype, int nranks) {
   const uint64_t per = k == OpKind::kAllReduce                                    ? 2
                        : (k == OpKind::kAllGather || k == OpKind::kReduceScatter) ? uint64_t(nranks)
                                                                                   : 1;
-  return uint64_t(t.count) * dtypeSize(t.dtype) * per;
+  return uint64_t(count) * dtypeSize(dtype) * per;
+}
+
+// collTaskAppend: AllGather and Broadcast tasks are counted in bytes of ncclInt8.
+bool countedInBytes(OpKind k) {
+  return k == OpKind::kAllGather || k == OpKind::kBroadcast;
 }
 
 }  // namespace
 
-void orderCollTasks(int nranks, std::vector<ProfTask*>* colls) {
+bool isPlannedCollective(OpKind k) {
+  return k == OpKind::kAllReduce || k == OpKind::kBroadcast || k == OpKind::kReduce ||
+         k == OpKind::kAllGather || k == OpKind::kReduceScatter;
+}
+
+std::vector<size_t> collPlanOrder(int nranks, const std::vector<const OpDesc*>& colls) {
   // The sorter pushes each task at the head of its bin: bins ascending, newest first within one.
   std::vector<std::pair<int, size_t>> keyed;  // (bin, call index)
-  for (size_t i = 0; i < colls->size(); ++i) {
-    keyed.emplace_back(sizeBin(trafficBytes(*(*colls)[i], nranks)), i);
+  for (size_t i = 0; i < colls.size(); ++i) {
+    const OpDesc& d = *colls[i];
+    keyed.emplace_back(sizeBin(trafficBytes(d.kind, d.count, d.dtype, nranks)), i);
   }
   std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first < b.first : a.second > b.second;
   });
   // ncclPrepareTasks: gather by (function, op, datatype) in first-seen order, each a LIFO.
-  std::vector<std::vector<ProfTask*>> gathered;
+  std::vector<std::vector<size_t>> gathered;
   std::vector<std::tuple<int, int, int>> keys;
   for (const auto& [bin, i] : keyed) {
-    ProfTask* t = (*colls)[i];
-    const std::tuple<int, int, int> key{int(t->owner->kind), int(t->owner->red), int(t->dtype)};
+    const OpDesc& d = *colls[i];
+    const int dtype = countedInBytes(d.kind) ? int(ncclInt8) : int(d.dtype);
+    const std::tuple<int, int, int> key{int(d.kind), int(d.red), dtype};
     auto it = std::find(keys.begin(), keys.end(), key);
     if (it == keys.end()) {
       keys.push_back(key);
@@ -62,10 +73,41 @@ void orderCollTasks(int nranks, std::vector<ProfTask*>* colls) {
       it = keys.end() - 1;
     }
     auto& list = gathered[size_t(it - keys.begin())];
-    list.insert(list.begin(), t);
+    list.insert(list.begin(), i);
   }
-  colls->clear();
-  for (const auto& list : gathered) colls->insert(colls->end(), list.begin(), list.end());
+  std::vector<size_t> order;
+  for (const auto& list : gathered) order.insert(order.end(), list.begin(), list.end());
+  return order;
+}
+
+std::vector<size_t> groupRunOrder(const std::vector<OpDesc>& descs) {
+  std::vector<size_t> order(descs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::vector<const Comm*> comms;
+  for (const OpDesc& d : descs) {
+    if (std::find(comms.begin(), comms.end(), d.comm) == comms.end()) comms.push_back(d.comm);
+  }
+  for (const Comm* c : comms) {
+    std::vector<size_t> slots;
+    std::vector<const OpDesc*> colls;
+    for (size_t i = 0; i < descs.size(); ++i) {
+      if (descs[i].comm != c || !isPlannedCollective(descs[i].kind)) continue;
+      slots.push_back(i);
+      colls.push_back(&descs[i]);
+    }
+    if (slots.size() < 2 || c == nullptr) continue;
+    const std::vector<size_t> plan = collPlanOrder(c->nranks, colls);
+    for (size_t k = 0; k < slots.size(); ++k) order[slots[k]] = slots[plan[k]];
+  }
+  return order;
+}
+
+void orderCollTasks(int nranks, std::vector<ProfTask*>* colls) {
+  std::vector<const OpDesc*> owners;
+  for (const ProfTask* t : *colls) owners.push_back(t->owner);
+  std::vector<ProfTask*> ordered;
+  for (const size_t i : collPlanOrder(nranks, owners)) ordered.push_back((*colls)[i]);
+  *colls = std::move(ordered);
 }
 
 std::vector<P2pRound> p2pSchedule(int rank, int nranks) {

@@ -6,13 +6,32 @@
 // (src/enqueue.cc scheduleP2pTasksToPlan): by the communicator's p2p schedule rounds.
 #pragma once
 
+#include <cstddef>
 #include <vector>
+
+#include "sim/emulator/op_desc.h"
 
 #include "sim/emulator/profiler.h"
 
 namespace ncclsim {
 
-// Reorders `colls` (collective tasks of one communicator, in call order, owners set). Pure.
+// Whether NCCL plans an operation of this kind as a collective task (collTaskQueue); AlltoAll,
+// Gather and Scatter are point-to-point parts, sends and receives too.
+bool isPlannedCollective(OpKind kind);
+
+// The plan order of one communicator's collectives of a group given in call order, as indices
+// into `colls`. Pure.
+std::vector<size_t> collPlanOrder(int nranks, const std::vector<const OpDesc*>& colls);
+
+// The order in which the emulator runs a group's operations (given in call order), as indices:
+// each communicator's collectives in its plan order, since NCCL puts them into one plan whose
+// kernel works through them in that order (their kernels start, and report KernelCh events, in
+// it); every rank orders its own calls alike (the order depends only on their arguments). Sends,
+// receives and the point-to-point collectives keep their places. Pure.
+std::vector<size_t> groupRunOrder(const std::vector<OpDesc>& descs);
+
+// Reorders `colls` (collective tasks of one communicator, in call order, owners set) by
+// collPlanOrder. Pure.
 void orderCollTasks(int nranks, std::vector<ProfTask*>* colls);
 
 // The peers of each round of `rank`'s p2p schedule (src/init.cc ncclP2pSchedule) when every rank

@@ -4,6 +4,7 @@
 // NCCL's plan order, not in the order they were called.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,42 @@ TEST(ProfilerCoalescedOrder, BucketGroupCollsComeInNcclsPlanOrder) {
         return 1;
       }
       CHILD_CHECK(ncclsim_test::checkParents(ev, r) == 0);
+    }
+    return 0;
+  });
+}
+
+// The plan's one kernel works through its collectives in the plan's order, so their kernels start
+// (the first KernelCh event of each, parented to its Coll: src/transport/profiler.cc
+// profilerProxyProgress) in that order too, not in call order: a later call's kernel can start
+// first.
+TEST(ProfilerCoalescedOrder, BucketGroupKernelsStartInNcclsPlanOrder) {
+  ncclsim_test::inChild([] {
+    simrec::knobs().mask = 4095;
+    ncclsim_test::TwoRanks job;
+    CHILD_CHECK(job.init() == 0);
+    CHILD_CHECK(job.run(issueBucket) == 0);
+    const std::vector<Event> ev = simrec::events();
+    const Lines want = {"AllReduce count=64",    "AllReduce count=256",  "AllReduce count=4096",
+                        "AllReduce count=16384", "AllReduce count=1024", "AllGather count=2048"};
+    for (int r = 0; r < 2; ++r) {
+      Lines got;
+      std::vector<int> started;  // Coll event numbers whose first KernelCh came
+      for (const Event& k : ev) {
+        if (k.ctx != r || k.type != pabi::kEvKernelCh || k.kind != Event::kStart) continue;
+        if (std::find(started.begin(), started.end(), k.parent) != started.end()) continue;
+        started.push_back(k.parent);
+        for (const Event& c : ev) {
+          if (c.id == k.parent && c.kind == Event::kStart && c.type == pabi::kEvColl) {
+            got.push_back(c.func + " count=" + std::to_string(c.count));
+          }
+        }
+      }
+      if (got != want) {
+        ncclsim_test::rankReport("rank %d, first KernelCh of each Coll:\n%s", r,
+                                 ncclsim_test::diff(want, got).c_str());
+        return 1;
+      }
     }
     return 0;
   });
