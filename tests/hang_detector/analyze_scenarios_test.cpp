@@ -207,6 +207,9 @@ std::vector<Case> Catalogue(int ranks) {
       {"stuck-before", "missing", "dp", 2, {2}},
       // The profiler plugin's device start records single out the rank whose stream is blocked.
       {"hang", "device-stall", "tp", 3, {1}, false, "allreduce"},
+      // The same in a bucket group NCCL launches largest-type-first, smallest first within a type
+      // (#6 before #4): every peer's start of #4 must be recorded for rank 1 to stand out.
+      {"hang-coalesced", "device-stall", "dp", 4, {1}, false, "allreduce"},
       // Every kernel started; the stuck allreduce was issued before any suspicion turned proxy
       // detail on, so at the default NCCLSCOPE_PROFILER_PROXY its two ends tie (localized to the
       // link with it always on: tests/e2e/stall_stage_e2e_test.cpp).
