@@ -8,6 +8,7 @@
 #include "collectives/device_code.h"
 #include "collectives/exchange_kernel_args.h"
 #include "collectives/gpu_check/kernel_params.h"
+#include "collectives/include/ncclscope/moe.h"
 
 namespace ncclscope::gpu_check {
 namespace {
@@ -77,6 +78,8 @@ std::string StallText(const nc::KernelStall& k) {
 CUfunction Kernels::Of(const Case& c) const {
   if (c.op == Op::kAlltoAll) return alltoall;
   if (c.op == Op::kExchange) return exchange;
+  if (c.op == Op::kMoeDispatch) return moe_dispatch;
+  if (c.op == Op::kMoeCombine) return moe_combine;
   const int a = c.algorithm == nc::Algorithm::kOneShot ? 0 : 1;
   const int d = c.dtype == nc::Dtype::kFp16 ? 0 : c.dtype == nc::Dtype::kFp32 ? 1 : 2;
   return allreduce[a][d];
@@ -85,14 +88,17 @@ CUfunction Kernels::Of(const Case& c) const {
 bool LoadKernels(const Driver& cu, Kernels* k, std::string* error) {
   const nc::DeviceImage allreduce = nc::AllReduceFatbin(), alltoall = nc::AlltoAllFatbin(),
                         exchange = nc::ExchangeFatbin();
-  if (allreduce.size == 0 || alltoall.size == 0 || exchange.size == 0) {
+  size_t moe_bytes = 0;
+  const void* moe = ncclscope_moe_fatbin(&moe_bytes);
+  if (allreduce.size == 0 || alltoall.size == 0 || exchange.size == 0 || moe_bytes == 0) {
     *error = "this build has no device code (built without nvcc)";
     return false;
   }
-  CUmodule m = nullptr, m2 = nullptr, m3 = nullptr;
+  CUmodule m = nullptr, m2 = nullptr, m3 = nullptr, m4 = nullptr;
   CUresult res = cu.module_load_data(&m, allreduce.data);
   if (res == CUDA_SUCCESS) res = cu.module_load_data(&m2, alltoall.data);
   if (res == CUDA_SUCCESS) res = cu.module_load_data(&m3, exchange.data);
+  if (res == CUDA_SUCCESS) res = cu.module_load_data(&m4, moe);
   if (res != CUDA_SUCCESS) {
     *error = "cuModuleLoadData: " + ErrorText(cu, res) +
              " (the fatbin carries sm_80 and sm_90 cubins and sm_90 PTX)";
@@ -114,7 +120,9 @@ bool LoadKernels(const Driver& cu, Kernels* k, std::string* error) {
     const char* name;
   };
   for (const Named& f : {Named{&k->alltoall, m2, nc::kAlltoAllKernelName},
-                         Named{&k->exchange, m3, nc::kExchangeKernelName}}) {
+                         Named{&k->exchange, m3, nc::kExchangeKernelName},
+                         Named{&k->moe_dispatch, m4, NCCLSCOPE_MOE_DISPATCH_KERNEL},
+                         Named{&k->moe_combine, m4, NCCLSCOPE_MOE_COMBINE_KERNEL}}) {
     res = cu.module_get_function(f.fn, f.module, f.name);
     if (res != CUDA_SUCCESS) {
       *error = std::string("cuModuleGetFunction ") + f.name + ": " + ErrorText(cu, res);

@@ -33,11 +33,12 @@ bool ReadStall(const Driver& cu, const DeviceRank& r, collectives::KernelStall* 
 // "rank 3 waited for rank 5 at the start barrier of block 2 (epoch 17, flag 16)".
 std::string StallText(const collectives::KernelStall& k);
 
-// The eight kernels of the three embedded fatbins.
+// The ten kernels of the four embedded fatbins.
 struct Kernels {
   CUfunction allreduce[2][3] = {};  // [one-shot, two-shot][fp16, fp32, bf16]
   CUfunction alltoall = nullptr;
   CUfunction exchange = nullptr;
+  CUfunction moe_dispatch = nullptr, moe_combine = nullptr;
   CUfunction Of(const Case& c) const;
 };
 // False with *error when the build has no device code or a kernel is missing.
