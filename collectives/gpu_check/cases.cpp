@@ -6,6 +6,7 @@
 #include "collectives/alltoall_kernel_args.h"
 #include "collectives/alltoall_plan.h"
 #include "collectives/exchange_kernel_args.h"
+#include "collectives/include/ncclscope/moe.h"
 #include "collectives/planner.h"
 
 namespace ncclscope::gpu_check {
@@ -109,6 +110,8 @@ std::vector<Case> BuildCases(nc::GpuClass gpu, int nranks, const CaseLimits& lim
 const char* KernelName(const Case& c) {
   if (c.op == Op::kAlltoAll) return nc::kAlltoAllKernelName;
   if (c.op == Op::kExchange) return nc::kExchangeKernelName;
+  if (c.op == Op::kMoeDispatch) return NCCLSCOPE_MOE_DISPATCH_KERNEL;
+  if (c.op == Op::kMoeCombine) return NCCLSCOPE_MOE_COMBINE_KERNEL;
   const int a = c.algorithm == nc::Algorithm::kOneShot ? 0 : 1;
   const int d = c.dtype == nc::Dtype::kFp16 ? 0 : c.dtype == nc::Dtype::kFp32 ? 1 : 2;
   return nc::kAllReduceKernelNames[a][d];
@@ -121,11 +124,18 @@ std::string CaseName(const Case& c) {
            : c.pattern == ExchangePattern::kSmall  ? "exchange a2av 1 chunk"
                                                    : "exchange a2av chunks";
   }
+  if (c.op == Op::kMoeDispatch || c.op == Op::kMoeCombine) {
+    return std::string(c.op == Op::kMoeDispatch ? "moe dispatch " : "moe combine ") +
+           nc::DtypeName(c.dtype) + " h" + std::to_string(c.moe.hidden) + " k" +
+           std::to_string(c.moe.top_k) + " t" + std::to_string(c.moe.max_tokens) +
+           (c.moe.routing == MoeRouting::kSkewed ? " skew" : "");
+  }
   return std::string("allreduce ") + nc::AlgorithmName(c.algorithm) + " " + nc::DtypeName(c.dtype);
 }
 
 double BytesMovedPerRank(const Case& c) {
   const double s = static_cast<double>(c.bytes), n = c.nranks;
+  if (c.op == Op::kMoeDispatch || c.op == Op::kMoeCombine) return c.moe.device_bytes;
   if (c.op != Op::kAllReduce) return 4 * s;
   return c.algorithm == nc::Algorithm::kOneShot ? (n + 3) * s : 5 * s + s / n;
 }

@@ -54,12 +54,13 @@ bool ParseRanks(const char* s, std::vector<int>* out) {
 
 const char kUsage[] =
     "usage: ncclscope-gpu-check [options]\n"
-    "Runs ncclscope's AllReduce, AlltoAll and exchange (grouped send/recv) kernels with "
-    "simulated\n"
-    "ranks on one GPU, checks every output bit for bit against the CPU twins and what the senders\n"
-    "sent, checks that an absent rank ends the others' kernels with the stall reported, runs the\n"
-    "AllReduce and AlltoAll kernels from several processes over CUDA IPC, and prints timings. Exit "
-    "0: every result right; 1: a wrong result, a stall or an error; 3: a hang.\n"
+    "Runs ncclscope's AllReduce, AlltoAll, exchange (grouped send/recv) and MoE dispatch/combine\n"
+    "kernels with simulated ranks on one GPU, checks every output bit for bit against the CPU\n"
+    "twins and what the senders sent, checks that an absent rank ends the others' kernels with "
+    "the\n"
+    "stall reported, runs the AllReduce and AlltoAll kernels from several processes over CUDA\n"
+    "IPC, and prints timings. Exit 0: every result right; 1: a wrong result, a stall or an error;\n"
+    "3: a hang.\n"
     "  --ranks LIST           simulated rank counts on one device (2-8)\n"
     "  --reps N               runs of each case up to --big-bytes (20)\n"
     "  --big-reps N           runs of each larger case (3)\n"
@@ -74,10 +75,18 @@ const char kUsage[] =
     "  --exchange-stall-timeout-ms MS  the same for the exchange kernel, 0 to skip it (500)\n"
     "  --copy-bytes B         device-to-device copy for the HBM ceiling (256M)\n"
     "  --wrap-after N         calls per rank count before the epoch counter wraps (40)\n"
+    "  --moe on|off           the MoE dispatch/combine cases (on): hidden 128 top-1 and skewed\n"
+    "                         top-8, hidden 7168 top-8 with 16 tokens a rank, for fp32, fp16 and\n"
+    "                         bf16, --reps runs each; hidden 7168 top-8 of 256 experts with 128\n"
+    "                         tokens a rank in bf16 (the low-latency shape, --reps runs) and, for\n"
+    "                         the largest rank count, 4096 (--big-reps runs); each only when its\n"
+    "                         token rows (a rank's) fit --max-bytes\n"
+    "  --moe-ranks LIST       the rank counts of --ranks that run the MoE cases (all)\n"
     "  --seed N               random inputs (1)\n"
     "  --device N             CUDA device (0)\n"
-    "  --self-test-corrupt    flip one output byte before the first comparison, and one in the\n"
-    "                         first exchange group (both must fail)\n"
+    "  --self-test-corrupt    flip one output byte before the first comparison, one in the\n"
+    "                         first exchange group and one in the first MoE dispatch's recv_x\n"
+    "                         (all must fail)\n"
     "Sizes take k, M or G.\n";
 
 bool ParseOptions(int argc, char** argv, Options* o, bool* help, std::string* error) {
@@ -139,6 +148,11 @@ bool ParseOptions(int argc, char** argv, Options* o, bool* help, std::string* er
     } else if (std::strcmp(flag, "--wrap-after") == 0) {
       ok = ParseUint(v, &n) && n >= 1 && n < (1ull << 31);
       o->wrap_after = static_cast<uint32_t>(n);
+    } else if (std::strcmp(flag, "--moe") == 0) {
+      ok = std::strcmp(v, "on") == 0 || std::strcmp(v, "off") == 0;
+      o->moe = std::strcmp(v, "on") == 0;
+    } else if (std::strcmp(flag, "--moe-ranks") == 0) {
+      ok = ParseRanks(v, &o->moe_ranks) && !o->moe_ranks.empty();
     } else if (std::strcmp(flag, "--seed") == 0) {
       ok = ParseUint(v, &o->seed);
     } else if (std::strcmp(flag, "--device") == 0) {

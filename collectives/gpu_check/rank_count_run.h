@@ -1,6 +1,6 @@
 // What the single-device part of the check carries from one rank count's step to the next: the
 // driver, the loaded kernels, the options, the device, the summary being filled, and how many
-// runs failed (single_device.cpp, exchange_run.cpp).
+// runs failed (single_device.cpp, exchange_run.cpp, moe_run.cpp).
 #pragma once
 
 #include <cstddef>
@@ -23,6 +23,7 @@ struct RankCountRun {
   bool* corrupted;     // --self-test-corrupt flipped its byte already
   int failures = 0;
   bool exchange_corrupted = false;  // the same for the exchange's comparison
+  bool moe_corrupted = false;       // and for the MoE dispatch's
 };
 
 // How many blocks of `threads` of this kernel the whole device holds at once; -1: unknown.

@@ -26,8 +26,8 @@ void PrintSummary(const Summary& s, FILE* out) {
                "columns: launch_us = host time of one cuLaunchKernel (median); kernel_us = the "
                "last-launched rank's kernel (cuEvent, median); algbw = bytes / kernel time; "
                "dev_GB/s = all ranks' device reads+writes / kernel time (one device holds every "
-               "rank); %%copy = dev_GB/s / the copy ceiling\n");
-  std::fprintf(out, "%5s %-24s %6s %10s %7s %5s %5s %9s %10s %8s %9s %6s\n", "ranks", "kernel",
+               "rank); %%copy = dev_GB/s / the copy ceiling; moe rows: see the (c) moe lines\n");
+  std::fprintf(out, "%5s %-32s %6s %10s %7s %5s %5s %9s %10s %8s %9s %6s\n", "ranks", "kernel",
                "plan", "bytes", "launch", "runs", "wrong", "launch_us", "kernel_us", "algbw",
                "dev_GB/s", "%copy");
   for (const CaseResult& r : s.cases) {
@@ -39,9 +39,14 @@ void PrintSummary(const Summary& s, FILE* out) {
     char pct[16] = "-";
     if (s.copy_gbps > 0 && kernel_us > 0)
       std::snprintf(pct, sizeof(pct), "%.0f", 100 * dev / s.copy_gbps);
-    std::fprintf(out, "%5d %-24s %6s %10zu %7s %5d %5d %9.1f %10.1f %8.2f %9.1f %6s\n", r.c.nranks,
-                 CaseName(r.c).c_str(), r.c.planned ? "table" : "forced", r.c.bytes, shape, r.runs,
-                 r.wrong, Median(r.launch_us), kernel_us, algbw, dev, pct);
+    const bool moe = r.c.op == Op::kMoeDispatch || r.c.op == Op::kMoeCombine;
+    std::fprintf(out, "%5d %-32s %6s %10zu %7s %5d %5d %9.1f %10.1f %8.2f %9.1f %6s\n", r.c.nranks,
+                 CaseName(r.c).c_str(),
+                 moe           ? "plan"
+                 : r.c.planned ? "table"
+                               : "forced",
+                 r.c.bytes, shape, r.runs, r.wrong, Median(r.launch_us), kernel_us, algbw, dev,
+                 pct);
   }
 }
 

@@ -10,6 +10,7 @@
 #include "collectives/gpu_check/exchange_group.h"
 #include "collectives/gpu_check/exchange_run.h"
 #include "collectives/gpu_check/local_ranks.h"
+#include "collectives/gpu_check/moe_run.h"
 #include "collectives/gpu_check/open_device.h"
 #include "collectives/gpu_check/rank_count_run.h"
 #include "collectives/gpu_check/report.h"
@@ -91,6 +92,18 @@ std::vector<const unsigned char*> Pointers(const std::vector<std::vector<unsigne
   std::vector<const unsigned char*> p;
   for (const auto& x : v) p.push_back(x.data());
   return p;
+}
+
+bool RunsMoe(const Options& o, int nranks) {
+  return o.moe && (o.moe_ranks.empty() ||
+                   std::find(o.moe_ranks.begin(), o.moe_ranks.end(), nranks) != o.moe_ranks.end());
+}
+
+// The largest rank count that runs the MoE cases: it also gets their high-throughput shape.
+int LargestMoeRanks(const Options& o) {
+  int largest = 0;
+  for (int n : o.ranks) largest = RunsMoe(o, n) ? std::max(largest, n) : largest;
+  return largest;
 }
 
 // Every case of one rank count, then the absent-rank check. Returns false on a hang.
@@ -190,6 +203,7 @@ bool RunRankCount(RankCountRun& run, int nranks) {
               calls > static_cast<int>(o.wrap_after) ? "wrapped" : "did not wrap", seconds);
   std::fflush(stdout);
   if (!RunExchange(run, ranks, device_bytes)) return false;
+  if (RunsMoe(o, nranks) && !RunMoe(run, ranks, nranks == LargestMoeRanks(o))) return false;
 
   // The bounded wait: the last rank never launches; every other kernel must return and say so.
   if (o.stall_timeout_ms > 0) {
@@ -274,12 +288,14 @@ int RunSingleDevice(const Options& o, FILE* summary_out) {
   summary.copy_gbps = MeasureCopy(cu, o.copy_bytes, &summary.copy_how);
   // What the launch shape needs on one device: every rank's blocks resident at once.
   // The exchange: 8 ranks each with a send and a receive for every rank, itself included: 16
-  // parts of 4 blocks.
+  // parts of 4 blocks. MoE: the plan's default grid (include/ncclscope/moe.h).
   const Case probe[] = {
       {Op::kAllReduce, nc::Algorithm::kOneShot, nc::Dtype::kBf16, 8, 0, 0, 36, 512, true, 0},
       {Op::kAllReduce, nc::Algorithm::kTwoShot, nc::Dtype::kBf16, 8, 0, 0, 36, 512, true, 0},
       {Op::kAlltoAll, nc::Algorithm::kPull, nc::Dtype::kFp32, 8, 0, 0, 36, 512, true, 0},
-      {Op::kExchange, nc::Algorithm::kExchange, nc::Dtype::kFp32, 8, 0, 0, 64, 512, true, 0}};
+      {Op::kExchange, nc::Algorithm::kExchange, nc::Dtype::kFp32, 8, 0, 0, 64, 512, true, 0},
+      {Op::kMoeDispatch, nc::Algorithm::kNccl, nc::Dtype::kBf16, 8, 0, 0, 32, 512, true, 0},
+      {Op::kMoeCombine, nc::Algorithm::kNccl, nc::Dtype::kBf16, 8, 0, 0, 32, 512, true, 0}};
   for (const Case& c : probe) {
     int regs = 0;
     const int capacity = DeviceCapacity(cu, facts, kernels.Of(c), c.threads, &regs);
