@@ -3,7 +3,9 @@
 // what is tested here is the check itself (every rank count's cases, bitwise comparison, the
 // absent-rank check, the IPC processes, the summary table, the exit status), ready for the GPU. The
 // exchange kernel's launches run the exchange twin the check exports as libncclscope.so does
-// (ncclscope_exchange_host: collectives/gpu_check/host_twins.cpp, plugin/accel_host_twins.cpp).
+// (ncclscope_exchange_host: collectives/gpu_check/host_twins.cpp, plugin/accel_host_twins.cpp);
+// the MoE kernels' run the C API's CPU twins, exported as libncclscope_moe.so does
+// (ncclscope_moe_dispatch_host, collectives/moe_host_twins.h).
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -51,9 +53,11 @@ int CountMatches(const std::string& text, const std::string& pattern) {
 TEST(GpuCheck, PassesOnTheEmulatedDriverAndPrintsItsSummaryTable) {
   // The exchange's absent-rank group has only pairs with the absent rank, so a short bound cannot
   // name another rank however loaded the machine is.
+  // The MoE cases run for three rank counts (two, an odd one, all eight): each costs the
+  // absent-rank check's second of waiting.
   const ProcessResult r =
       RunCheck("gpuchkok", {"--ranks", "2-8", "--ipc-ranks", "2,8", "--stall-timeout-ms", "1000",
-                            "--exchange-stall-timeout-ms", "100"});
+                            "--exchange-stall-timeout-ms", "100", "--moe-ranks", "2,3,8"});
   ASSERT_FALSE(r.timed_out) << r.out;
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string& out = r.out;
@@ -97,6 +101,46 @@ TEST(GpuCheck, PassesOnTheEmulatedDriverAndPrintsItsSummaryTable) {
         std::string::npos)
         << out;
   }
+  // MoE dispatch and combine: every shape within 300 KiB of token rows a rank, each type, both
+  // runs right, with the plan's grid; every case's epochs wrapped; an absent rank named by every
+  // other rank's timed-out dispatch. The rank counts left out have no MoE rows.
+  for (int n : {2, 3, 8}) {
+    const std::string ranks = std::to_string(n);
+    for (const char* call : {"dispatch", "combine"}) {
+      for (const char* dtype : {"fp32", "fp16", "bf16"}) {
+        for (const char* shape : {"h128 k1 t48", "h128 k8 t64 skew"}) {
+          EXPECT_EQ(CountMatches(out, " " + ranks + " moe " + call + " " + dtype + " " + shape +
+                                          " +plan +[1-9][0-9]* +32x512 +2 +0 +[0-9.]+ +[0-9.]+"),
+                    1)
+              << ranks << " " << call << " " << dtype << " " << shape << "\n"
+              << out;
+        }
+      }
+      // hidden 7168 with 16 tokens: 224 KiB a rank in 16-bit types, 448 KiB (left out) in fp32.
+      for (const char* dtype : {"fp16", "bf16"}) {
+        EXPECT_EQ(CountMatches(out, " " + ranks + " moe " + call + " " + dtype +
+                                        " h7168 k8 t16 +plan +[1-9][0-9]* +32x512 +2 +0 "),
+                  1)
+            << ranks << " " << call << " " << dtype << "\n"
+            << out;
+      }
+    }
+    EXPECT_EQ(CountMatches(out, "\\(a\\) " + ranks +
+                                    " ranks, moe: 8 cases, 32 calls, each case's epochs wrapping"),
+              1)
+        << out;
+    EXPECT_NE(out.find("(a) " + ranks + " ranks, rank " + std::to_string(n - 1) +
+                       " never launched its moe dispatch: all " + std::to_string(n - 1) +
+                       " others returned a timeout and named it"),
+              std::string::npos)
+        << out;
+  }
+  for (int n : {4, 5, 6, 7}) {
+    EXPECT_EQ(CountMatches(out, " " + std::to_string(n) + " moe "), 0) << n << "\n" << out;
+  }
+  EXPECT_NE(out.find("(c) moe rows: bytes = the logical bytes a rank receives as DeepEP counts"),
+            std::string::npos)
+      << out;
   // The table's planned two-shot edge for 5-8 ranks (256 KiB) was reached.
   EXPECT_GE(CountMatches(out, " 8 allreduce two-shot bf16 +table +262144 "), 1) << out;
   EXPECT_EQ(CountMatches(out, "did not wrap"), 0) << out;
@@ -127,8 +171,40 @@ TEST(GpuCheck, FailsWhenAnOutputByteIsWrong) {
                          "offset [0-9]+\\) is 0x[0-9a-f]{2}, rank 0 sent 0x[0-9a-f]{2}"),
             1)
       << r.out;
-  EXPECT_NE(r.out.find("2 wrong, bitwise against the CPU twins"), std::string::npos) << r.out;
+  // The MoE comparison finds the byte flipped in the first dispatch's recv_x, naming the row's
+  // source.
+  EXPECT_EQ(
+      CountMatches(r.out,
+                   "WRONG 3 ranks, moe dispatch fp32 h128 k1 t48, run 0 \\(epoch 0xfffffffe\\): "
+                   "rank [0-2]: recv_x byte 256 \\(row 0, element 64: rank [0-2]'s token "
+                   "[0-9]+, slot 0\\) is 0x[0-9a-f]{2}, the CPU twin's 0x[0-9a-f]{2}"),
+      1)
+      << r.out;
+  EXPECT_NE(r.out.find("3 wrong, bitwise against the CPU twins"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("RESULT: FAIL"), std::string::npos) << r.out;
+}
+
+// The MoE low-latency shape (128 tokens a rank, hidden 7168, top-8 of 256 experts, bf16) runs
+// when its 1.75 MiB of token rows fit --max-bytes, and its times are put beside the targets.
+TEST(GpuCheck, PutsTheMoeLowLatencyShapeBesideItsTargets) {
+  const ProcessResult r = RunCheck("gpuchkll", {"--ranks", "2", "--ipc-ranks", "none",
+                                                "--stall-timeout-ms", "0", "--max-bytes", "2M"});
+  ASSERT_FALSE(r.timed_out) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* call : {"dispatch", "combine"}) {
+    EXPECT_EQ(CountMatches(r.out, std::string(" 2 moe ") + call +
+                                      " bf16 h7168 k8 t128 +plan +[1-9][0-9]* +32x512 +2 +0 "),
+              1)
+        << r.out;
+  }
+  EXPECT_EQ(CountMatches(r.out,
+                         "\\(c\\) moe, 2 ranks, 128 tokens a rank, hidden 7168, top-8, bf16 "
+                         "\\(low-latency shape\\): dispatch [0-9.]+ us \\(target <= 60\\), "
+                         "combine [0-9.]+ us \\(target <= 80\\)"),
+            1)
+      << r.out;
+  // The high-throughput shape (56 MiB a rank) is left out.
+  EXPECT_EQ(CountMatches(r.out, "t4096"), 0) << r.out;
 }
 
 TEST(GpuCheck, RefusesAnUnknownOption) {
