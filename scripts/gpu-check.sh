@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs ncclscope's own kernels on a real GPU and checks them (docs/collectives.md, "On a real GPU"):
 # prints the GPU, runs ncclscope-gpu-check (built on a machine without a GPU and carried here) with
-# sizes and repetitions that take about 3-5 minutes on one H200, and writes the log and the summary
-# table to $OUT when it is set. Exit status: the check's (0 all right, 1 a wrong result or an error,
-# 3 a hung kernel), 124 when the whole run outlived GPU_CHECK_TIMEOUT, 2 when the binary is missing.
+# sizes and repetitions that take about 4-6 minutes on one H200 (estimated), and writes the log
+# and the summary table to $OUT when it is set. Exit status: the check's (0 all right, 1 a wrong
+# result or an error, 3 a hung kernel), 124 when the whole run outlived GPU_CHECK_TIMEOUT, 2 when
+# the binary is missing.
 # Usage: scripts/gpu-check.sh [path/to/ncclscope-gpu-check] [more options for the check]
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +37,10 @@ summary=$dir/gpu-check-summary.txt
 # rank count, the absent-rank check with a 2 s bounded wait; the exchange kernel's three groups
 # (the same run counts; chunk counters wrapping) and its absent-rank check with 0.5 s; (b) 2, 4
 # and 8 processes over CUDA IPC, 3 runs of each case up to 256 KiB; (c) timings and a 256 MiB
-# device-to-device copy.
+# device-to-device copy. (a) and (c) include the MoE dispatch/combine kernels (on by default): 20
+# runs of each small shape and of the 128-token low-latency shape (hidden 7168, top-8) for every
+# rank count, 3 of the 4096-token shape for 8 ranks, their absent-rank check with the same 2 s;
+# about a minute more (add --moe off or --moe-ranks 8 for a shorter run).
 timeout --kill-after=15 "${GPU_CHECK_TIMEOUT:-540}" "$bin" \
   --ranks 2-8 --reps 20 --big-reps 3 --max-bytes 64M \
   --ipc-ranks 2,4,8 --ipc-reps 3 --ipc-max-bytes 256k \
