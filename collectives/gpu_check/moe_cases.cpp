@@ -24,26 +24,6 @@ struct Random {
   uint32_t Below(uint32_t n) { return static_cast<uint32_t>(Next() % n); }
 };
 
-float Load(int32_t dtype, const unsigned char* row, int64_t h) {
-  if (dtype == NCCLSCOPE_MOE_FP32) {
-    float f;
-    std::memcpy(&f, row + h * 4, 4);
-    return f;
-  }
-  uint16_t v;
-  std::memcpy(&v, row + h * 2, 2);
-  return dtype == NCCLSCOPE_MOE_BF16 ? nc::Bf16ToFloat(v) : nc::HalfToFloat(v);
-}
-
-void Store(int32_t dtype, unsigned char* row, int64_t h, float f) {
-  if (dtype == NCCLSCOPE_MOE_FP32) {
-    std::memcpy(row + h * 4, &f, 4);
-    return;
-  }
-  const uint16_t v = dtype == NCCLSCOPE_MOE_BF16 ? nc::FloatToBf16(f) : nc::FloatToHalf(f);
-  std::memcpy(row + h * 2, &v, 2);
-}
-
 // Random sign and mantissa, magnitude in [2^-6, 2^3): every bit pattern of the type in that range.
 float Value(uint64_t r) {
   const uint32_t exponent = 121 + static_cast<uint32_t>((r >> 32) % 9);
@@ -78,6 +58,26 @@ Case MoeCase(int nranks, nc::Dtype d, int hidden, int top_k, int experts, int to
 }
 
 }  // namespace
+
+float LoadMoeElement(int32_t dtype, const unsigned char* row, int64_t h) {
+  if (dtype == NCCLSCOPE_MOE_FP32) {
+    float f;
+    std::memcpy(&f, row + h * 4, 4);
+    return f;
+  }
+  uint16_t v;
+  std::memcpy(&v, row + h * 2, 2);
+  return dtype == NCCLSCOPE_MOE_BF16 ? nc::Bf16ToFloat(v) : nc::HalfToFloat(v);
+}
+
+void StoreMoeElement(int32_t dtype, unsigned char* row, int64_t h, float f) {
+  if (dtype == NCCLSCOPE_MOE_FP32) {
+    std::memcpy(row + h * 4, &f, 4);
+    return;
+  }
+  const uint16_t v = dtype == NCCLSCOPE_MOE_BF16 ? nc::FloatToBf16(f) : nc::FloatToHalf(f);
+  std::memcpy(row + h * 2, &v, 2);
+}
 
 std::vector<Case> BuildMoeCases(int nranks, bool largest, const CaseLimits& limits) {
   const int deepseek_experts = kDeepSeekExperts / nranks * nranks;
@@ -138,7 +138,8 @@ MoeRankInput MakeMoeInput(const Case& c, uint64_t seed, size_t case_index, int r
   const int64_t row = int64_t{s.hidden} * static_cast<int64_t>(nc::DtypeBytes(c.dtype));
   in.x.resize(static_cast<size_t>(in.tokens * row));
   for (int32_t t = 0; t < in.tokens; ++t) {
-    for (int h = 0; h < s.hidden; ++h) Store(dtype, in.x.data() + t * row, h, Value(rng.Next()));
+    for (int h = 0; h < s.hidden; ++h)
+      StoreMoeElement(dtype, in.x.data() + t * row, h, Value(rng.Next()));
   }
   const size_t entries = static_cast<size_t>(in.tokens) * static_cast<size_t>(s.top_k);
   in.topk.resize(entries);
@@ -178,7 +179,7 @@ void ApplyExperts(const ncclscope_moe_plan& plan, const unsigned char* recv_x,
       const unsigned char* from = recv_x + row * plan.row_bytes;
       unsigned char* to = expert_out + row * plan.row_bytes;
       for (int32_t h = 0; h < plan.config.hidden; ++h) {
-        Store(dtype, to, h, Load(dtype, from, h) * scale - 0.125f);
+        StoreMoeElement(dtype, to, h, LoadMoeElement(dtype, from, h) * scale - 0.125f);
       }
     }
   }

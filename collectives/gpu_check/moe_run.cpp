@@ -8,6 +8,7 @@
 
 #include "collectives/gpu_check/moe_cases.h"
 #include "collectives/gpu_check/moe_compare.h"
+#include "collectives/gpu_check/moe_definition.h"
 #include "collectives/gpu_check/moe_device.h"
 #include "collectives/gpu_check/moe_twin.h"
 
@@ -107,6 +108,10 @@ bool RunCombine(MoeCaseRun& x, MoeTwinRanks& twin, int rep, uint32_t epoch,
     wrong = out.error.empty() ? Stalled(out) : out.error;
   }
   if (wrong.empty()) wrong = twin.Combine(epoch, x.in, expert_out, &want);
+  if (wrong.empty()) {
+    wrong = FirstWrong(
+        n, [&](int r) { return CombineAgainstDefinition(x.plan, x.in, expert_out, want, r); });
+  }
   std::vector<MoeRankOutput> got(static_cast<size_t>(n));
   for (int r = 0; r < n && wrong.empty(); ++r) {
     if (!DownloadCombine(x, r, &got[static_cast<size_t>(r)])) {
@@ -156,6 +161,9 @@ bool RunOnce(MoeCaseRun& x, MoeTwinRanks& twin, const Case& c, size_t index, int
   }
   std::vector<MoeRankOutput> want, got(static_cast<size_t>(n));
   if (wrong.empty()) wrong = twin.Dispatch(epoch, x.in, &want);
+  if (wrong.empty()) {
+    wrong = FirstWrong(n, [&](int r) { return DispatchAgainstDefinition(x.plan, x.in, want, r); });
+  }
   for (int r = 0; r < n && wrong.empty(); ++r) {
     if (!DownloadDispatch(x, r, &got[static_cast<size_t>(r)])) {
       wrong = "downloading rank " + std::to_string(r) + "'s dispatch outputs failed";
