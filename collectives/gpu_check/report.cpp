@@ -27,7 +27,7 @@ void PrintSummary(const Summary& s, FILE* out) {
                "last-launched rank's kernel (cuEvent, median); algbw = bytes / kernel time; "
                "dev_GB/s = all ranks' device reads+writes / kernel time (one device holds every "
                "rank); %%copy = dev_GB/s / the copy ceiling; moe rows: see the (c) moe lines\n");
-  std::fprintf(out, "%5s %-32s %6s %10s %7s %5s %5s %9s %10s %8s %9s %6s\n", "ranks", "kernel",
+  std::fprintf(out, "%5s %-34s %6s %10s %7s %5s %5s %9s %10s %8s %9s %6s\n", "ranks", "kernel",
                "plan", "bytes", "launch", "runs", "wrong", "launch_us", "kernel_us", "algbw",
                "dev_GB/s", "%copy");
   for (const CaseResult& r : s.cases) {
@@ -40,7 +40,7 @@ void PrintSummary(const Summary& s, FILE* out) {
     if (s.copy_gbps > 0 && kernel_us > 0)
       std::snprintf(pct, sizeof(pct), "%.0f", 100 * dev / s.copy_gbps);
     const bool moe = r.c.op == Op::kMoeDispatch || r.c.op == Op::kMoeCombine;
-    std::fprintf(out, "%5d %-32s %6s %10zu %7s %5d %5d %9.1f %10.1f %8.2f %9.1f %6s\n", r.c.nranks,
+    std::fprintf(out, "%5d %-34s %6s %10zu %7s %5d %5d %9.1f %10.1f %8.2f %9.1f %6s\n", r.c.nranks,
                  CaseName(r.c).c_str(),
                  moe           ? "plan"
                  : r.c.planned ? "table"

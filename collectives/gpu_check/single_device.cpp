@@ -94,6 +94,7 @@ std::vector<const unsigned char*> Pointers(const std::vector<std::vector<unsigne
   return p;
 }
 
+// Whether this rank count runs the MoE cases (--moe, --moe-ranks).
 bool RunsMoe(const Options& o, int nranks) {
   return o.moe && (o.moe_ranks.empty() ||
                    std::find(o.moe_ranks.begin(), o.moe_ranks.end(), nranks) != o.moe_ranks.end());
