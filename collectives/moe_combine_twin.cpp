@@ -14,32 +14,13 @@
 #include <vector>
 
 #include "collectives/accel_types.h"
+#include "collectives/moe_elements.h"
 #include "collectives/moe_layout.h"
 #include "collectives/moe_twin_steps.h"
 #include "collectives/narrow_float.h"
 
 namespace ncclscope::collectives {
 namespace {
-
-float LoadElement(int32_t dtype, const unsigned char* row, int64_t h) {
-  if (dtype == NCCLSCOPE_MOE_FP32) {
-    float f;
-    std::memcpy(&f, row + h * 4, 4);
-    return f;
-  }
-  uint16_t v;
-  std::memcpy(&v, row + h * 2, 2);
-  return dtype == NCCLSCOPE_MOE_BF16 ? Bf16ToFloat(v) : HalfToFloat(v);
-}
-
-void StoreElement(int32_t dtype, unsigned char* row, int64_t h, float f) {
-  if (dtype == NCCLSCOPE_MOE_FP32) {
-    std::memcpy(row + h * 4, &f, 4);
-    return;
-  }
-  const uint16_t v = dtype == NCCLSCOPE_MOE_BF16 ? FloatToBf16(f) : FloatToHalf(f);
-  std::memcpy(row + h * 2, &v, 2);
-}
 
 struct Combine {
   const ncclscope_moe_combine_args& a;
@@ -106,11 +87,12 @@ struct Combine {
         const unsigned char* from = c.buffer[q].rows() + row * row_bytes;
         for (int32_t h = 0; h < hidden; ++h) {
           acc[static_cast<size_t>(h)] =
-              std::fma(w, LoadElement(dtype, from, h), acc[static_cast<size_t>(h)]);
+              std::fma(w, LoadMoeElement(dtype, from, h), acc[static_cast<size_t>(h)]);
         }
       }
       unsigned char* out = static_cast<unsigned char*>(a.out) + t * row_bytes;
-      for (int32_t h = 0; h < hidden; ++h) StoreElement(dtype, out, h, acc[static_cast<size_t>(h)]);
+      for (int32_t h = 0; h < hidden; ++h)
+        StoreMoeElement(dtype, out, h, acc[static_cast<size_t>(h)]);
     }
   }
 };

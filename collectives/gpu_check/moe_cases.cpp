@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "collectives/accel_types.h"
+#include "collectives/gpu_check/splitmix.h"
 #include "collectives/narrow_float.h"
 
 namespace ncclscope::gpu_check {
@@ -12,17 +13,7 @@ namespace {
 
 namespace nc = collectives;
 
-// splitmix64, a stream per (seed, case, rep, rank) apart from the other kernels' (test_data.cpp).
-struct Random {
-  uint64_t state;
-  uint64_t Next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  uint32_t Below(uint32_t n) { return static_cast<uint32_t>(Next() % n); }
-};
+using Random = SplitMix64;
 
 // Random sign and mantissa, magnitude in [2^-6, 2^3): every bit pattern of the type in that range.
 float Value(uint64_t r) {
@@ -58,26 +49,6 @@ Case MoeCase(int nranks, nc::Dtype d, int hidden, int top_k, int experts, int to
 }
 
 }  // namespace
-
-float LoadMoeElement(int32_t dtype, const unsigned char* row, int64_t h) {
-  if (dtype == NCCLSCOPE_MOE_FP32) {
-    float f;
-    std::memcpy(&f, row + h * 4, 4);
-    return f;
-  }
-  uint16_t v;
-  std::memcpy(&v, row + h * 2, 2);
-  return dtype == NCCLSCOPE_MOE_BF16 ? nc::Bf16ToFloat(v) : nc::HalfToFloat(v);
-}
-
-void StoreMoeElement(int32_t dtype, unsigned char* row, int64_t h, float f) {
-  if (dtype == NCCLSCOPE_MOE_FP32) {
-    std::memcpy(row + h * 4, &f, 4);
-    return;
-  }
-  const uint16_t v = dtype == NCCLSCOPE_MOE_BF16 ? nc::FloatToBf16(f) : nc::FloatToHalf(f);
-  std::memcpy(row + h * 2, &v, 2);
-}
 
 std::vector<Case> BuildMoeCases(int nranks, bool largest, const CaseLimits& limits) {
   const int deepseek_experts = kDeepSeekExperts / nranks * nranks;

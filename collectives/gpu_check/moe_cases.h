@@ -10,6 +10,7 @@
 
 #include "collectives/gpu_check/cases.h"
 #include "collectives/include/ncclscope/moe.h"
+#include "collectives/moe_elements.h"
 
 namespace ncclscope::gpu_check {
 
@@ -52,10 +53,9 @@ MoeRankInput MakeMoeInput(const Case& c, uint64_t seed, size_t case_index, int r
 void ApplyExperts(const ncclscope_moe_plan& plan, const unsigned char* recv_x,
                   const int32_t* recv_counts, unsigned char* expert_out);
 
-// Element h of a row of `dtype` (ncclscope_moe_dtype) as a float, and a float stored into it
-// rounded to nearest even, as the kernels convert.
-float LoadMoeElement(int32_t dtype, const unsigned char* row, int64_t h);
-void StoreMoeElement(int32_t dtype, unsigned char* row, int64_t h, float f);
+// Rows are read and written as the twin does (collectives/moe_elements.h).
+using collectives::LoadMoeElement;
+using collectives::StoreMoeElement;
 
 // What one run moves, per rank on average, from every rank's routing.
 struct MoeTraffic {

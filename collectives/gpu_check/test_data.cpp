@@ -4,22 +4,14 @@
 #include <cstring>
 
 #include "collectives/accel_types.h"
+#include "collectives/gpu_check/splitmix.h"
 
 namespace ncclscope::gpu_check {
 namespace {
 
 namespace nc = collectives;
 
-// splitmix64: a stream per (seed, case, rep, rank), so every process rebuilds any rank's input.
-struct Random {
-  uint64_t state;
-  uint64_t Next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-};
+using Random = SplitMix64;
 
 // Sign, exponent field in [lo, lo + span), mantissa: every bit random.
 uint32_t Fp32Bits(uint64_t r) {

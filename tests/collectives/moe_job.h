@@ -17,6 +17,7 @@
 
 #include "collectives/include/ncclscope/moe.h"
 #include "collectives/moe_buffer.h"
+#include "collectives/moe_elements.h"
 #include "collectives/narrow_float.h"
 
 namespace ncclscope::collectives::moe_test {
@@ -46,25 +47,9 @@ struct RankCall {
   ncclscope_moe_stall stall{};
 };
 
-inline float Load(int32_t dtype, const unsigned char* row, int64_t h) {
-  if (dtype == NCCLSCOPE_MOE_FP32) {
-    float f;
-    std::memcpy(&f, row + h * 4, 4);
-    return f;
-  }
-  uint16_t v;
-  std::memcpy(&v, row + h * 2, 2);
-  return dtype == NCCLSCOPE_MOE_BF16 ? Bf16ToFloat(v) : HalfToFloat(v);
-}
-
-inline void Store(int32_t dtype, unsigned char* row, int64_t h, float f) {
-  if (dtype == NCCLSCOPE_MOE_FP32) {
-    std::memcpy(row + h * 4, &f, 4);
-    return;
-  }
-  const uint16_t v = dtype == NCCLSCOPE_MOE_BF16 ? FloatToBf16(f) : FloatToHalf(f);
-  std::memcpy(row + h * 2, &v, 2);
-}
+// Rows are read and written as the twin does.
+using collectives::LoadMoeElement;
+using collectives::StoreMoeElement;
 
 class MoeJob {
  public:
@@ -106,7 +91,7 @@ class MoeJob {
     std::uniform_real_distribution<float> value(-2.0f, 2.0f);
     for (int32_t t = 0; t < tokens; ++t) {
       for (int32_t h = 0; h < plan.config.hidden; ++h) {
-        Store(Dtype(), c.x.data() + t * Row(), h, value(*gen));
+        StoreMoeElement(Dtype(), c.x.data() + t * Row(), h, value(*gen));
       }
     }
     c.topk.resize(static_cast<size_t>(tokens) * static_cast<size_t>(K()));
@@ -215,11 +200,12 @@ class MoeJob {
           if (e < 0 || e >= plan.config.num_experts) continue;
           // The expert's output is stored in the data type before combine reads it.
           unsigned char y_bytes[4];
-          Store(Dtype(), y_bytes, 0, scale(k, Load(Dtype(), c.x.data() + t * Row(), h)));
-          const float y = Load(Dtype(), y_bytes, 0);
+          StoreMoeElement(Dtype(), y_bytes, 0,
+                          scale(k, LoadMoeElement(Dtype(), c.x.data() + t * Row(), h)));
+          const float y = LoadMoeElement(Dtype(), y_bytes, 0);
           acc = std::fma(c.weights[j], y, acc);
         }
-        Store(Dtype(), out.data() + t * Row(), h, acc);
+        StoreMoeElement(Dtype(), out.data() + t * Row(), h, acc);
       }
     }
     return out;

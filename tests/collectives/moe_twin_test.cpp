@@ -133,9 +133,9 @@ TEST(MoeTwin, ExpertOutputsGoBackToTheSlotTheyCameFrom) {
     c.expert_out.resize(static_cast<size_t>(rows * job.Row()));
     for (int64_t i = 0; i < rows; ++i) {
       for (int32_t h = 0; h < 8; ++h) {
-        const float x = moe_test::Load(job.Dtype(), c.recv_x.data() + i * job.Row(), h);
-        moe_test::Store(job.Dtype(), c.expert_out.data() + i * job.Row(), h,
-                        x * static_cast<float>(c.recv_src[static_cast<size_t>(i)].k + 1));
+        const float x = moe_test::LoadMoeElement(job.Dtype(), c.recv_x.data() + i * job.Row(), h);
+        moe_test::StoreMoeElement(job.Dtype(), c.expert_out.data() + i * job.Row(), h,
+                                  x * static_cast<float>(c.recv_src[static_cast<size_t>(i)].k + 1));
       }
     }
   }
