@@ -51,7 +51,7 @@ BENCHMARK(BM_AddAndClaimPerCall)->Arg(1)->Arg(8)->Arg(32);
 // The interposer's part alone (a call while a v4 context is attached), the baseline to subtract.
 void BM_AddOnly(benchmark::State& state) {
   V4CallLog log;
-  float buf[1];
+  float buf[1] = {};
   uint64_t seq = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(

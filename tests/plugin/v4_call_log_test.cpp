@@ -31,7 +31,7 @@ prof_abi::CollV4 CollEvent(const char* func, const void* send, void* recv, size_
 
 TEST(V4CallLog, EventsInNcclsPlanOrderFindTheirCallsNumbers) {
   V4CallLog log;
-  float a[64], b[256], c[16];
+  float a[64] = {}, b[256] = {}, c[16] = {};
   // A group of three AllReduces, numbered 7, 8, 9 in call order.
   log.Add(CollectiveCallKey(OpType::kAllReduce, a, a, 64, ncclFloat32, -1), 7);
   log.Add(CollectiveCallKey(OpType::kAllReduce, b, b, 256, ncclFloat32, -1), 8);
@@ -46,7 +46,7 @@ TEST(V4CallLog, EventsInNcclsPlanOrderFindTheirCallsNumbers) {
 
 TEST(V4CallLog, TheSameBufferEveryStepIsClaimedOldestFirst) {
   V4CallLog log;
-  float grad[32];
+  float grad[32] = {};
   for (uint64_t seq = 1; seq <= 3; ++seq)
     log.Add(CollectiveCallKey(OpType::kAllReduce, grad, grad, 32, ncclFloat32, -1), seq);
   const auto key = CollEventKey(CollEvent("AllReduce", grad, grad, 32, "ncclFloat32"));
@@ -57,7 +57,7 @@ TEST(V4CallLog, TheSameBufferEveryStepIsClaimedOldestFirst) {
 
 TEST(V4CallLog, AllGatherAndBroadcastAreCountedInBytesAsNcclsTasks) {
   V4CallLog log;
-  uint16_t send[8], recv[32];
+  uint16_t send[8] = {}, recv[32] = {};
   log.Add(CollectiveCallKey(OpType::kAllGather, send, recv, 8, ncclBfloat16, -1), 3);
   log.Add(CollectiveCallKey(OpType::kBroadcast, recv, recv, 32, ncclFloat16, 2), 4);
   // collTaskAppend: count *= element size, datatype ncclInt8.
@@ -68,7 +68,7 @@ TEST(V4CallLog, AllGatherAndBroadcastAreCountedInBytesAsNcclsTasks) {
 
 TEST(V4CallLog, EveryArgumentMustAgree) {
   V4CallLog log;
-  float x[16], y[16];
+  float x[16] = {}, y[16] = {};
   log.Add(CollectiveCallKey(OpType::kReduce, x, y, 16, ncclFloat32, 1), 5);
   EXPECT_EQ(log.Claim(CollEventKey(CollEvent("Reduce", x, y, 16, "ncclFloat32", 0))), 0u);  // root
   EXPECT_EQ(log.Claim(CollEventKey(CollEvent("Reduce", y, y, 16, "ncclFloat32", 1))), 0u);  // send
@@ -82,7 +82,7 @@ TEST(V4CallLog, EveryArgumentMustAgree) {
 
 TEST(V4CallLog, SendsAndReceivesMatchByPeerDirectionBufferAndCount) {
   V4CallLog log;
-  char buf[4][128];
+  char buf[4][128] = {};
   // A pipeline group: send to 1 and receive from 3 (numbers per peer and direction).
   log.Add(P2pCallKey(true, buf[0], 128, ncclInt8, 1), 4);
   log.Add(P2pCallKey(false, buf[1], 128, ncclInt8, 3), 9);
@@ -103,7 +103,7 @@ TEST(V4CallLog, EventNamesReadByContentAtAnyAddress) {
   std::vector<std::string> names;
   for (int i = 0; i < 40; ++i) names.push_back(i % 2 == 0 ? "ncclFloat32" : "ncclBfloat16");
   names.emplace_back("Unknown");
-  float x[4];
+  float x[4] = {};
   for (int round = 0; round < 2; ++round) {
     for (size_t i = 0; i < names.size(); ++i) {
       const int32_t want = i + 1 == names.size() ? -1 : i % 2 == 0 ? ncclFloat32 : ncclBfloat16;
@@ -118,7 +118,7 @@ TEST(V4CallLog, EventNamesReadByContentAtAnyAddress) {
 
 TEST(V4CallLog, ACancelledCallIsNeverClaimed) {
   V4CallLog log;
-  float x[4];
+  float x[4] = {};
   const auto key = CollectiveCallKey(OpType::kAllReduce, x, x, 4, ncclFloat32, -1);
   const uint64_t refused = log.Add(key, 1);
   log.Cancel(refused);  // NCCL refused it: the same call again takes number 1
