@@ -158,14 +158,8 @@ OpKey KeyOfCallInProgress(Context& c, bool require_ungrouped, int peer) noexcept
   }
   k.peer = ts.call_peer;
   if (peer >= 0 && peer != k.peer) return k;
-  CommState* cs = StateOf(c);
-  if (cs == nullptr) return k;
-  const int n = cs->nranks.load(std::memory_order_acquire);
-  const bool send = k.op == static_cast<uint32_t>(OpType::kSend);
-  std::atomic<uint64_t>* counters =
-      (send ? cs->send_seq : cs->recv_seq).load(std::memory_order_acquire);
-  if (counters == nullptr || k.peer < 0 || k.peer >= n) return k;
-  k.seq = counters[k.peer].load(std::memory_order_relaxed) + 1;
+  const CommState* cs = StateOf(c);
+  if (cs != nullptr) k.seq = cs->PeekP2PSeq(k.op == static_cast<uint32_t>(OpType::kSend), k.peer);
   return k;
 }
 
