@@ -103,7 +103,9 @@ ncclResult_t Collective(const CollArgs& a, Forward&& forward) noexcept {
       d.seq = cs->NextCollSeq();
     }
     // No Coll event comes for a refused call or one ncclscope's kernels ran.
-    if (accelerated || d.seq == 0) cs->v4_calls.Cancel(v4_entry);
+    if (v4_entry != V4CallLog::kNoEntry && (accelerated || d.seq == 0)) {
+      cs->v4_calls.Cancel(v4_entry);
+    }
   }
   d.count = a.count;
   d.dtype = a.dtype;

@@ -45,7 +45,7 @@ ncclResult_t PointToPoint(bool send, void* buffer, size_t count, ncclDataType_t 
   if (cs != nullptr) {
     d.comm_id = cs->id;
     if (r == ncclSuccess || r == ncclInProgress) d.seq = cs->NextP2PSeq(send, peer);
-    if (d.seq == 0) cs->v4_calls.Cancel(v4_entry);
+    if (v4_entry != V4CallLog::kNoEntry && d.seq == 0) cs->v4_calls.Cancel(v4_entry);
   }
   d.count = count;
   d.dtype = dtype;
