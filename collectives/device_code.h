@@ -1,7 +1,7 @@
 // The device code of ncclscope's own kernels, embedded in the library at build time (a fatbin of
-// sm_80 and sm_90 cubins plus sm_90 PTX, built by nvcc when the build machine has it). The driver
-// API loads it lazily (cuModuleLoadData) in a process that enables acceleration; nothing reads it
-// otherwise.
+// sm_80, sm_90 and sm_100 cubins plus sm_90 PTX, built by nvcc when the build machine has it). The
+// driver API loads it lazily (cuModuleLoadData) in a process that enables acceleration; nothing
+// reads it otherwise.
 #pragma once
 
 #include <cstddef>

@@ -42,7 +42,8 @@ inline const char* NumericScanKernelName(NumericFormat f) {
 // Threads per block of both kernels: a multiple of the warp (the block reduction shuffles whole
 // warps), at most 1024.
 inline constexpr uint32_t kNumericsThreads = 512;
-// Resident blocks per multiprocessor at kNumericsThreads (2048 threads per SM on sm_80/sm_90).
+// Resident blocks per multiprocessor at kNumericsThreads (2048 threads per SM on sm_80, sm_90 and
+// sm_100).
 inline constexpr uint32_t kNumericsBlocksPerSm = 4;
 
 struct NumericsLaunch {

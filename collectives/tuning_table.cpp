@@ -31,6 +31,21 @@ constexpr TuningRow kRows[] = {
     {GpuClass::kAmpere, 5, 8, 256 * kKiB, 8 * kMiB, 36, 512,
      "one-shot < 256 KB: vLLM 1-stage rule; two-shot to vLLM's 8 MiB eager buffer (published); not "
      "measured"},
+    // Blackwell (compute capability 10.x): vLLM caps its custom AllReduce far lower there
+    // (vllm/distributed/device_communicators/all_reduce_utils.py, CUSTOM_ALL_REDUCE_MAX_SIZES
+    // "10.0": 2 MiB at 2 and 4 ranks, 1 MiB at 6 and 8), since NVLink 5 and NCCL's own
+    // small-message kernels (~3 us fixed cost on 8 x B200 with symmetric windows, nccl-tests#333)
+    // leave less to win. Those caps are taken whole; the 1-stage rule as above. B300 (10.3) gets
+    // larger caps in vLLM (4-8 MiB) but shares this row until measured.
+    {GpuClass::kBlackwell, 2, 2, 2 * kMiB, 2 * kMiB, 36, 512,
+     "one-shot: vLLM 1-stage always at world size 2, capped at vLLM's 2 MiB for sm_100 "
+     "(published); not measured"},
+    {GpuClass::kBlackwell, 3, 4, 512 * kKiB, 2 * kMiB, 36, 512,
+     "one-shot < 512 KB: vLLM 1-stage rule; two-shot to vLLM's 2 MiB cap for sm_100 at 4 ranks "
+     "(published); not measured"},
+    {GpuClass::kBlackwell, 5, 8, 256 * kKiB, 1 * kMiB, 36, 512,
+     "one-shot < 256 KB: vLLM 1-stage rule; two-shot to vLLM's 1 MiB cap for sm_100 at 6 and 8 "
+     "ranks (published); not measured"},
 };
 
 // All-to-all, model-based estimates, not measured (../shared reference ep-kernels.md section 2).
@@ -47,6 +62,12 @@ constexpr AlltoAllTuningRow kAlltoAllRows[] = {
     {GpuClass::kAmpere, 2, 8, 8 * kMiB, 36, 512,
      "below 8 MiB: model-based estimate (NCCL's fixed cost against copy-in at HBM speed, "
      "crossover ~14 MB); launch 36x512 from vLLM's AllReduce (published); not measured"},
+    // B200: HBM3e at ~8 TB/s makes copy-in cheaper, but NCCL's fixed cost is smaller too (~3 us
+    // at best on 8 x B200, nccl-tests#333): a ~3 us gap gives S = 3 us x 8 TB/s / 2 = 12 MB, so
+    // the same 8 MiB cap sits below the crossover even at NCCL's best.
+    {GpuClass::kBlackwell, 2, 8, 8 * kMiB, 36, 512,
+     "below 8 MiB: model-based estimate (NCCL's ~3 us fixed cost on 8 x B200 against copy-in at "
+     "~8 TB/s, crossover ~12 MB); launch 36x512 from vLLM's AllReduce (published); not measured"},
 };
 
 }  // namespace
@@ -54,6 +75,7 @@ constexpr AlltoAllTuningRow kAlltoAllRows[] = {
 GpuClass GpuClassOf(int compute_major) noexcept {
   if (compute_major == 8) return GpuClass::kAmpere;
   if (compute_major == 9) return GpuClass::kHopper;
+  if (compute_major == 10) return GpuClass::kBlackwell;
   return GpuClass::kUnknown;
 }
 
@@ -63,6 +85,8 @@ const char* GpuClassName(GpuClass g) noexcept {
       return "sm_80";
     case GpuClass::kHopper:
       return "sm_90";
+    case GpuClass::kBlackwell:
+      return "sm_100";
     case GpuClass::kUnknown:
       break;
   }
@@ -81,8 +105,8 @@ const TuningRow* TuningRows(size_t* count) noexcept {
   return kRows;
 }
 
-// 16 parts x 4 blocks = 64 blocks of 512 threads: co-resident on an A100 (108 SMs) and an
-// H100/H200 (132 SMs) with one block per SM, which the spin-waits between parts need.
+// 16 parts x 4 blocks = 64 blocks of 512 threads: co-resident on an A100 (108 SMs), an H100/H200
+// (132 SMs) and a B200 (148 SMs) with one block per SM, which the spin-waits between parts need.
 constexpr ExchangeTuningRow kExchangeRows[] = {
     {GpuClass::kHopper, 2, 8, 4, 512, 256 * kKiB,
      "4 blocks a part: 64 blocks at most, one per SM of a 132-SM H100/H200 (co-residency, "
@@ -90,6 +114,9 @@ constexpr ExchangeTuningRow kExchangeRows[] = {
      "staging buffer 8 times over; not measured"},
     {GpuClass::kAmpere, 2, 8, 4, 512, 256 * kKiB,
      "4 blocks a part: 64 blocks at most, one per SM of a 108-SM A100 (co-residency, required); "
+     "512 threads as the other kernels; 256 KiB chunks as on sm_90; not measured"},
+    {GpuClass::kBlackwell, 2, 8, 4, 512, 256 * kKiB,
+     "4 blocks a part: 64 blocks at most, one per SM of a 148-SM B200 (co-residency, required); "
      "512 threads as the other kernels; 256 KiB chunks as on sm_90; not measured"},
 };
 

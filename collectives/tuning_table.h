@@ -9,8 +9,12 @@
 
 namespace ncclscope::collectives {
 
-// GPU generations the kernels are built for (sm_80, sm_90). Anything else is not accelerated.
-enum class GpuClass : uint8_t { kUnknown, kAmpere, kHopper };
+// GPU generations the kernels are built for: sm_80 (A100), sm_90 (H100/H200), sm_100 (B200/GB200;
+// its cubin also runs on sm_103, B300). Anything else, e.g. sm_120 (consumer and workstation
+// Blackwell, no NVLink between cards), is not accelerated.
+enum class GpuClass : uint8_t { kUnknown, kAmpere, kHopper, kBlackwell };
+inline constexpr GpuClass kGpusWithKernels[] = {GpuClass::kAmpere, GpuClass::kHopper,
+                                                GpuClass::kBlackwell};
 GpuClass GpuClassOf(int compute_major) noexcept;
 const char* GpuClassName(GpuClass g) noexcept;
 

@@ -101,7 +101,7 @@ bool LoadKernels(const Driver& cu, Kernels* k, std::string* error) {
   if (res == CUDA_SUCCESS) res = cu.module_load_data(&m4, moe);
   if (res != CUDA_SUCCESS) {
     *error = "cuModuleLoadData: " + ErrorText(cu, res) +
-             " (the fatbin carries sm_80 and sm_90 cubins and sm_90 PTX)";
+             " (the fatbin carries sm_80, sm_90 and sm_100 cubins and sm_90 PTX)";
     return false;
   }
   for (int a = 0; a < 2; ++a) {

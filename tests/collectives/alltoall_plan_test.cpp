@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "collectives/alltoall_plan.h"
@@ -92,8 +93,8 @@ TEST(AlltoAllPlanner, CopyInUnlessRegisteredAndNotInPlace) {
 TEST(AlltoAllPlanner, EveryGpuAndRankCountHasOneRowWithProvenance) {
   size_t n = 0;
   const AlltoAllTuningRow* rows = AlltoAllTuningRows(&n);
-  ASSERT_EQ(n, 2u);
-  for (GpuClass g : {GpuClass::kAmpere, GpuClass::kHopper}) {
+  ASSERT_EQ(n, std::size(kGpusWithKernels));
+  for (GpuClass g : kGpusWithKernels) {
     for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
       int found = 0;
       for (size_t i = 0; i < n; ++i) {

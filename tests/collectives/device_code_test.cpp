@@ -1,6 +1,6 @@
 // The library carries the kernels' device code for the GPUs it claims (docs/collectives.md): each
-// embedded fatbin (AllReduce, all-to-all, exchange, MoE) holds an sm_80 and an sm_90 cubin and
-// sm_90 PTX, with every entry point the host side will look up. Checked by walking the fatbin's
+// embedded fatbin (AllReduce, all-to-all, exchange, MoE) holds sm_80, sm_90 and sm_100 cubins
+// and sm_90 PTX, with every entry point the host side will look up. Checked by walking the fatbin's
 // entries (the layout nvcc writes: a 16-byte header with magic 0xBA55ED50, then entries each with
 // its own header giving kind, size and architecture), since this image has no cuobjdump.
 #include <gtest/gtest.h>
@@ -51,20 +51,20 @@ std::set<std::pair<uint16_t, uint32_t>> Entries(const DeviceImage& img) {
   return out;
 }
 
-// The image is a fatbin of an sm_80 and an sm_90 cubin and sm_90 PTX, 16-byte aligned, naming
+// The image is a fatbin of sm_80, sm_90 and sm_100 cubins and sm_90 PTX, 16-byte aligned, naming
 // every entry point in `names`.
 void ExpectKernels(const DeviceImage& img, const std::vector<const char*>& names) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(img.data) % 16, 0u);
   const auto entries = Entries(img);
   EXPECT_EQ(entries, (std::set<std::pair<uint16_t, uint32_t>>{
-                         {kKindCubin, 80}, {kKindCubin, 90}, {kKindPtx, 90}}));
+                         {kKindCubin, 80}, {kKindCubin, 90}, {kKindCubin, 100}, {kKindPtx, 90}}));
   const std::string_view bytes(reinterpret_cast<const char*>(img.data), img.size);
   for (const char* name : names) {
     EXPECT_NE(bytes.find(name), std::string_view::npos) << name;
   }
 }
 
-TEST(DeviceCode, TheLibraryCarriesSm80AndSm90KernelsAndPtx) {
+TEST(DeviceCode, TheLibraryCarriesSm80Sm90AndSm100KernelsAndPtx) {
   const DeviceImage img = AllReduceFatbin();
   if (img.size == 0) GTEST_SKIP() << "built without nvcc: no device code to check";
   std::vector<const char*> names;

@@ -92,6 +92,27 @@ TEST(AllReducePlanner, CopyInUnlessTheInputIsRegisteredAndSafeToReadInPlace) {
   EXPECT_FALSE(PlanAllReduce(c).copy_in);
 }
 
+// Blackwell's rows take vLLM's sm_100 caps (2 MiB at 2-4 ranks, 1 MiB at 5-8): a 1 MiB bf16 call
+// on 8 ranks is two-shot on an H100 and goes to NCCL on a B200; 512 KiB is two-shot on both.
+TEST(AllReducePlanner, BlackwellStopsWhereVllmsSm100CapsDo) {
+  EXPECT_EQ(GpuClassOf(10), GpuClass::kBlackwell);
+  EXPECT_EQ(GpuClassOf(12), GpuClass::kUnknown);  // sm_120: no NVLink between cards, no kernels
+  AllReduceCall c = Eligible(1u << 19);           // 1 MiB
+  c.gpu = GpuClass::kBlackwell;
+  EXPECT_EQ(PlanAllReduce(c).fallback, Fallback::kTooLarge);
+  c.count = 1u << 18;  // 512 KiB
+  EXPECT_EQ(PlanAllReduce(c).algorithm, Algorithm::kTwoShot);
+  c.count = (1u << 17) - 8;  // just under 256 KiB: one-shot
+  EXPECT_EQ(PlanAllReduce(c).algorithm, Algorithm::kOneShot);
+  c = Eligible(1u << 20, 2);  // 2 MiB on 2 ranks: at the cap, to NCCL; one-shot below it
+  c.gpu = GpuClass::kBlackwell;
+  EXPECT_EQ(PlanAllReduce(c).fallback, Fallback::kTooLarge);
+  c.count -= 8;
+  EXPECT_EQ(PlanAllReduce(c).algorithm, Algorithm::kOneShot);
+  EXPECT_EQ(Explain(c),
+            "one-shot (bf16, 2097136 bytes, 2 ranks, 36x512, copy-in; table row sm_100 2-2 ranks)");
+}
+
 TEST(AllReducePlanner, ExplanationNamesAlgorithmShapeAndTableRow) {
   EXPECT_EQ(Explain(Eligible(1u << 20)),
             "two-shot (bf16, 2097152 bytes, 8 ranks, 36x512, copy-in; table row sm_90 5-8 ranks)");
@@ -101,7 +122,7 @@ TEST(TuningTable, RowsCoverTwoToEightRanksPerGpuWithProvenance) {
   size_t n = 0;
   const TuningRow* rows = TuningRows(&n);
   ASSERT_GT(n, 0u);
-  for (GpuClass g : {GpuClass::kAmpere, GpuClass::kHopper}) {
+  for (GpuClass g : kGpusWithKernels) {
     for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
       const TuningRow* r = FindTuning(g, ranks);
       ASSERT_NE(r, nullptr) << GpuClassName(g) << " " << ranks;

@@ -39,11 +39,16 @@ namespace {
 
 namespace nc = collectives;
 
-// The matrix runs on an emulated A100 (compute capability 8.0): its table rows end two-shot (and
-// all-to-all) at 8 MiB, a size the CPU emulator handles in seconds; Hopper's end at 32-64 MiB.
-constexpr nc::GpuClass kGpu = nc::GpuClass::kAmpere;
-constexpr char kComputeCapability[] = "8.0";
-// Staging buffer: above the table's 8 MiB, so what sends the last size class to NCCL is the
+// The matrix runs on an emulated A100 (compute capability 8.0) at every rank count: its table rows
+// end two-shot (and all-to-all) at 8 MiB, a size the CPU emulator handles in seconds; Hopper's end
+// at 32-64 MiB. An emulated B200 (10.0), whose AllReduce rows end at 1-2 MiB, runs at a few.
+struct Gpu {
+  nc::GpuClass gpu;
+  const char* compute_capability;  // NCCLSIM_COMPUTE_CAPABILITY
+};
+constexpr Gpu kAmpere{nc::GpuClass::kAmpere, "8.0"};
+constexpr Gpu kBlackwell{nc::GpuClass::kBlackwell, "10.0"};
+// Staging buffer: above the tables' 8 MiB, so what sends the last size class to NCCL is the
 // table's limit, not the buffer.
 constexpr size_t kBufferBytes = 9u << 20;
 constexpr size_t kPack = 16;
@@ -67,25 +72,25 @@ struct Call {
   std::string engine;  // ncclscope or nccl
 };
 
-nc::AllReducePlan PlanOf(const Dtype& d, size_t count, int nranks) {
+nc::AllReducePlan PlanOf(const Gpu& gpu, const Dtype& d, size_t count, int nranks) {
   nc::AllReduceCall c;
   c.nccl_dtype = d.nccl;
   c.nccl_redop = 0;  // ncclSum
   c.count = count;
   c.nranks = nranks;
   c.single_node = c.peers_reachable = true;
-  c.gpu = kGpu;
+  c.gpu = gpu.gpu;
   c.buffer_bytes = kBufferBytes;
   return nc::PlanAllReduce(c);
 }
 
-nc::AlltoAllPlan AlltoAllPlanOf(const Dtype& d, size_t count, int nranks) {
+nc::AlltoAllPlan AlltoAllPlanOf(const Gpu& gpu, const Dtype& d, size_t count, int nranks) {
   nc::AlltoAllCall c;
   c.nccl_dtype = d.nccl;
   c.count = count;
   c.nranks = nranks;
   c.single_node = c.peers_reachable = true;
-  c.gpu = kGpu;
+  c.gpu = gpu.gpu;
   c.buffer_bytes = kBufferBytes;
   return nc::PlanAlltoAll(c);
 }
@@ -96,8 +101,9 @@ nc::AlltoAllPlan AlltoAllPlanOf(const Dtype& d, size_t count, int nranks) {
 // reduction and check of every element on every rank), so they come only when asked: `largest`,
 // the largest call of ncclscope's (two-shot; at 2 ranks one-shot), and `past`, the first one past
 // the table's limit, which NCCL runs.
-void AddAllReduces(int n, const Dtype& d, bool largest, bool past, std::vector<Call>* calls) {
-  const nc::TuningRow* row = nc::FindTuning(kGpu, n);
+void AddAllReduces(const Gpu& gpu, int n, const Dtype& d, bool largest, bool past,
+                   std::vector<Call>* calls) {
+  const nc::TuningRow* row = nc::FindTuning(gpu.gpu, n);
   ASSERT_NE(row, nullptr);
   ASSERT_LT(row->two_shot_max_bytes, kBufferBytes);
   struct Edge {
@@ -115,7 +121,7 @@ void AddAllReduces(int n, const Dtype& d, bool largest, bool past, std::vector<C
   if (past) edges.push_back({row->two_shot_max_bytes, nc::Algorithm::kNccl});
   for (const Edge& e : edges) {
     const size_t count = e.bytes / d.bytes;
-    const nc::AllReducePlan plan = PlanOf(d, count, n);
+    const nc::AllReducePlan plan = PlanOf(gpu, d, count, n);
     EXPECT_EQ(plan.algorithm, e.want) << d.name << " " << e.bytes << " bytes at " << n << " ranks";
     if (e.want == nc::Algorithm::kNccl) {
       EXPECT_EQ(plan.fallback, nc::Fallback::kTooLarge) << "not the table's limit";
@@ -125,15 +131,15 @@ void AddAllReduces(int n, const Dtype& d, bool largest, bool past, std::vector<C
   }
 }
 
-void AddAlltoAlls(int n, std::vector<Call>* calls) {
-  const nc::AlltoAllTuningRow* row = nc::FindAlltoAllTuning(kGpu, n);
+void AddAlltoAlls(const Gpu& gpu, int n, std::vector<Call>* calls) {
+  const nc::AlltoAllTuningRow* row = nc::FindAlltoAllTuning(gpu.gpu, n);
   ASSERT_NE(row, nullptr);
   ASSERT_LT(row->max_bytes, kBufferBytes);
   // The first count whose whole sendbuff (count x 4 bytes x n) reaches the limit, in whole packs.
   const size_t past = (row->max_bytes / (4 * static_cast<size_t>(n)) + 3) / 4 * 4;
   const std::vector<std::pair<Dtype, size_t>> sizes = {{kBf16, 8}, {kFp32, 1024}, {kFp32, past}};
   for (const auto& [d, count] : sizes) {
-    const nc::AlltoAllPlan plan = AlltoAllPlanOf(d, count, n);
+    const nc::AlltoAllPlan plan = AlltoAllPlanOf(gpu, d, count, n);
     const bool ours = plan.algorithm != nc::Algorithm::kNccl;
     EXPECT_EQ(ours, count != past) << d.name << " " << count << " per peer at " << n << " ranks";
     if (!ours) {
@@ -174,16 +180,22 @@ size_t Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-class AccelMatrix : public ::testing::TestWithParam<int> {};
+struct MatrixCase {
+  Gpu gpu;
+  int n;
+};
+
+class AccelMatrix : public ::testing::TestWithParam<MatrixCase> {};
 
 TEST_P(AccelMatrix, EveryCallRunsWhereThePlannerSaysAndEveryResultIsRight) {
-  const int n = GetParam();
-  // fp32 past the limit at every rank count; both 8 MiB edges for each type at some.
+  const Gpu gpu = GetParam().gpu;
+  const int n = GetParam().n;
+  // fp32 past the limit at every rank count; both largest edges for each type at some.
   std::vector<std::vector<Call>> steps(4);
-  AddAllReduces(n, kFp32, n == 2 || n == 8, true, &steps[0]);
-  AddAllReduces(n, kFp16, n == 5, n == 5, &steps[1]);
-  AddAllReduces(n, kBf16, n == 3, n == 3, &steps[2]);
-  AddAlltoAlls(n, &steps[3]);
+  AddAllReduces(gpu, n, kFp32, n == 2 || n == 8, true, &steps[0]);
+  AddAllReduces(gpu, n, kFp16, n == 5, n == 5, &steps[1]);
+  AddAllReduces(gpu, n, kBf16, n == 3, n == 3, &steps[2]);
+  AddAlltoAlls(gpu, n, &steps[3]);
   if (HasFatalFailure()) return;
   std::vector<Call> calls;  // one repetition, in order: what collective #seq is
   for (const auto& step : steps) calls.insert(calls.end(), step.begin(), step.end());
@@ -193,9 +205,10 @@ TEST_P(AccelMatrix, EveryCallRunsWhereThePlannerSaysAndEveryResultIsRight) {
   const std::string scenario = scratch / "matrix.json";
   std::ofstream(scenario) << MatrixScenario(steps);
   const std::string dir = scratch / "trace";
-  const ProcessResult sim = RunProcess({Cli(), "sim", "--ranks", std::to_string(n), "--scenario",
-                                        scenario, "--dir", dir, "--timeout", "60"},
-                                       {{"NCCLSIM_COMPUTE_CAPABILITY", kComputeCapability}}, 120);
+  const ProcessResult sim =
+      RunProcess({Cli(), "sim", "--ranks", std::to_string(n), "--scenario", scenario, "--dir", dir,
+                  "--timeout", "60"},
+                 {{"NCCLSIM_COMPUTE_CAPABILITY", gpu.compute_capability}}, 120);
   // Exit 0: every rank checked every result of every call against the pattern.
   ASSERT_EQ(sim.exit_code, 0) << sim.out << sim.err;
   EXPECT_NE(sim.out.find("ncclscope sim: accel from the scenario: NCCLSCOPE_ACCEL=1, "
@@ -237,10 +250,22 @@ TEST_P(AccelMatrix, EveryCallRunsWhereThePlannerSaysAndEveryResultIsRight) {
   ExpectCollectivesAgree(dump);
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, AccelMatrix, ::testing::Range(2, 9),
-                         [](const ::testing::TestParamInfo<int>& p) {
-                           return std::to_string(p.param) + "ranks";
-                         });
+std::string MatrixCaseName(const ::testing::TestParamInfo<MatrixCase>& p) {
+  return std::to_string(p.param.n) + "ranks";
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, AccelMatrix,
+                         ::testing::Values(MatrixCase{kAmpere, 2}, MatrixCase{kAmpere, 3},
+                                           MatrixCase{kAmpere, 4}, MatrixCase{kAmpere, 5},
+                                           MatrixCase{kAmpere, 6}, MatrixCase{kAmpere, 7},
+                                           MatrixCase{kAmpere, 8}),
+                         MatrixCaseName);
+// Blackwell's smaller rows, with every largest edge: 2 ranks (one-shot to 2 MiB), 3 (bf16), 5
+// (fp16), 8 (fp32).
+INSTANTIATE_TEST_SUITE_P(Blackwell, AccelMatrix,
+                         ::testing::Values(MatrixCase{kBlackwell, 2}, MatrixCase{kBlackwell, 3},
+                                           MatrixCase{kBlackwell, 5}, MatrixCase{kBlackwell, 8}),
+                         MatrixCaseName);
 
 // A set-up failure on one rank of a 4-rank accel.json job (tp pairs {0,1} and {2,3}): every rank
 // of world and of the failed rank's tp pair must agree to stay on NCCL, so that no rank is left

@@ -59,6 +59,13 @@ TEST(CliAccelPlan, EveryOptionReachesThePlanner) {
   nc::AllReduceCall ampere = c;
   ampere.gpu = nc::GpuClass::kAmpere;
   ExpectLine({"--dtype", "bf16", "--count", "1048576", "--ranks", "8", "--gpu", "sm_80"}, ampere);
+  nc::AllReduceCall blackwell = c;  // 2 MiB: past sm_100's 1 MiB cap at 8 ranks, to NCCL
+  blackwell.gpu = nc::GpuClass::kBlackwell;
+  ExpectLine({"--dtype", "bf16", "--count", "1048576", "--ranks", "8", "--gpu", "sm_100"},
+             blackwell);
+  EXPECT_EQ(
+      AccelPlan({"--dtype", "bf16", "--count", "1048576", "--ranks", "8", "--gpu", "sm_100"}).out,
+      "nccl: larger than the tuning table's two-shot limit\n");
   nc::AllReduceCall small_buffer = c;
   small_buffer.buffer_bytes = size_t{1} << 20;
   ExpectLine({"--dtype", "bf16", "--count", "1048576", "--ranks", "8", "--buffer", "1m"},

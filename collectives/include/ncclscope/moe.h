@@ -205,7 +205,7 @@ ncclscope_moe_result ncclscope_moe_plan_make(const ncclscope_moe_config* config,
 /* "recv overflow", ... for any value; never NULL. Static storage. */
 const char* ncclscope_moe_result_string(int32_t result);
 
-/* The embedded device code (sm_80 and sm_90 cubins, sm_90 PTX) for cuModuleLoadData; NULL and
+/* The embedded device code (sm_80, sm_90, sm_100 cubins, sm_90 PTX) for cuModuleLoadData; NULL and
  * *bytes = 0 in a build without nvcc. Static storage, owned by the library. */
 const void* ncclscope_moe_fatbin(size_t* bytes);
 
