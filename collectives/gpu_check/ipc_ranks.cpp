@@ -10,6 +10,7 @@
 
 #include "collectives/bounded_wait.h"
 #include "collectives/gpu_check/device_rank.h"
+#include "collectives/gpu_check/moe_ipc.h"
 #include "collectives/gpu_check/open_device.h"
 #include "collectives/gpu_check/pipes.h"
 #include "collectives/gpu_check/test_data.h"
@@ -24,10 +25,12 @@ constexpr uint64_t kMsToNs = 1000000;
 constexpr int64_t kSetUpNs = 120ll * 1000 * 1000 * 1000;  // cuInit and allocation, per process
 constexpr int64_t kMarginNs = 30ll * 1000 * 1000 * 1000;
 
-// What a rank tells the parent after allocating: its three registered buffers' handles.
+// What a rank tells the parent after allocating: its three registered buffers' handles, and one
+// registered buffer's per MoE case.
 struct Hello {
   int32_t ok = 0;
   CUipcMemHandle staging{}, scratch{}, signal{};
+  MoeIpcHandles moe;
   char error[200] = {};
 };
 // What the parent answers: every rank's handles (ok 0: a rank failed, stop).
@@ -37,6 +40,7 @@ struct Peers {
 };
 struct Result {
   int32_t calls = 0;
+  int32_t moe_calls = 0;
   int32_t wrong = 0;
   int32_t hang = 0;
   char first[300] = {};
@@ -51,6 +55,7 @@ int Rank(const Options& o, int rank, int nranks, int from_parent, int to_parent)
   Driver cu;
   DeviceFacts facts;
   DeviceRank mem;
+  MoeIpcRank moe;
   Kernels kernels;
   CUstream stream = nullptr;
   Hello hello;
@@ -69,6 +74,10 @@ int Rank(const Options& o, int rank, int nranks, int from_parent, int to_parent)
       if (r == CUDA_SUCCESS) r = cu.ipc_get_mem_handle(&hello.signal, mem.signal);
       if (r != CUDA_SUCCESS) error = "cuIpcGetMemHandle: " + ErrorText(cu, r);
       hello.ok = r == CUDA_SUCCESS ? 1 : 0;
+      if (hello.ok != 0 && o.moe &&
+          !PrepareMoeIpc(cu, rank, nranks, o.ipc_limits.reps, &moe, &hello.moe, &error)) {
+        hello.ok = 0;
+      }
     }
   }
   Copy(hello.error, sizeof(hello.error), error);
@@ -100,6 +109,12 @@ int Rank(const Options& o, int rank, int nranks, int from_parent, int to_parent)
     view.staging[q] = reinterpret_cast<unsigned char*>(p[0]);
     view.scratch[q] = reinterpret_cast<unsigned char*>(p[1]);
     view.signal[q] = reinterpret_cast<nc::Signal*>(p[2]);
+  }
+  if (wrong.empty()) {
+    std::vector<MoeIpcHandles> moe_handles;
+    for (int q = 0; q < nranks; ++q) moe_handles.push_back(peers.rank[q].moe);
+    std::string why;
+    if (!OpenMoePeers(cu, moe_handles.data(), &moe, &why)) wrong = why;
   }
   TwinRanks twin(nranks, bytes, first_epoch);
   std::vector<std::vector<unsigned char>> in(nranks, std::vector<unsigned char>(bytes)),
@@ -157,6 +172,14 @@ int Rank(const Options& o, int rank, int nranks, int from_parent, int to_parent)
       if (result.hang != 0) break;
     }
   }
+  if (wrong.empty() && result.hang == 0) {
+    const MoeIpcOutcome m =
+        RunMoeIpc(cu, kernels, stream, mem.stall, o.seed, o.timeout_ms * kMsToNs, moe);
+    result.moe_calls = m.calls;
+    result.wrong += m.wrong;
+    result.hang = m.hang ? 1 : 0;
+    wrong = m.first;
+  }
   Copy(result.first, sizeof(result.first), wrong);
   if (!wrong.empty()) std::printf("(b) rank %d of %d: %s\n", rank, nranks, wrong.c_str());
   std::fflush(stdout);
@@ -175,10 +198,12 @@ int Rank(const Options& o, int rank, int nranks, int from_parent, int to_parent)
       cu.ipc_close_mem_handle(reinterpret_cast<CUdeviceptr>(view.signal[q]));
     }
   }
+  CloseMoePeers(cu, &moe);
   if (!WriteFull(to_parent, &step, 1) ||
       !ReadFull(from_parent, &step, 1, nc::MonotonicNs() + kSetUpNs)) {
     return 1;
   }
+  FreeMoeIpc(cu, &moe);
   FreeRank(cu, &mem);
   return result.wrong == 0 ? 0 : 1;
 }
@@ -233,7 +258,7 @@ int RunCount(const Options& o, int nranks, std::vector<std::string>* lines) {
     }
   }
   Tell(kids, &peers, sizeof(peers));
-  int calls = 0, wrong = 0;
+  int calls = 0, moe_calls = 0, wrong = 0;
   if (peers.ok != 0) {
     // Every case's runs, each bounded by the kernels' wait plus a margin: generous on purpose.
     const int64_t deadline = nc::MonotonicNs() + 30ll * 60 * 1000 * 1000 * 1000;
@@ -245,6 +270,7 @@ int RunCount(const Options& o, int nranks, std::vector<std::string>* lines) {
         continue;
       }
       calls = std::max(calls, static_cast<int>(res.calls));
+      moe_calls = std::max(moe_calls, static_cast<int>(res.moe_calls));
       wrong += res.wrong;
       hang = hang || res.hang != 0;
       if (res.first[0] != '\0' && failure.empty()) {
@@ -275,8 +301,10 @@ int RunCount(const Options& o, int nranks, std::vector<std::string>* lines) {
   }
   if (peers.ok == 0 || wrong != 0) worst = std::max(worst, 1);
   if (hang) worst = 3;
-  lines->push_back("(b) " + std::to_string(nranks) + " processes over CUDA IPC: " +
-                   std::to_string(calls) + " calls each, " + std::to_string(wrong) + " wrong" +
+  lines->push_back("(b) " + std::to_string(nranks) +
+                   " processes over CUDA IPC: " + std::to_string(calls) + " calls each" +
+                   (moe_calls > 0 ? " and " + std::to_string(moe_calls) + " MoE calls" : "") +
+                   ", " + std::to_string(wrong) + " wrong" +
                    (failure.empty() ? "" : " - " + failure) + (worst == 0 ? "" : "  FAILED"));
   std::printf("%s\n", lines->back().c_str());
   std::fflush(stdout);

@@ -24,6 +24,33 @@ struct MoeDeviceRank {
               send_rows = 0, expert_out = 0, out = 0, status = 0;  // status: dispatch, combine
 };
 
+// One rank on its own, as a process of part (b) holds it (moe_ipc.h), and as (a) uses it per rank:
+// its registered buffer zeroed with its flags as after first_epoch - 1, and its arena. False with
+// *error (what was allocated stays in *m for FreeMoeRank).
+bool AllocateMoeRank(const Driver& cu, const ncclscope_moe_plan& p, uint32_t first_epoch,
+                     MoeDeviceRank* m, std::string* error);
+void FreeMoeRank(const Driver& cu, MoeDeviceRank* m);
+// The rank's tokens, routing and weights. Empty, or what failed.
+std::string UploadMoeRankInput(const Driver& cu, const MoeDeviceRank& m, const MoeRankInput& in);
+// The rank's expert rows (the experts' outputs for its received rows).
+bool UploadMoeRankExpertRows(const Driver& cu, const MoeDeviceRank& m,
+                             const std::vector<unsigned char>& rows);
+// Poisons the outputs of the rank's next dispatch (or combine) and that call's status.
+CUresult PoisonMoeOutputs(const Driver& cu, const ncclscope_moe_plan& p, const MoeDeviceRank& m,
+                          bool dispatch);
+// The by-value parameter of the rank's dispatch or combine over its own memory.
+ncclscope_moe_dispatch_args MoeDispatchArgs(const ncclscope_moe_common_args& common,
+                                            const MoeDeviceRank& m);
+ncclscope_moe_combine_args MoeCombineArgs(const ncclscope_moe_common_args& common,
+                                          const MoeDeviceRank& m);
+// What the rank's dispatch wrote (`entries`: its tokens x top_k) and its status; recv_x's
+// received rows and one more.
+bool DownloadMoeDispatch(const Driver& cu, const ncclscope_moe_plan& p, const MoeDeviceRank& m,
+                         size_t entries, MoeRankOutput* o);
+// What its combine wrote (`out_bytes`: its tokens x row bytes) and its status.
+bool DownloadMoeCombine(const Driver& cu, const MoeDeviceRank& m, size_t out_bytes,
+                        MoeRankOutput* o);
+
 // A case being run: the plan every rank uses, the ranks' memory and this run's inputs.
 struct MoeCaseRun {
   RankCountRun& run;

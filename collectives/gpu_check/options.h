@@ -24,7 +24,7 @@ struct Options {
   // bound cannot name another (exchange_run.h); 0: no such check.
   uint64_t exchange_stall_timeout_ms = 500;
   size_t copy_bytes = 256u << 20;  // the device-to-device copy that measures the HBM ceiling
-  bool moe = true;                 // (a) and (c) for the MoE dispatch/combine kernels
+  bool moe = true;                 // (a), (b) and (c) for the MoE dispatch/combine kernels
   std::vector<int> moe_ranks;      // the rank counts of `ranks` that run them; empty: all
   bool self_test_corrupt = false;  // flip one output byte before the first comparison (and the
                                    // first exchange and MoE dispatch comparisons)

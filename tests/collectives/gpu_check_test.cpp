@@ -148,9 +148,17 @@ TEST(GpuCheck, PassesOnTheEmulatedDriverAndPrintsItsSummaryTable) {
   EXPECT_GE(CountMatches(out, " 8 allreduce two-shot bf16 +table +262144 "), 1) << out;
   EXPECT_EQ(CountMatches(out, "did not wrap"), 0) << out;
   EXPECT_EQ(CountMatches(out, "WRONG|HANG"), 0) << out;
-  EXPECT_NE(out.find("(b) 2 processes over CUDA IPC: 28 calls each, 0 wrong"), std::string::npos)
+  // (b): the AllReduce and all-to-all cases up to 8 KiB, and the MoE kernels over buffers each
+  // process registered for the others (6 cases x 2 runs x dispatch and combine).
+  EXPECT_NE(out.find("(b) 2 processes over CUDA IPC: 28 calls each and 24 MoE calls, 0 wrong"),
+            std::string::npos)
       << out;
   EXPECT_NE(out.find("(b) 8 processes over CUDA IPC: "), std::string::npos) << out;
+  EXPECT_EQ(CountMatches(out,
+                         "\\(b\\) 8 processes over CUDA IPC: [0-9]+ calls each and 24 MoE "
+                         "calls, 0 wrong"),
+            2)  // as it happens and in the summary
+      << out;
   EXPECT_EQ(CountMatches(out, "FAILED"), 0) << out;
 }
 
@@ -208,6 +216,18 @@ TEST(GpuCheck, PutsTheMoeLowLatencyShapeBesideItsTargets) {
       << r.out;
   // The high-throughput shape (56 MiB a rank) is left out.
   EXPECT_EQ(CountMatches(r.out, "t4096"), 0) << r.out;
+}
+
+// --moe off leaves the MoE kernels out of the IPC processes too.
+TEST(GpuCheck, MoeOffLeavesTheIpcProcessesToTheOtherKernels) {
+  const ProcessResult r =
+      RunCheck("gpuchkipc", {"--ranks", "2", "--ipc-ranks", "2", "--moe", "off",
+                             "--stall-timeout-ms", "0", "--exchange-stall-timeout-ms", "0"});
+  ASSERT_FALSE(r.timed_out) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(CountMatches(r.out, "\\(b\\) 2 processes over CUDA IPC: 28 calls each, 0 wrong\n"), 2)
+      << r.out;
+  EXPECT_EQ(CountMatches(r.out, "MoE|moe dispatch"), 0) << r.out;
 }
 
 TEST(GpuCheck, RefusesAnUnknownOption) {
