@@ -25,7 +25,8 @@ struct MoeError {
 // peers' headers after the call's end barrier, while they may already be in the next call; the one
 // after that cannot start before every rank has finished reading (its start barrier).
 struct MoeCallHeader {
-  int32_t num_tokens;  // dispatch: this rank's tokens (written by block 0 before the start barrier)
+  int32_t num_tokens;  // dispatch, and combine's rank sums: this rank's tokens (written by block 0
+                       // before the start barrier)
   int32_t rows;        // combine: the expert rows it holds (block 0, before the start barrier)
   MoeError error[kMaxBlocks];  // block b's, written before its end barrier
 };
@@ -55,6 +56,10 @@ struct MoeBuffer {
     return reinterpret_cast<int32_t*>(base + plan->buffer_send_rows);
   }
   NCCLSCOPE_HOST_DEVICE unsigned char* rows() const { return base + plan->buffer_rows; }
+  // [max_tokens][top_k]: combine's weights, copied in (rank sums).
+  NCCLSCOPE_HOST_DEVICE float* weights() const {
+    return reinterpret_cast<float*>(base + plan->buffer_weights);
+  }
 };
 
 }  // namespace ncclscope::collectives

@@ -1,5 +1,5 @@
 // The CPU twin of ncclscope's MoE combine kernel (kernels/moe.cu, ncclscope_moe_combine), step for
-// step, and ncclscope_moe_combine_on_cpu. Block b of every rank:
+// step, and ncclscope_moe_combine_on_cpu. Block b of every rank, exact combine:
 //   source:  copy its chunk of the expert rows (sum of recv_counts, cut like tokens) into the
 //            registered buffer; block 0 publishes how many rows this rank holds;
 //   start:   grid-wide barrier: every rank's expert rows are visible;
@@ -9,6 +9,19 @@
 //            first error;
 //   end:     grid-wide barrier: no rank rewrites its rows (next call) while a peer reads them;
 //            block 0 writes the call's status.
+// Rank sums (NCCLSCOPE_MOE_COMBINE_RANK_SUMS):
+//   source:  copy its chunk of the tokens' routing, send_rows and weights into the registered
+//            buffer; block 0 publishes the rows this rank holds and its tokens;
+//   start:   grid-wide barrier;
+//   middle:  as an expert rank, for token chunk b of every rank (rank + 1 first, itself last):
+//            each token with slots here gets weight x expert row summed over them in k order
+//            (float32, fused multiply-add, from 0, rows read from expert_out where they are),
+//            rounded to the data type into the registered rows at the row of its first slot
+//            here;
+//   middle barrier: every rank's sums are visible;
+//   receive: for each token of its chunk, add the sum of each rank with a slot, in the order of
+//            those ranks' first slots (float32, from 0), and round again into `out`;
+//   end:     as above.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -64,6 +77,18 @@ struct Combine {
     if (b == 0) header(c.rank)->rows = rows;
   }
 
+  // A token's entries in k order, as the kernel's thread 0 checks them (the first error it notes).
+  void CheckToken(int32_t t, const int32_t* rows_of, MoeError* err) const {
+    for (int32_t k = 0; k < top_k; ++k) {
+      const int64_t entry = int64_t{t} * top_k + k;
+      if (BadEntry(a.topk_idx[entry], experts)) NoteError(err, NCCLSCOPE_MOE_BAD_EXPERT, t);
+      const int32_t e = UsedExpert(a.topk_idx[entry], experts);
+      if (e < 0) continue;
+      const int32_t row = a.send_rows[entry];
+      if (row < 0 || row >= rows_of[e / local]) NoteError(err, NCCLSCOPE_MOE_BAD_HANDLE, t);
+    }
+  }
+
   void Receive(uint32_t b, MoeError* err) const {
     int32_t rows_of[kMaxRanks];
     for (int q = 0; q < c.nranks; ++q) rows_of[q] = header(q)->rows;
@@ -71,23 +96,105 @@ struct Combine {
     TokenChunk(Tokens(err), c.blocks, b, &lo, &hi);
     std::vector<float> acc(static_cast<size_t>(hidden));
     for (int32_t t = lo; t < hi; ++t) {
+      CheckToken(t, rows_of, err);
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int32_t k = 0; k < top_k; ++k) {
         const int64_t entry = int64_t{t} * top_k + k;
-        if (BadEntry(a.topk_idx[entry], experts)) NoteError(err, NCCLSCOPE_MOE_BAD_EXPERT, t);
         const int32_t e = UsedExpert(a.topk_idx[entry], experts);
         if (e < 0) continue;
         const int q = e / local;
         const int32_t row = a.send_rows[entry];
-        if (row < 0 || row >= rows_of[q]) {
-          NoteError(err, NCCLSCOPE_MOE_BAD_HANDLE, t);
-          continue;
-        }
+        if (row < 0 || row >= rows_of[q]) continue;
         const float w = a.topk_weights[entry];
         const unsigned char* from = c.buffer[q].rows() + row * row_bytes;
         for (int32_t h = 0; h < hidden; ++h) {
           acc[static_cast<size_t>(h)] =
               std::fma(w, LoadMoeElement(dtype, from, h), acc[static_cast<size_t>(h)]);
+        }
+      }
+      unsigned char* out = static_cast<unsigned char*>(a.out) + t * row_bytes;
+      for (int32_t h = 0; h < hidden; ++h)
+        StoreMoeElement(dtype, out, h, acc[static_cast<size_t>(h)]);
+    }
+  }
+};
+
+// Combine's rank sums: the exact combine's token and row checks, its own three steps.
+struct CombineRankSums : Combine {
+  // Home side: the chunk's routing, rows and weights where the expert ranks read them.
+  void Source(uint32_t b, MoeError* err) const {
+    const int32_t rows = ExpertRows(err);
+    const int32_t tokens = Tokens(err);
+    int32_t lo, hi;
+    TokenChunk(tokens, c.blocks, b, &lo, &hi);
+    for (int64_t j = int64_t{lo} * top_k; j < int64_t{hi} * top_k; ++j) {
+      mine().topk()[j] = a.topk_idx[j];
+      mine().send_rows()[j] = a.send_rows[j];
+      mine().weights()[j] = a.topk_weights[j];
+    }
+    if (b == 0) {
+      header(c.rank)->rows = rows;
+      header(c.rank)->num_tokens = tokens;
+    }
+  }
+
+  // Expert side: this rank's sum for every token of chunk b of every rank with slots here.
+  void Middle(uint32_t b, MoeError* err) const {
+    const int32_t rows = ExpertRows(err);
+    std::vector<float> acc(static_cast<size_t>(hidden));
+    for (int j = 1; j <= c.nranks; ++j) {
+      const int home = (c.rank + j) % c.nranks;  // rank+1 first, itself last
+      const MoeBuffer& from = c.buffer[home];
+      int32_t lo, hi;
+      TokenChunk(header(home)->num_tokens, c.blocks, b, &lo, &hi);
+      for (int32_t t = lo; t < hi; ++t) {
+        const int32_t* topk = from.topk() + int64_t{t} * top_k;
+        int32_t first_row = -1;
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (int32_t k = 0; k < top_k; ++k) {
+          const int32_t e = UsedExpert(topk[k], experts);
+          if (e < 0 || e / local != c.rank) continue;
+          const int32_t row = from.send_rows()[int64_t{t} * top_k + k];
+          if (row < 0 || row >= rows) continue;  // the token's rank reports it
+          if (first_row < 0) {
+            if (!FirstSlotOnItsRank(topk, k, experts, local)) break;  // its slot is not valid
+            first_row = row;
+          }
+          const float w = from.weights()[int64_t{t} * top_k + k];
+          const unsigned char* x =
+              static_cast<const unsigned char*>(a.expert_out) + row * row_bytes;
+          for (int32_t h = 0; h < hidden; ++h) {
+            acc[static_cast<size_t>(h)] =
+                std::fma(w, LoadMoeElement(dtype, x, h), acc[static_cast<size_t>(h)]);
+          }
+        }
+        if (first_row < 0) continue;
+        unsigned char* sum = mine().rows() + first_row * row_bytes;
+        for (int32_t h = 0; h < hidden; ++h)
+          StoreMoeElement(dtype, sum, h, acc[static_cast<size_t>(h)]);
+      }
+    }
+  }
+
+  // Home side: every token's rank sums, added in the order of their ranks' first slots.
+  void Receive(uint32_t b, MoeError* err) const {
+    int32_t rows_of[kMaxRanks];
+    for (int q = 0; q < c.nranks; ++q) rows_of[q] = header(q)->rows;
+    int32_t lo, hi;
+    TokenChunk(Tokens(err), c.blocks, b, &lo, &hi);
+    std::vector<float> acc(static_cast<size_t>(hidden));
+    for (int32_t t = lo; t < hi; ++t) {
+      CheckToken(t, rows_of, err);
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      const int32_t* topk = a.topk_idx + int64_t{t} * top_k;
+      for (int32_t k = 0; k < top_k; ++k) {
+        if (!FirstSlotOnItsRank(topk, k, experts, local)) continue;
+        const int q = UsedExpert(topk[k], experts) / local;
+        const int32_t row = a.send_rows[int64_t{t} * top_k + k];
+        if (row < 0 || row >= rows_of[q]) continue;
+        const unsigned char* sum = c.buffer[q].rows() + row * row_bytes;
+        for (int32_t h = 0; h < hidden; ++h) {
+          acc[static_cast<size_t>(h)] += LoadMoeElement(dtype, sum, h);
         }
       }
       unsigned char* out = static_cast<unsigned char*>(a.out) + t * row_bytes;
@@ -122,5 +229,8 @@ extern "C" ncclscope_moe_result ncclscope_moe_combine_on_cpu(
   const ncclscope_moe_config& cfg = c.plan->config;
   const nc::Combine m{*args,      c,         cfg.num_experts,  cfg.top_k, c.plan->local_experts,
                       cfg.hidden, cfg.dtype, c.plan->row_bytes};
+  if (cfg.combine == NCCLSCOPE_MOE_COMBINE_RANK_SUMS) {
+    return nc::RunMoeBlocks<true>(c, nc::CombineRankSums{m}, [](uint32_t) {});
+  }
   return nc::RunMoeBlocks(c, m, [](uint32_t) {});
 }

@@ -30,6 +30,20 @@ NCCLSCOPE_HOST_DEVICE inline bool BadEntry(int32_t entry, int32_t num_experts) {
   return entry < -1 || entry >= num_experts;
 }
 
+// Combine's rank sums: whether slot k of a token (`token_topk`: its top_k entries) is the first
+// of its used slots whose expert is on the same rank, the slot whose row on that rank holds the
+// rank's sum for the token.
+NCCLSCOPE_HOST_DEVICE inline bool FirstSlotOnItsRank(const int32_t* token_topk, int32_t k,
+                                                     int32_t num_experts, int32_t local_experts) {
+  const int32_t e = UsedExpert(token_topk[k], num_experts);
+  if (e < 0) return false;
+  for (int32_t j = 0; j < k; ++j) {
+    const int32_t f = UsedExpert(token_topk[j], num_experts);
+    if (f >= 0 && f / local_experts == e / local_experts) return false;
+  }
+  return true;
+}
+
 // Source side, tokens [lo, hi) of a routing table with top_k entries per token: slot[j] (indexed
 // like topk) gets entry j's number among the chunk's entries for the same expert, in (token, k)
 // order, or -1 for an entry not used; counts[e] (num_experts long, zeroed by the caller) gets the

@@ -47,6 +47,9 @@ bool Check(ncclscope_moe_config* c) {
   if (c->blocks == 0) c->blocks = kDefaultBlocks;
   if (c->blocks < 1 || c->blocks > NCCLSCOPE_MOE_MAX_BLOCKS) return false;
   if (c->threads == 0) c->threads = kDefaultThreads;
+  if (c->combine != NCCLSCOPE_MOE_COMBINE_EXACT && c->combine != NCCLSCOPE_MOE_COMBINE_RANK_SUMS) {
+    return false;
+  }
   return c->threads >= 64 && c->threads <= 1024 && c->threads % 32 == 0;
 }
 
@@ -81,6 +84,7 @@ extern "C" ncclscope_moe_result ncclscope_moe_plan_make(const ncclscope_moe_conf
   p.buffer_slot = Place(&end, entries * 4);
   p.buffer_send_rows = Place(&end, entries * 4);
   p.buffer_rows = Place(&end, row_count * p.row_bytes);
+  p.buffer_weights = Place(&end, entries * 4);
   p.buffer_bytes = Place(&end, 0);
   *plan = p;
   return NCCLSCOPE_MOE_OK;

@@ -20,7 +20,7 @@ bool SamePlan(const ncclscope_moe_plan& x, const ncclscope_moe_plan& y) {
          x.buffer_signal == y.buffer_signal && x.buffer_header == y.buffer_header &&
          x.buffer_counts == y.buffer_counts && x.buffer_topk == y.buffer_topk &&
          x.buffer_slot == y.buffer_slot && x.buffer_send_rows == y.buffer_send_rows &&
-         x.buffer_rows == y.buffer_rows;
+         x.buffer_rows == y.buffer_rows && x.buffer_weights == y.buffer_weights;
 }
 
 }  // namespace

@@ -59,10 +59,11 @@ inline void NoteError(MoeError* e, int32_t code, int32_t detail) {
 }
 
 // One call's blocks run as the kernel's grid would, in turn (the grid barriers wait for every
-// block): every block's source side, the start barrier, every block's receive side and its error
-// into this rank's header, the end barrier, then `finish` per block (after the barrier). `steps`
-// has Source(b, MoeError*), Receive(b, MoeError*) and header(rank) (dispatch, combine).
-template <typename Steps, typename Finish>
+// block): every block's source side, the start barrier, [every block's middle step, the middle
+// barrier,] every block's receive side and its error into this rank's header, the end barrier,
+// then `finish` per block (after the barrier). `steps` has Source(b, MoeError*), Receive(b,
+// MoeError*), header(rank) and, with kMiddle (combine's rank sums), Middle(b, MoeError*).
+template <bool kMiddle = false, typename Steps, typename Finish>
 ncclscope_moe_result RunMoeBlocks(const MoeTwinCall& c, const Steps& steps, Finish finish) {
   MoeError err[kMaxBlocks] = {};
   Stall stall;
@@ -70,8 +71,16 @@ ncclscope_moe_result RunMoeBlocks(const MoeTwinCall& c, const Steps& steps, Fini
     steps.Source(b, &err[b]);
     PostGridBarrier(c, b, Barrier::kStart);
   }
+  if constexpr (kMiddle) {
+    for (uint32_t b = 0; b < c.blocks; ++b) {
+      if (!WaitGridBarrier(c, Barrier::kStart, &stall)) return MoeCallTimedOut(c, stall);
+      steps.Middle(b, &err[b]);
+      PostGridBarrier(c, b, Barrier::kMiddle);
+    }
+  }
+  constexpr Barrier kBeforeReceive = kMiddle ? Barrier::kMiddle : Barrier::kStart;
   for (uint32_t b = 0; b < c.blocks; ++b) {
-    if (!WaitGridBarrier(c, Barrier::kStart, &stall)) return MoeCallTimedOut(c, stall);
+    if (!WaitGridBarrier(c, kBeforeReceive, &stall)) return MoeCallTimedOut(c, stall);
     steps.Receive(b, &err[b]);
     steps.header(c.rank)->error[b] = err[b];
     PostGridBarrier(c, b, Barrier::kEnd);

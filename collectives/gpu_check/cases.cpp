@@ -128,7 +128,8 @@ std::string CaseName(const Case& c) {
     return std::string(c.op == Op::kMoeDispatch ? "moe dispatch " : "moe combine ") +
            nc::DtypeName(c.dtype) + " h" + std::to_string(c.moe.hidden) + " k" +
            std::to_string(c.moe.top_k) + " t" + std::to_string(c.moe.max_tokens) +
-           (c.moe.routing == MoeRouting::kSkewed ? " skew" : "");
+           (c.moe.routing == MoeRouting::kSkewed ? " skew" : "") +
+           (c.moe.combine != 0 ? " sums" : "");
   }
   return std::string("allreduce ") + nc::AlgorithmName(c.algorithm) + " " + nc::DtypeName(c.dtype);
 }

@@ -39,6 +39,7 @@ struct MoeShape {
   MoeRouting routing = MoeRouting::kUniform;
   int unused_pct = 0;       // slots left -1
   bool all_tokens = false;  // every rank max_tokens; else each a random count, rank 1 none
+  int combine = 0;          // ncclscope_moe_combine_mode: 0 exact, 1 rank sums ("sums")
   double device_bytes = 0;  // all ranks' device reads + writes per call / nranks (report)
 };
 

@@ -58,6 +58,8 @@ std::vector<Case> BuildMoeCases(int nranks, bool largest, const CaseLimits& limi
         MoeCase(nranks, d, 128, 1, 2 * nranks, 48, MoeRouting::kUniform, 10, false, limits.reps));
     cases.push_back(
         MoeCase(nranks, d, 128, 8, 4 * nranks, 64, MoeRouting::kSkewed, 10, false, limits.reps));
+    cases.push_back(cases.back());  // and combine's rank sums
+    cases.back().moe.combine = NCCLSCOPE_MOE_COMBINE_RANK_SUMS;
     cases.push_back(MoeCase(nranks, d, kDeepSeekHidden, kDeepSeekTopK, deepseek_experts, 16,
                             MoeRouting::kDistinct, 5, false, limits.reps));
   }
@@ -65,12 +67,16 @@ std::vector<Case> BuildMoeCases(int nranks, bool largest, const CaseLimits& limi
   cases.push_back(MoeCase(nranks, nc::Dtype::kBf16, kDeepSeekHidden, kDeepSeekTopK,
                           deepseek_experts, kLowLatencyTokens, MoeRouting::kDistinct, 0, true,
                           limits.reps));
+  cases.push_back(cases.back());
+  cases.back().moe.combine = NCCLSCOPE_MOE_COMBINE_RANK_SUMS;
   if (largest) {
     Case c = MoeCase(nranks, nc::Dtype::kBf16, kDeepSeekHidden, kDeepSeekTopK, deepseek_experts,
                      kHighThroughputTokens, MoeRouting::kDistinct, 0, true, limits.big_reps);
     // A rank receives tokens x top_k rows on average; the worst case (nranks times that) would
     // take 3.8 GB a rank on the device and as much for the twin on the host.
     c.moe.recv_capacity = kHighThroughputTokens * kDeepSeekTopK * 5 / 4;
+    cases.push_back(c);
+    c.moe.combine = NCCLSCOPE_MOE_COMBINE_RANK_SUMS;
     cases.push_back(c);
   }
   std::vector<Case> fit;
@@ -92,6 +98,7 @@ ncclscope_moe_config MoeConfig(const Case& c, int blocks) {
   m.max_tokens = c.moe.max_tokens;
   m.recv_capacity = c.moe.recv_capacity;
   m.blocks = blocks;
+  m.combine = c.moe.combine;
   return m;
 }
 
@@ -179,7 +186,11 @@ MoeTraffic CountTraffic(const Case& c, const std::vector<MoeRankInput>& in) {
   MoeTraffic m;
   m.logical = unique * row;
   m.dispatch_device = (2 * tokens + unique + entries) * row;
-  m.combine_device = (3 * entries + tokens) * row;
+  // Rank sums: the expert side reads its rows where they are and writes one sum per (token, rank)
+  // pair (U), the token's rank reads those and writes its tokens.
+  m.combine_device = c.moe.combine == NCCLSCOPE_MOE_COMBINE_RANK_SUMS
+                         ? (entries + 2 * unique + tokens) * row
+                         : (3 * entries + tokens) * row;
   return m;
 }
 

@@ -28,7 +28,8 @@ inline constexpr int kHighThroughputTokens = 4096;
 // hidden 128 top-1 and skewed top-8 for fp32, fp16 and bf16 (a rank without tokens, unused
 // slots); hidden 7168 top-8 with 16 tokens for each type; the 128-token low-latency shape in
 // bf16; with `largest` (the largest rank count of the run) the 4096-token shape in bf16 with
-// big_reps runs. The others get limits.reps runs.
+// big_reps runs. The skewed top-8 and the 128- and 4096-token shapes also run with combine's rank
+// sums. The others get limits.reps runs.
 std::vector<Case> BuildMoeCases(int nranks, bool largest, const CaseLimits& limits);
 
 // The C API's configuration of a case with `blocks` per rank (0: the plan's default).
@@ -65,7 +66,9 @@ struct MoeTraffic {
   double logical = 0;
   // Device reads + writes of the kernels: dispatch copies its tokens in (2 T), reads each row
   // once per destination rank (U) and writes every routed entry (E); combine copies its expert
-  // rows in (2 E), reads one row per used slot of its tokens (E) and writes its tokens (T).
+  // rows in (2 E), reads one row per used slot of its tokens (E) and writes its tokens (T); its
+  // rank sums read the expert rows in place (E), write and read one sum per pair (2 U) and write
+  // the tokens (T).
   double dispatch_device = 0, combine_device = 0;
 };
 MoeTraffic CountTraffic(const Case& c, const std::vector<MoeRankInput>& in);

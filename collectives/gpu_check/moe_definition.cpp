@@ -89,19 +89,47 @@ std::string CombineAgainstDefinition(const ncclscope_moe_plan& p,
   const auto row_bytes = static_cast<size_t>(p.row_bytes);
   const MoeRankInput& mine = in[static_cast<size_t>(r)];
   const MoeRankOutput& w = want[static_cast<size_t>(r)];
-  std::vector<float> acc(static_cast<size_t>(hidden));
+  const bool sums = p.config.combine == NCCLSCOPE_MOE_COMBINE_RANK_SUMS;
+  std::vector<float> acc(static_cast<size_t>(hidden)), sum(static_cast<size_t>(hidden));
   std::vector<unsigned char> row(row_bytes);
+  // Slot j's weighted expert row into into[h] (fused multiply-add).
+  auto add_slot = [&](size_t j, std::vector<float>& into) {
+    const unsigned char* y = expert_out[static_cast<size_t>(mine.topk[j] / local)].data() +
+                             row_bytes * static_cast<size_t>(w.send_rows[j]);
+    for (int32_t h = 0; h < hidden; ++h) {
+      into[static_cast<size_t>(h)] =
+          std::fma(mine.weights[j], LoadMoeElement(dtype, y, h), into[static_cast<size_t>(h)]);
+    }
+  };
   for (int32_t t = 0; t < mine.tokens; ++t) {
     std::fill(acc.begin(), acc.end(), 0.0f);
-    for (int32_t k = 0; k < k_slots; ++k) {
-      const size_t j =
-          static_cast<size_t>(t) * static_cast<size_t>(k_slots) + static_cast<size_t>(k);
-      if (!Used(mine.topk[j], p)) continue;
-      const unsigned char* y = expert_out[static_cast<size_t>(mine.topk[j] / local)].data() +
-                               row_bytes * static_cast<size_t>(w.send_rows[j]);
+    const size_t first = static_cast<size_t>(t) * static_cast<size_t>(k_slots);
+    if (!sums) {  // every used slot in k order, rounded once
+      for (int32_t k = 0; k < k_slots; ++k) {
+        if (Used(mine.topk[first + static_cast<size_t>(k)], p)) {
+          add_slot(first + static_cast<size_t>(k), acc);
+        }
+      }
+    }
+    // Rank sums: per expert rank, in the order of its first slot, its slots in k order rounded to
+    // the type, added into acc.
+    std::vector<int32_t> ranks;
+    for (int32_t k = 0; sums && k < k_slots; ++k) {
+      const int32_t e = mine.topk[first + static_cast<size_t>(k)];
+      if (Used(e, p) && std::find(ranks.begin(), ranks.end(), e / local) == ranks.end()) {
+        ranks.push_back(e / local);
+      }
+    }
+    for (const int32_t q : ranks) {
+      std::fill(sum.begin(), sum.end(), 0.0f);
+      for (int32_t k = 0; k < k_slots; ++k) {
+        const int32_t e = mine.topk[first + static_cast<size_t>(k)];
+        if (Used(e, p) && e / local == q) add_slot(first + static_cast<size_t>(k), sum);
+      }
+      unsigned char rounded[4];
       for (int32_t h = 0; h < hidden; ++h) {
-        acc[static_cast<size_t>(h)] =
-            std::fma(mine.weights[j], LoadMoeElement(dtype, y, h), acc[static_cast<size_t>(h)]);
+        StoreMoeElement(dtype, rounded, 0, sum[static_cast<size_t>(h)]);
+        acc[static_cast<size_t>(h)] += LoadMoeElement(dtype, rounded, 0);
       }
     }
     for (int32_t h = 0; h < hidden; ++h)

@@ -22,7 +22,9 @@ std::string DispatchAgainstDefinition(const ncclscope_moe_plan& p,
 
 // Empty when rank r's combined tokens in want[r].out are the definition's: for each token, the
 // float32 fused multiply-adds of weight x expert row over its used slots in slot order, rounded
-// once. expert_out[q]: rank q's expert rows, in its recv_x order.
+// once; with combine's rank sums, per expert rank in the order of its first slot, its slots' fused
+// multiply-adds rounded to the type, added in float32 and rounded again. expert_out[q]: rank q's
+// expert rows, in its recv_x order.
 std::string CombineAgainstDefinition(const ncclscope_moe_plan& p,
                                      const std::vector<MoeRankInput>& in,
                                      const std::vector<std::vector<unsigned char>>& expert_out,

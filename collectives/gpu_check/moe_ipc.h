@@ -4,8 +4,8 @@
 // parent (ipc_ranks.cpp) and the peers' opened with cuIpcOpenMemHandle. Each run: every rank's
 // fresh inputs (the same on every process, from the seed), this rank's dispatch, the experts, its
 // combine; its outputs compared bit for bit with the CPU twins run for every rank in this process.
-// The cases: hidden 128 top-1 and skewed top-8 for fp32, fp16 and bf16, each case's epochs
-// wrapping halfway. No timings (time-sliced processes).
+// The cases: hidden 128 top-1 and skewed top-8 (the latter also with combine's rank sums) for
+// fp32, fp16 and bf16, each case's epochs wrapping halfway. No timings (time-sliced processes).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,7 @@
 
 namespace ncclscope::gpu_check {
 
-inline constexpr int kMaxMoeIpcCases = 6;
+inline constexpr int kMaxMoeIpcCases = 9;
 
 // One rank's handles, one per case, as the parent passes them on.
 struct MoeIpcHandles {

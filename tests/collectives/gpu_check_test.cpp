@@ -111,7 +111,7 @@ TEST(GpuCheck, PassesOnTheEmulatedDriverAndPrintsItsSummaryTable) {
     const std::string ranks = std::to_string(n);
     for (const char* call : {"dispatch", "combine"}) {
       for (const char* dtype : {"fp32", "fp16", "bf16"}) {
-        for (const char* shape : {"h128 k1 t48", "h128 k8 t64 skew"}) {
+        for (const char* shape : {"h128 k1 t48", "h128 k8 t64 skew", "h128 k8 t64 skew sums"}) {
           EXPECT_EQ(CountMatches(out, " " + ranks + " moe " + call + " " + dtype + " " + shape +
                                           " +plan +[1-9][0-9]* +32x512 +2 +0 +[0-9.]+ +[0-9.]+"),
                     1)
@@ -129,7 +129,7 @@ TEST(GpuCheck, PassesOnTheEmulatedDriverAndPrintsItsSummaryTable) {
       }
     }
     EXPECT_EQ(CountMatches(out, "\\(a\\) " + ranks +
-                                    " ranks, moe: 8 cases, 32 calls, each case's epochs wrapping"),
+                                    " ranks, moe: 11 cases, 44 calls, each case's epochs wrapping"),
               1)
         << out;
     EXPECT_NE(out.find("(a) " + ranks + " ranks, rank " + std::to_string(n - 1) +
@@ -149,13 +149,13 @@ TEST(GpuCheck, PassesOnTheEmulatedDriverAndPrintsItsSummaryTable) {
   EXPECT_EQ(CountMatches(out, "did not wrap"), 0) << out;
   EXPECT_EQ(CountMatches(out, "WRONG|HANG"), 0) << out;
   // (b): the AllReduce and all-to-all cases up to 8 KiB, and the MoE kernels over buffers each
-  // process registered for the others (6 cases x 2 runs x dispatch and combine).
-  EXPECT_NE(out.find("(b) 2 processes over CUDA IPC: 28 calls each and 24 MoE calls, 0 wrong"),
+  // process registered for the others (9 cases x 2 runs x dispatch and combine).
+  EXPECT_NE(out.find("(b) 2 processes over CUDA IPC: 28 calls each and 36 MoE calls, 0 wrong"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("(b) 8 processes over CUDA IPC: "), std::string::npos) << out;
   EXPECT_EQ(CountMatches(out,
-                         "\\(b\\) 8 processes over CUDA IPC: [0-9]+ calls each and 24 MoE "
+                         "\\(b\\) 8 processes over CUDA IPC: [0-9]+ calls each and 36 MoE "
                          "calls, 0 wrong"),
             2)  // as it happens and in the summary
       << out;
@@ -203,15 +203,17 @@ TEST(GpuCheck, PutsTheMoeLowLatencyShapeBesideItsTargets) {
   ASSERT_FALSE(r.timed_out) << r.out;
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   for (const char* call : {"dispatch", "combine"}) {
-    EXPECT_EQ(CountMatches(r.out, std::string(" 2 moe ") + call +
-                                      " bf16 h7168 k8 t128 +plan +[1-9][0-9]* +32x512 +2 +0 "),
-              1)
-        << r.out;
+    for (const char* mode : {"", " sums"}) {
+      EXPECT_EQ(CountMatches(r.out, std::string(" 2 moe ") + call + " bf16 h7168 k8 t128" + mode +
+                                        " +plan +[1-9][0-9]* +32x512 +2 +0 "),
+                1)
+          << r.out;
+    }
   }
   EXPECT_EQ(CountMatches(r.out,
                          "\\(c\\) moe, 2 ranks, 128 tokens a rank, hidden 7168, top-8, bf16 "
                          "\\(low-latency shape\\): dispatch [0-9.]+ us \\(target <= 60\\), "
-                         "combine [0-9.]+ us \\(target <= 80\\)"),
+                         "combine [0-9.]+ us, with rank sums [0-9.]+ us \\(target <= 80\\)"),
             1)
       << r.out;
   // The high-throughput shape (56 MiB a rank) is left out.

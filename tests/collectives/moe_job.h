@@ -211,6 +211,45 @@ class MoeJob {
     return out;
   }
 
+  // The same under NCCLSCOPE_MOE_COMBINE_RANK_SUMS, from the API's words: each expert rank's sum
+  // of the token's slots there (fused multiply-adds in k order from 0) rounded to the data type,
+  // those sums added in the order of their ranks' first slots (float32, from 0), rounded again.
+  template <typename Scale>
+  std::vector<unsigned char> ReferenceRankSums(const RankCall& c, Scale scale) const {
+    std::vector<unsigned char> out(c.x.size());
+    const int32_t experts = plan.config.num_experts, local = plan.local_experts;
+    for (int32_t t = 0; t < c.tokens; ++t) {
+      std::vector<int> order;  // ranks by first slot
+      for (int32_t k = 0; k < K(); ++k) {
+        const int32_t e = c.topk[static_cast<size_t>(t * K() + k)];
+        if (e < 0 || e >= experts) continue;
+        if (std::find(order.begin(), order.end(), e / local) == order.end()) {
+          order.push_back(e / local);
+        }
+      }
+      for (int32_t h = 0; h < plan.config.hidden; ++h) {
+        float total = 0.0f;
+        for (const int q : order) {
+          float sum = 0.0f;
+          for (int32_t k = 0; k < K(); ++k) {
+            const size_t j = static_cast<size_t>(t * K() + k);
+            const int32_t e = c.topk[j];
+            if (e < 0 || e >= experts || e / local != q) continue;
+            unsigned char y_bytes[4];
+            StoreMoeElement(Dtype(), y_bytes, 0,
+                            scale(k, LoadMoeElement(Dtype(), c.x.data() + t * Row(), h)));
+            sum = std::fma(c.weights[j], LoadMoeElement(Dtype(), y_bytes, 0), sum);
+          }
+          unsigned char s_bytes[4];
+          StoreMoeElement(Dtype(), s_bytes, 0, sum);
+          total += LoadMoeElement(Dtype(), s_bytes, 0);
+        }
+        StoreMoeElement(Dtype(), out.data() + t * Row(), h, total);
+      }
+    }
+    return out;
+  }
+
  private:
   std::vector<std::unique_ptr<unsigned char, FreeAligned>> buffers_;
 };

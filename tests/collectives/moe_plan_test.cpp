@@ -41,6 +41,7 @@ TEST(MoePlan, RegionsAreAlignedDisjointAndHoldWhatTheCallsWrite) {
   for (const int32_t capacity : {0, 5, 100000}) {
     ncclscope_moe_config c = Config();
     c.recv_capacity = capacity;
+    c.combine = capacity == 5 ? NCCLSCOPE_MOE_COMBINE_RANK_SUMS : NCCLSCOPE_MOE_COMBINE_EXACT;
     c.blocks = 7;
     ncclscope_moe_plan p;
     ASSERT_EQ(ncclscope_moe_plan_make(&c, &p), NCCLSCOPE_MOE_OK);
@@ -54,6 +55,7 @@ TEST(MoePlan, RegionsAreAlignedDisjointAndHoldWhatTheCallsWrite) {
         {p.buffer_slot, entries},
         {p.buffer_send_rows, entries},
         {p.buffer_rows, rows},
+        {p.buffer_weights, entries},
     };
     std::sort(regions.begin(), regions.end());
     for (size_t i = 0; i < regions.size(); ++i) {
@@ -88,6 +90,8 @@ TEST(MoePlan, EveryValueOutOfRangeIsRefusedAndLeavesAZeroPlan) {
       {"32 threads", [](ncclscope_moe_config* c) { c->threads = 32; }},
       {"100 threads", [](ncclscope_moe_config* c) { c->threads = 100; }},
       {"2048 threads", [](ncclscope_moe_config* c) { c->threads = 2048; }},
+      {"combine mode 2", [](ncclscope_moe_config* c) { c->combine = 2; }},
+      {"negative combine mode", [](ncclscope_moe_config* c) { c->combine = -1; }},
   };
   for (const Case& k : cases) {
     ncclscope_moe_config c = Config();

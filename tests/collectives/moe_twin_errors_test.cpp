@@ -20,8 +20,10 @@ using moe_test::kSecond;
 using moe_test::MoeJob;
 using moe_test::RankCall;
 
-ncclscope_moe_config Config(int n, int32_t capacity) {
+ncclscope_moe_config Config(int n, int32_t capacity,
+                            int32_t combine = NCCLSCOPE_MOE_COMBINE_EXACT) {
   ncclscope_moe_config c{};
+  c.combine = combine;
   c.nranks = n;
   c.num_experts = 2 * n;
   c.top_k = 2;
@@ -100,22 +102,47 @@ TEST(MoeTwinErrors, MoreTokensThanMaxTokensAreRefusedOnEveryRank) {
 }
 
 TEST(MoeTwinErrors, ACombineHandleNoDispatchWroteIsRefused) {
-  std::mt19937 gen(4);
-  MoeJob job(Config(3, 0));
-  std::vector<RankCall> calls = RoutedTo(job, 0, &gen);
+  for (int32_t mode : {NCCLSCOPE_MOE_COMBINE_EXACT, NCCLSCOPE_MOE_COMBINE_RANK_SUMS}) {
+    SCOPED_TRACE("combine mode " + std::to_string(mode));
+    std::mt19937 gen(4);
+    MoeJob job(Config(3, 0, mode));
+    std::vector<RankCall> calls = RoutedTo(job, 0, &gen);
+    job.Dispatch(&calls);
+    for (RankCall& c : calls) {
+      ASSERT_EQ(c.dispatch_result, NCCLSCOPE_MOE_OK);
+      c.expert_out.assign(c.recv_x.size(), 0);
+    }
+    calls[1].send_rows[7] = 36;  // rank 0 holds 36 rows: one past the last
+    job.Combine(&calls);
+    ExpectEveryRank(calls, true, NCCLSCOPE_MOE_BAD_HANDLE, 1, 3);
+    // Counts that cannot be a dispatch's are refused before anything is read.
+    calls[1].send_rows[7] = 0;
+    calls[2].recv_counts[0] = -1;
+    job.Combine(&calls);
+    ExpectEveryRank(calls, true, NCCLSCOPE_MOE_BAD_HANDLE, 2, -1);
+  }
+}
+
+// Rank sums: a rank that never comes to a combine is named at the start barrier, as in dispatch;
+// the call's third barrier (middle) changes nothing of that.
+TEST(MoeTwinErrors, ARankThatNeverComesToARankSumsCombineIsNamed) {
+  std::mt19937 gen(6);
+  MoeJob job(Config(3, 0, NCCLSCOPE_MOE_COMBINE_RANK_SUMS), /*first_epoch=*/0xFFFFFFFFu);
+  std::vector<RankCall> calls = RoutedTo(job, 2, &gen);
   job.Dispatch(&calls);
   for (RankCall& c : calls) {
     ASSERT_EQ(c.dispatch_result, NCCLSCOPE_MOE_OK);
     c.expert_out.assign(c.recv_x.size(), 0);
   }
-  calls[1].send_rows[7] = 36;  // rank 0 holds 36 rows: one past the last
-  job.Combine(&calls);
-  ExpectEveryRank(calls, true, NCCLSCOPE_MOE_BAD_HANDLE, 1, 3);
-  // Counts that cannot be a dispatch's are refused before anything is read.
-  calls[1].send_rows[7] = 0;
-  calls[2].recv_counts[0] = -1;
-  job.Combine(&calls);
-  ExpectEveryRank(calls, true, NCCLSCOPE_MOE_BAD_HANDLE, 2, -1);
+  job.Combine(&calls, /*absent=*/0, /*timeout=*/kSecond);
+  for (int r : {1, 2}) {
+    const RankCall& c = calls[static_cast<size_t>(r)];
+    EXPECT_EQ(c.combine_status.code, NCCLSCOPE_MOE_TIMEOUT);
+    EXPECT_EQ(c.combine_status.detail, 0);
+    EXPECT_EQ(c.stall.peer, 0);
+    EXPECT_EQ(c.stall.barrier, 0u);
+    EXPECT_EQ(c.stall.want, 0u);  // the combine's epoch, past the wrap
+  }
 }
 
 TEST(MoeTwinErrors, ARankThatNeverArrivesIsNamedByEveryOtherRank) {

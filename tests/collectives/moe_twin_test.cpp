@@ -5,9 +5,11 @@
 // its own row over its used slots, bit for bit the fixed-order float32 sum. For 2-8 ranks, bf16,
 // fp16 and fp32, unused (-1) slots, ranks without tokens, chunks that do not divide the tokens,
 // skewed routing (every token to one rank, or one expert), and calls in sequence across the wrap
-// of the epoch counter with two micro-batches in flight.
+// of the epoch counter with two micro-batches in flight. Each in both combine modes: exact (a row
+// per slot, rounded once) and rank sums (a row per token and expert rank, rounded twice).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -21,8 +23,12 @@ namespace {
 using moe_test::MoeJob;
 using moe_test::RankCall;
 
-ncclscope_moe_config Config(int n, int32_t dtype, int32_t hidden, int32_t blocks) {
+constexpr int32_t kModes[] = {NCCLSCOPE_MOE_COMBINE_EXACT, NCCLSCOPE_MOE_COMBINE_RANK_SUMS};
+
+ncclscope_moe_config Config(int n, int32_t dtype, int32_t hidden, int32_t blocks,
+                            int32_t combine = NCCLSCOPE_MOE_COMBINE_EXACT) {
   ncclscope_moe_config c{};
+  c.combine = combine;
   c.nranks = n;
   c.num_experts = 3 * n;
   c.top_k = 3;
@@ -79,12 +85,20 @@ void IdentityExperts(const MoeJob& job, std::vector<RankCall>* calls) {
   }
 }
 
+// What combine must give token rows whose experts output scale(k, x), in the job's mode.
+template <typename Scale>
+std::vector<unsigned char> Expected(const MoeJob& job, const RankCall& c, Scale scale) {
+  return job.plan.config.combine == NCCLSCOPE_MOE_COMBINE_RANK_SUMS
+             ? job.ReferenceRankSums(c, scale)
+             : job.ReferenceCombine(c, scale);
+}
+
 void CheckCombine(const MoeJob& job, const std::vector<RankCall>& calls) {
   for (int r = 0; r < job.nranks; ++r) {
     const RankCall& c = calls[static_cast<size_t>(r)];
     ASSERT_EQ(c.combine_result, NCCLSCOPE_MOE_OK) << "rank " << r;
     EXPECT_EQ(c.combine_status.code, NCCLSCOPE_MOE_OK);
-    EXPECT_EQ(c.out, job.ReferenceCombine(c, [](int32_t, float x) { return x; })) << "rank " << r;
+    EXPECT_EQ(c.out, Expected(job, c, [](int32_t, float x) { return x; })) << "rank " << r;
   }
 }
 
@@ -104,46 +118,80 @@ std::vector<RankCall> RandomCalls(const MoeJob& job, std::mt19937* gen, int unus
 
 TEST(MoeTwin, DispatchThenIdentityExpertsThenCombineGivesTheWeightedSumOnEveryRank) {
   std::mt19937 gen(3);
-  for (int32_t dtype : {NCCLSCOPE_MOE_BF16, NCCLSCOPE_MOE_FP16, NCCLSCOPE_MOE_FP32}) {
-    for (int n = 2; n <= 8; ++n) {
-      SCOPED_TRACE(std::to_string(n) + " ranks, dtype " + std::to_string(dtype));
-      // 3 chunks: 23 tokens or fewer do not divide evenly.
-      MoeJob job(Config(n, dtype, dtype == NCCLSCOPE_MOE_FP32 ? 12 : 24, 3));
-      std::vector<RankCall> calls = RandomCalls(job, &gen, /*unused_pct=*/20);
-      job.Dispatch(&calls);
-      CheckDispatch(job, calls);
-      IdentityExperts(job, &calls);
-      job.Combine(&calls);
-      CheckCombine(job, calls);
+  for (int32_t mode : kModes) {
+    for (int32_t dtype : {NCCLSCOPE_MOE_BF16, NCCLSCOPE_MOE_FP16, NCCLSCOPE_MOE_FP32}) {
+      for (int n = 2; n <= 8; ++n) {
+        SCOPED_TRACE(std::to_string(n) + " ranks, dtype " + std::to_string(dtype) +
+                     ", combine mode " + std::to_string(mode));
+        // 3 chunks: 23 tokens or fewer do not divide evenly.
+        MoeJob job(Config(n, dtype, dtype == NCCLSCOPE_MOE_FP32 ? 12 : 24, 3, mode));
+        std::vector<RankCall> calls = RandomCalls(job, &gen, /*unused_pct=*/20);
+        job.Dispatch(&calls);
+        CheckDispatch(job, calls);
+        IdentityExperts(job, &calls);
+        job.Combine(&calls);
+        CheckCombine(job, calls);
+      }
     }
   }
+}
+
+// Rank sums round twice: on bf16 they must differ from the exact combine somewhere (else the test
+// above could not tell which reference a combine followed), by little.
+TEST(MoeTwin, RankSumsDifferFromTheExactCombineInTheLastBitsOnly) {
+  int differing = 0;
+  for (int32_t mode : kModes) {
+    std::mt19937 gen(3);  // the same tokens and routing in both modes
+    MoeJob job(Config(8, NCCLSCOPE_MOE_BF16, 24, 3, mode));
+    std::vector<RankCall> calls = RandomCalls(job, &gen, 20);
+    job.Dispatch(&calls);
+    IdentityExperts(job, &calls);
+    job.Combine(&calls);
+    CheckCombine(job, calls);
+    if (mode == NCCLSCOPE_MOE_COMBINE_EXACT) continue;
+    for (const RankCall& c : calls) {
+      const std::vector<unsigned char> exact =
+          job.ReferenceCombine(c, [](int32_t, float x) { return x; });
+      for (int64_t i = 0; i < static_cast<int64_t>(c.out.size()) / 2; ++i) {
+        const float got = moe_test::LoadMoeElement(job.Dtype(), c.out.data(), i);
+        const float want = moe_test::LoadMoeElement(job.Dtype(), exact.data(), i);
+        differing += got != want;
+        EXPECT_LE(std::fabs(got - want), 0.05f + 0.02f * std::fabs(want)) << i;
+      }
+    }
+  }
+  EXPECT_GT(differing, 0);
 }
 
 TEST(MoeTwin, ExpertOutputsGoBackToTheSlotTheyCameFrom) {
   // Experts that scale a row by its slot (k + 1): a combine that read another slot's row of the
   // same token would get another sum.
-  std::mt19937 gen(5);
-  MoeJob job(Config(4, NCCLSCOPE_MOE_FP32, 8, 2));
-  std::vector<RankCall> calls = RandomCalls(job, &gen, 10);
-  job.Dispatch(&calls);
-  CheckDispatch(job, calls);
-  for (RankCall& c : calls) {
-    int64_t rows = 0;
-    for (int32_t n : c.recv_counts) rows += n;
-    c.expert_out.resize(static_cast<size_t>(rows * job.Row()));
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int32_t h = 0; h < 8; ++h) {
-        const float x = moe_test::LoadMoeElement(job.Dtype(), c.recv_x.data() + i * job.Row(), h);
-        moe_test::StoreMoeElement(job.Dtype(), c.expert_out.data() + i * job.Row(), h,
-                                  x * static_cast<float>(c.recv_src[static_cast<size_t>(i)].k + 1));
+  for (int32_t mode : kModes) {
+    std::mt19937 gen(5);
+    MoeJob job(Config(4, NCCLSCOPE_MOE_FP32, 8, 2, mode));
+    std::vector<RankCall> calls = RandomCalls(job, &gen, 10);
+    job.Dispatch(&calls);
+    CheckDispatch(job, calls);
+    for (RankCall& c : calls) {
+      int64_t rows = 0;
+      for (int32_t n : c.recv_counts) rows += n;
+      c.expert_out.resize(static_cast<size_t>(rows * job.Row()));
+      for (int64_t i = 0; i < rows; ++i) {
+        for (int32_t h = 0; h < 8; ++h) {
+          const float x = moe_test::LoadMoeElement(job.Dtype(), c.recv_x.data() + i * job.Row(), h);
+          moe_test::StoreMoeElement(
+              job.Dtype(), c.expert_out.data() + i * job.Row(), h,
+              x * static_cast<float>(c.recv_src[static_cast<size_t>(i)].k + 1));
+        }
       }
     }
-  }
-  job.Combine(&calls);
-  for (const RankCall& c : calls) {
-    ASSERT_EQ(c.combine_result, NCCLSCOPE_MOE_OK);
-    EXPECT_EQ(c.out, job.ReferenceCombine(
-                         c, [](int32_t k, float x) { return x * static_cast<float>(k + 1); }));
+    job.Combine(&calls);
+    for (const RankCall& c : calls) {
+      ASSERT_EQ(c.combine_result, NCCLSCOPE_MOE_OK);
+      EXPECT_EQ(c.out,
+                Expected(job, c, [](int32_t k, float x) { return x * static_cast<float>(k + 1); }))
+          << "combine mode " << mode;
+    }
   }
 }
 
@@ -151,7 +199,8 @@ TEST(MoeTwin, SkewedRoutingToOneRankOrOneExpertFitsTheDefaultCapacity) {
   std::mt19937 gen(9);
   for (const bool one_expert : {false, true}) {
     SCOPED_TRACE(one_expert ? "every slot to expert 4" : "every slot to rank 1's experts");
-    ncclscope_moe_config config = Config(8, NCCLSCOPE_MOE_BF16, 8, 4);  // 3 experts per rank
+    // 3 experts per rank; rank sums with every slot on one rank: one sum per token
+    ncclscope_moe_config config = Config(8, NCCLSCOPE_MOE_BF16, 8, 4, kModes[one_expert ? 1 : 0]);
     MoeJob job(config);
     std::vector<RankCall> calls;
     for (int r = 0; r < 8; ++r) {
@@ -173,23 +222,25 @@ TEST(MoeTwin, SkewedRoutingToOneRankOrOneExpertFitsTheDefaultCapacity) {
 
 TEST(MoeTwin, CallsInSequenceAcrossTheEpochWrapWithTwoMicroBatchesInFlight) {
   std::mt19937 gen(11);
-  MoeJob job(Config(5, NCCLSCOPE_MOE_BF16, 16, 3), /*first_epoch=*/0xFFFFFFFEu);
-  for (int round = 0; round < 2; ++round) {
-    SCOPED_TRACE("round " + std::to_string(round) + ", epoch " + std::to_string(job.epoch));
-    // dispatch A, dispatch B, combine A, combine B: each combine needs only its own dispatch's
-    // outputs, not what the buffer held after it.
-    std::vector<RankCall> a = RandomCalls(job, &gen, 15);
-    std::vector<RankCall> b = RandomCalls(job, &gen, 15);
-    job.Dispatch(&a);
-    job.Dispatch(&b);
-    CheckDispatch(job, a);
-    CheckDispatch(job, b);
-    IdentityExperts(job, &a);
-    IdentityExperts(job, &b);
-    job.Combine(&a);
-    job.Combine(&b);
-    CheckCombine(job, a);
-    CheckCombine(job, b);
+  for (int32_t mode : kModes) {
+    MoeJob job(Config(5, NCCLSCOPE_MOE_BF16, 16, 3, mode), /*first_epoch=*/0xFFFFFFFEu);
+    for (int round = 0; round < 2; ++round) {
+      SCOPED_TRACE("round " + std::to_string(round) + ", epoch " + std::to_string(job.epoch));
+      // dispatch A, dispatch B, combine A, combine B: each combine needs only its own dispatch's
+      // outputs, not what the buffer held after it.
+      std::vector<RankCall> a = RandomCalls(job, &gen, 15);
+      std::vector<RankCall> b = RandomCalls(job, &gen, 15);
+      job.Dispatch(&a);
+      job.Dispatch(&b);
+      CheckDispatch(job, a);
+      CheckDispatch(job, b);
+      IdentityExperts(job, &a);
+      IdentityExperts(job, &b);
+      job.Combine(&a);
+      job.Combine(&b);
+      CheckCombine(job, a);
+      CheckCombine(job, b);
+    }
   }
 }
 

@@ -14,6 +14,13 @@
  * at combine (float32, the routing table's shape), accumulated in float32 in k order 0, 1, ...
  * (fused multiply-add) and rounded once to the data type (round to nearest even): the result is
  * bitwise the same on every run and on the CPU twin. A token with no used slot gets zeros.
+ * That reads one row per used slot over the links. config.combine = NCCLSCOPE_MOE_COMBINE_RANK_SUMS
+ * reads one per (token, expert rank) instead, as DeepEP's high-throughput combine moves them: each
+ * expert rank sums its own slots of a token (float32 fused multiply-adds in k order from 0) and
+ * rounds that sum to the data type; the token's rank adds those sums in float32, in the order of
+ * each rank's first slot, from 0, and rounds again. Rounded twice, so it may differ from the exact
+ * combine in the last bits; still bitwise the same on every run and on the CPU twin. It needs a
+ * third grid-wide barrier (the weights are given at combine, on the token's rank).
  *
  * How it is called. This API owns no memory and does no CUDA set-up; the framework:
  *   1. fills an ncclscope_moe_config (the same on every rank) and calls ncclscope_moe_plan_make;
@@ -85,6 +92,12 @@ typedef enum ncclscope_moe_dtype {
   NCCLSCOPE_MOE_BF16 = 9
 } ncclscope_moe_dtype;
 
+/* How combine reduces a token's slots (see above). */
+typedef enum ncclscope_moe_combine_mode {
+  NCCLSCOPE_MOE_COMBINE_EXACT = 0,    /* a row per used slot, rounded once */
+  NCCLSCOPE_MOE_COMBINE_RANK_SUMS = 1 /* a row per (token, expert rank), rounded twice */
+} ncclscope_moe_combine_mode;
+
 /* What host functions return, and the codes of a call's ncclscope_moe_status. */
 typedef enum ncclscope_moe_result {
   NCCLSCOPE_MOE_OK = 0,
@@ -111,6 +124,7 @@ typedef struct ncclscope_moe_config {
   int32_t recv_capacity; /* the most rows one rank receives in one dispatch; 0: the worst case */
   int32_t blocks;        /* 0: default (32); else 1..NCCLSCOPE_MOE_MAX_BLOCKS */
   int32_t threads;       /* 0: default (512); else a multiple of 32 in 64..1024 */
+  int32_t combine;       /* ncclscope_moe_combine_mode; 0: NCCLSCOPE_MOE_COMBINE_EXACT */
 } ncclscope_moe_config;
 
 /* Derived by ncclscope_moe_plan_make; copied into every call's args unchanged. The buffer_* fields
@@ -128,6 +142,7 @@ typedef struct ncclscope_moe_plan {
   int64_t buffer_slot;      /* [max_tokens][top_k] int32: each entry's place in its chunk */
   int64_t buffer_send_rows; /* [max_tokens][top_k] int32: rows the receivers chose */
   int64_t buffer_rows;      /* [max(max_tokens, recv_capacity)][hidden]: token or expert rows */
+  int64_t buffer_weights;   /* [max_tokens][top_k] float: combine's weights (rank sums) */
 } ncclscope_moe_plan;
 
 /* Where a received row came from. */
@@ -151,7 +166,7 @@ typedef struct ncclscope_moe_stall {
   int32_t rank; /* the waiting rank */
   int32_t peer; /* the rank whose flag never came */
   uint32_t block;
-  uint32_t barrier; /* 0 start, 2 end */
+  uint32_t barrier; /* 0 start, 1 middle (combine's rank sums), 2 end */
   uint32_t want;    /* the call's epoch */
   uint32_t seen;    /* what the flag held */
 } ncclscope_moe_stall;
