@@ -5,14 +5,17 @@
  * its grouped GEMM over recv_x with recv_counts), combine, and a self-check of every rank's
  * result against the weighted sum of its own tokens, bit for bit.
  *
- *   moe_dispatch_combine [ranks]        ranks 2..8 (default 4), rank r on device r
+ *   moe_dispatch_combine [ranks] [exact|rank-sums]
+ *       ranks 2..8 (default 4), rank r on device r; combine exact (default: one row per used slot,
+ *       rounded once) or by rank sums (a row per token and expert rank, rounded twice)
  *
  * Linked with libncclscope_moe.so, the API's shared library (the NCCL interposer libncclscope.so
  * is not needed). Runs on the emulated driver (build/lib/sim/libcuda.so.1 first on
  * LD_LIBRARY_PATH), whose kernel launches run the host twins libncclscope_moe.so exports
- * (docs/emulator.md, host twins): there the twins, not the kernels, compute. On a node with GPUs the same program launches the real kernels,
- * which have never run on a GPU yet. Exit status: 0 when every rank's check passed, 77 when the
- * library was built without device code, 1 otherwise. */
+ * (docs/emulator.md, host twins): there the twins, not the kernels, compute. On a node with GPUs
+ * the same program launches the real kernels, which have never run on a GPU yet. Exit status: 0
+ * when every rank's check passed, 77 when the library was built without device code, 1 otherwise.
+ */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
@@ -166,6 +169,38 @@ static void MakeTokens(int rank, int nranks, Tokens* t) {
 
 /* ---- one rank ---- */
 
+static int32_t combine_mode = NCCLSCOPE_MOE_COMBINE_EXACT; /* from the command line */
+
+/* What combine must give element h of token t: exact, the fused multiply-adds of every used slot
+ * in k order, rounded once; rank sums, each expert rank's slots summed so and rounded to bf16, then
+ * those sums added in the order of the ranks' first slots, rounded again. Identity experts: a
+ * slot's expert row is the token's own row. */
+static uint16_t Expected(const Tokens* mine, int t, int h) {
+  const float x = BfToFloat(mine->x[t * kHidden + h]);
+  const int32_t* topk = mine->topk + t * kTopK;
+  const float* w = mine->weights + t * kTopK;
+  float acc = 0.0f;
+  if (combine_mode == NCCLSCOPE_MOE_COMBINE_EXACT) {
+    for (int k = 0; k < kTopK; ++k) {
+      if (topk[k] >= 0) acc = fmaf(w[k], x, acc);
+    }
+    return FloatToBf(acc);
+  }
+  for (int k = 0; k < kTopK; ++k) {
+    if (topk[k] < 0) continue;
+    const int q = topk[k] / kExpertsPerRank;
+    int first = 1;
+    for (int j = 0; j < k; ++j) first = first && !(topk[j] >= 0 && topk[j] / kExpertsPerRank == q);
+    if (!first) continue;
+    float sum = 0.0f;
+    for (int j = k; j < kTopK; ++j) {
+      if (topk[j] >= 0 && topk[j] / kExpertsPerRank == q) sum = fmaf(w[j], x, sum);
+    }
+    acc += BfToFloat(FloatToBf(sum));
+  }
+  return FloatToBf(acc);
+}
+
 static int Rank(int rank, int nranks, Shared* shared) {
   ncclscope_moe_config config = {0};
   config.nranks = nranks;
@@ -174,6 +209,7 @@ static int Rank(int rank, int nranks, Shared* shared) {
   config.hidden = kHidden;
   config.dtype = NCCLSCOPE_MOE_BF16;
   config.max_tokens = kMaxTokens;
+  config.combine = combine_mode;
   ncclscope_moe_plan plan;
   if (ncclscope_moe_plan_make(&config, &plan) != NCCLSCOPE_MOE_OK) return 1;
   size_t image_bytes = 0;
@@ -308,17 +344,13 @@ static int Rank(int rank, int nranks, Shared* shared) {
   int wrong = 0;
   for (int t = 0; t < mine.count; ++t) {
     for (int h = 0; h < kHidden; ++h) {
-      float acc = 0.0f;
-      for (int k = 0; k < kTopK; ++k) {
-        if (mine.topk[t * kTopK + k] < 0) continue;
-        acc = fmaf(mine.weights[t * kTopK + k], BfToFloat(mine.x[t * kHidden + h]), acc);
-      }
-      if (result[t * kHidden + h] != FloatToBf(acc)) ++wrong;
+      if (result[t * kHidden + h] != Expected(&mine, t, h)) ++wrong;
     }
   }
   failures += wrong;
-  printf("rank %d: %d tokens sent, %d rows received over %d local experts, combine %s\n", rank,
+  printf("rank %d: %d tokens sent, %d rows received over %d local experts, combine%s %s\n", rank,
          mine.count, received, kExpertsPerRank,
+         combine_mode == NCCLSCOPE_MOE_COMBINE_RANK_SUMS ? " (rank sums)" : "",
          wrong == 0 ? "equals the weighted sum bit for bit" : "WRONG");
 
   /* Nobody closes or frees while a peer may still map its buffer. */
@@ -333,8 +365,11 @@ static int Rank(int rank, int nranks, Shared* shared) {
 
 int main(int argc, char** argv) {
   const int nranks = argc > 1 ? atoi(argv[1]) : 4;
-  if (nranks < 2 || nranks > NCCLSCOPE_MOE_MAX_RANKS) {
-    fprintf(stderr, "usage: %s [ranks 2..8]\n", argv[0]);
+  const char* mode = argc > 2 ? argv[2] : "exact";
+  if (strcmp(mode, "rank-sums") == 0) combine_mode = NCCLSCOPE_MOE_COMBINE_RANK_SUMS;
+  if (nranks < 2 || nranks > NCCLSCOPE_MOE_MAX_RANKS || argc > 3 ||
+      (strcmp(mode, "exact") != 0 && strcmp(mode, "rank-sums") != 0)) {
+    fprintf(stderr, "usage: %s [ranks 2..8] [exact|rank-sums]\n", argv[0]);
     return 2;
   }
   /* Shared before the fork; the driver is loaded only in the ranks (a CUDA context does not
