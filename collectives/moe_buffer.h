@@ -60,6 +60,11 @@ struct MoeBuffer {
   NCCLSCOPE_HOST_DEVICE float* weights() const {
     return reinterpret_cast<float*>(base + plan->buffer_weights);
   }
+  // The epoch of the last call on this buffer, read by NCCLSCOPE_MOE_DEVICE_EPOCH calls; only its
+  // own rank touches it.
+  NCCLSCOPE_HOST_DEVICE uint32_t* last_epoch() const {
+    return reinterpret_cast<uint32_t*>(base + plan->buffer_epoch);
+  }
 };
 
 }  // namespace ncclscope::collectives

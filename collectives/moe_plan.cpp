@@ -85,6 +85,7 @@ extern "C" ncclscope_moe_result ncclscope_moe_plan_make(const ncclscope_moe_conf
   p.buffer_send_rows = Place(&end, entries * 4);
   p.buffer_rows = Place(&end, row_count * p.row_bytes);
   p.buffer_weights = Place(&end, entries * 4);
+  p.buffer_epoch = Place(&end, 4);
   p.buffer_bytes = Place(&end, 0);
   *plan = p;
   return NCCLSCOPE_MOE_OK;

@@ -20,7 +20,8 @@ bool SamePlan(const ncclscope_moe_plan& x, const ncclscope_moe_plan& y) {
          x.buffer_signal == y.buffer_signal && x.buffer_header == y.buffer_header &&
          x.buffer_counts == y.buffer_counts && x.buffer_topk == y.buffer_topk &&
          x.buffer_slot == y.buffer_slot && x.buffer_send_rows == y.buffer_send_rows &&
-         x.buffer_rows == y.buffer_rows && x.buffer_weights == y.buffer_weights;
+         x.buffer_rows == y.buffer_rows && x.buffer_weights == y.buffer_weights &&
+         x.buffer_epoch == y.buffer_epoch;
 }
 
 }  // namespace
@@ -30,6 +31,7 @@ bool MoeArgsPlausible(const ncclscope_moe_common_args& a) noexcept {
   if (ncclscope_moe_plan_make(&a.plan.config, &fresh) != NCCLSCOPE_MOE_OK) return false;
   if (!SamePlan(fresh, a.plan)) return false;
   if (a.rank < 0 || a.rank >= a.plan.config.nranks || a.status == nullptr) return false;
+  if (a.flags != 0 && a.flags != NCCLSCOPE_MOE_DEVICE_EPOCH) return false;
   for (int q = 0; q < a.plan.config.nranks; ++q) {
     if (a.buffer[q] == nullptr || !Aligned(a.buffer[q], 128)) return false;
   }
@@ -50,8 +52,11 @@ MoeTwinCall MoeTwinCallOf(const ncclscope_moe_common_args& a) noexcept {
   // A timeout past a century is a century: the deadline must not wrap.
   constexpr uint64_t kCentury = 100ull * 365 * 24 * 3600 * 1'000'000'000ull;
   const uint64_t timeout = a.timeout_ns < kCentury ? a.timeout_ns : kCentury;
-  c.side = BarrierSide{c.rank, c.nranks, a.epoch, MonotonicNs() + static_cast<int64_t>(timeout),
-                       c.signal};
+  // NCCLSCOPE_MOE_DEVICE_EPOCH: the one after the last call's on this rank's buffer.
+  const uint32_t epoch =
+      a.flags == NCCLSCOPE_MOE_DEVICE_EPOCH ? *c.buffer[c.rank].last_epoch() + 1 : a.epoch;
+  c.side =
+      BarrierSide{c.rank, c.nranks, epoch, MonotonicNs() + static_cast<int64_t>(timeout), c.signal};
   return c;
 }
 
@@ -82,6 +87,7 @@ ncclscope_moe_result FinishMoeCall(const MoeTwinCall& c) noexcept {
     }
   }
   *c.args->status = s;
+  *c.buffer[c.rank].last_epoch() = c.side.epoch;
   return static_cast<ncclscope_moe_result>(s.code);
 }
 
@@ -90,6 +96,7 @@ ncclscope_moe_result MoeCallTimedOut(const MoeTwinCall& c, const Stall& stall) n
     RecordKernelStall(reinterpret_cast<KernelStall*>(c.args->stall), stall);
   }
   *c.args->status = ncclscope_moe_status{NCCLSCOPE_MOE_TIMEOUT, c.rank, stall.peer};
+  *c.buffer[c.rank].last_epoch() = c.side.epoch;
   return NCCLSCOPE_MOE_TIMEOUT;
 }
 

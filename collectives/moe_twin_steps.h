@@ -47,10 +47,12 @@ void PostGridBarrier(const MoeTwinCall& c, uint32_t b, Barrier which) noexcept;
 bool WaitGridBarrier(const MoeTwinCall& c, Barrier which, Stall* stall) noexcept;
 
 // After the end barrier: the first error any rank's block reported (rank order, then block
-// order), written to the call's status, the same on every rank. Returns its code.
+// order), written to the call's status, the same on every rank; the call's epoch left in this
+// rank's buffer. Returns its code.
 ncclscope_moe_result FinishMoeCall(const MoeTwinCall& c) noexcept;
 
-// A wait expired: the stall record (when given) and a NCCLSCOPE_MOE_TIMEOUT status.
+// A wait expired: the stall record (when given), a NCCLSCOPE_MOE_TIMEOUT status, the call's epoch
+// left in this rank's buffer.
 ncclscope_moe_result MoeCallTimedOut(const MoeTwinCall& c, const Stall& stall) noexcept;
 
 // The first error of a block: a later one leaves it.

@@ -40,7 +40,8 @@ ncclscope_moe_common_args Common(const MoeCaseRun& x, int r, uint32_t epoch, uin
   a.stall = reinterpret_cast<ncclscope_moe_stall*>(x.ranks.mem[static_cast<size_t>(r)].stall);
   a.timeout_ns = timeout_ns;
   a.rank = r;
-  a.epoch = epoch;
+  a.epoch = x.device_epoch ? 0 : epoch;
+  a.flags = x.device_epoch ? NCCLSCOPE_MOE_DEVICE_EPOCH : 0;
   a.num_tokens = x.in[static_cast<size_t>(r)].tokens;
   return a;
 }
@@ -68,13 +69,16 @@ MoeDeviceRank ArenaLayout(const ncclscope_moe_plan& p, size_t* bytes) {
   return layout;
 }
 
-// The rank's flags as after epoch `value` (asynchronous: the caller synchronizes).
+// The rank's flags and last epoch as after epoch `value` (asynchronous: the caller synchronizes).
 CUresult WriteFlags(const Driver& cu, const ncclscope_moe_plan& p, const MoeDeviceRank& m,
                     uint32_t value) {
   auto flags = std::make_unique<nc::Signal>();
   FillFlags(flags.get(), value);
-  return cu.memcpy_htod(m.buffer + static_cast<CUdeviceptr>(p.buffer_signal), flags.get(),
-                        sizeof(nc::Signal));
+  const CUresult r = cu.memcpy_htod(m.buffer + static_cast<CUdeviceptr>(p.buffer_signal),
+                                    flags.get(), sizeof(nc::Signal));
+  return r != CUDA_SUCCESS ? r
+                           : cu.memcpy_htod(m.buffer + static_cast<CUdeviceptr>(p.buffer_epoch),
+                                            &value, sizeof(value));
 }
 
 }  // namespace

@@ -58,6 +58,9 @@ struct MoeCaseRun {
   ncclscope_moe_plan plan;
   std::vector<MoeDeviceRank> dev;
   std::vector<MoeRankInput> in;
+  // Launches ask for NCCLSCOPE_MOE_DEVICE_EPOCH (their epoch argument is not passed): the
+  // kernels must count on from what their buffer holds, as under CUDA-graph replay.
+  bool device_epoch = false;
 };
 
 // Every rank's memory, the registered buffers zeroed with their flags as after first_epoch - 1.

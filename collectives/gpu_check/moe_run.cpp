@@ -139,6 +139,9 @@ bool RunOnce(MoeCaseRun& x, MoeTwinRanks& twin, const Case& c, size_t index, int
              uint32_t epoch, CaseTally* t) {
   RankCountRun& run = x.run;
   const int n = x.ranks.nranks;
+  // Every other run as a captured CUDA graph would replay it: the kernels take their epochs from
+  // their buffers (NCCLSCOPE_MOE_DEVICE_EPOCH), on the device and in the twins alike.
+  x.device_epoch = twin.device_epoch = rep % 2 == 1;
   x.in.assign(static_cast<size_t>(n), MoeRankInput{});
   OnEveryRank(
       n, [&](int r) { x.in[static_cast<size_t>(r)] = MakeMoeInput(c, run.o.seed, index, rep, r); });

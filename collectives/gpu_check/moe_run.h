@@ -5,7 +5,8 @@
 // fresh inputs, outputs poisoned, dispatch, the experts on the host, combine; every output
 // (recv_x, recv_src, recv_counts, send_rows, out, both statuses) compared bit for bit with the CPU
 // twins (moe_twin.h), whose outputs are checked against the API's definition (moe_definition.h). A
-// case's flags start just below 2^32, so its epochs wrap halfway. Then a rank that never launches
+// case's flags start just below 2^32, so its epochs wrap halfway; every other run asks for
+// NCCLSCOPE_MOE_DEVICE_EPOCH, as a CUDA graph's replays would. Then a rank that never launches
 // its dispatch: every other rank must end with NCCLSCOPE_MOE_TIMEOUT and a stall naming it. Kernel
 // times go into the summary's rows beside the bytes DeepEP counts.
 #pragma once

@@ -53,7 +53,11 @@ MoeTwinRanks::MoeTwinRanks(const ncclscope_moe_plan& plan, uint32_t first_epoch)
 }
 
 void MoeTwinRanks::ResetFlags(uint32_t value) {
-  for (auto& b : buffer_) FillFlags(nc::MoeBuffer{b.get(), &plan_}.signal(), value);
+  for (auto& b : buffer_) {
+    const nc::MoeBuffer m{b.get(), &plan_};
+    FillFlags(m.signal(), value);
+    *m.last_epoch() = value;
+  }
 }
 
 ncclscope_moe_common_args MoeTwinRanks::Common(int rank, int32_t tokens, uint32_t epoch,
@@ -66,7 +70,8 @@ ncclscope_moe_common_args MoeTwinRanks::Common(int rank, int32_t tokens, uint32_
   a.stall = stall;
   a.timeout_ns = kTwinTimeoutNs;
   a.rank = rank;
-  a.epoch = epoch;
+  a.epoch = device_epoch ? 0 : epoch;
+  a.flags = device_epoch ? NCCLSCOPE_MOE_DEVICE_EPOCH : 0;
   a.num_tokens = tokens;
   return a;
 }

@@ -49,6 +49,10 @@ class MoeTwinRanks {
   // After a failed run: every flag as after epoch `value`.
   void ResetFlags(uint32_t value);
 
+  // The calls ask for NCCLSCOPE_MOE_DEVICE_EPOCH (their `epoch` argument is then what the buffer
+  // must give, not passed), as a CUDA graph's replays do.
+  bool device_epoch = false;
+
  private:
   struct FreeAligned {
     void operator()(unsigned char* p) const;

@@ -48,7 +48,12 @@ __device__ const Call& CallOf(const ncclscope_moe_common_args& a) {
     call.rank = a.rank;
     call.nranks = a.plan.config.nranks;
     call.blocks = static_cast<uint32_t>(a.plan.config.blocks);
-    call.epoch = a.epoch;
+    // NCCLSCOPE_MOE_DEVICE_EPOCH: the one after the last call's on this rank's buffer, which
+    // block 0 writes only after every block of every rank has read it (the end barrier), or at a
+    // timeout (moe_twin_steps.cpp, MoeTwinCallOf).
+    call.epoch = a.flags == NCCLSCOPE_MOE_DEVICE_EPOCH
+                     ? *static_cast<volatile uint32_t*>(call.buffer(a.rank).last_epoch()) + 1
+                     : a.epoch;
   }
   __syncthreads();
   return call;
@@ -60,7 +65,8 @@ __device__ bool LaunchMatches(const ncclscope_moe_common_args& a) {
   const bool ok = gridDim.x == static_cast<uint32_t>(cfg.blocks) &&
                   blockDim.x == static_cast<uint32_t>(cfg.threads) && cfg.nranks >= 2 &&
                   cfg.nranks <= kMaxRanks && a.rank >= 0 && a.rank < cfg.nranks &&
-                  cfg.num_experts <= NCCLSCOPE_MOE_MAX_EXPERTS && a.status != nullptr;
+                  cfg.num_experts <= NCCLSCOPE_MOE_MAX_EXPERTS && a.status != nullptr &&
+                  (a.flags == 0 || a.flags == NCCLSCOPE_MOE_DEVICE_EPOCH);
   if (!ok && blockIdx.x == 0 && threadIdx.x == 0 && a.status != nullptr) {
     *a.status = ncclscope_moe_status{NCCLSCOPE_MOE_INVALID_ARGUMENT, a.rank, 0};
   }
@@ -113,15 +119,17 @@ __device__ bool WaitGrid(const Call& c, Barrier which, int* peer) {
   return false;
 }
 
-// A wait expired: block 0 writes the call's status (moe_twin_steps.h, MoeCallTimedOut).
+// A wait expired: block 0 writes the call's status and leaves its epoch in the buffer
+// (moe_twin_steps.h, MoeCallTimedOut).
 __device__ void TimedOut(const Call& c, int peer) {
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     *c.status = ncclscope_moe_status{NCCLSCOPE_MOE_TIMEOUT, c.rank, peer};
+    *c.buffer(c.rank).last_epoch() = c.epoch;
   }
 }
 
-// After the end barrier, block 0: the first error of any rank's block (moe_twin_steps.h,
-// FinishMoeCall).
+// After the end barrier, block 0: the first error of any rank's block, and the call's epoch left
+// in the buffer (moe_twin_steps.h, FinishMoeCall).
 __device__ void Finish(const Call& c) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
   ncclscope_moe_status s{NCCLSCOPE_MOE_OK, -1, 0};
@@ -135,6 +143,7 @@ __device__ void Finish(const Call& c) {
     }
   }
   *c.status = s;
+  *c.buffer(c.rank).last_epoch() = c.epoch;  // every block of every rank read it: the end barrier
 }
 
 // Copies `packs` 16-byte packs with the block's threads.

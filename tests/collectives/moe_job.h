@@ -56,6 +56,9 @@ class MoeJob {
   ncclscope_moe_plan plan{};
   int nranks = 0;
   uint32_t epoch = 1;
+  // The calls' args ask for NCCLSCOPE_MOE_DEVICE_EPOCH and carry a stale epoch: what a captured
+  // CUDA graph replays.
+  bool device_epoch = false;
 
   // first_epoch other than 1: the flags start where a communicator's earlier calls left them.
   explicit MoeJob(const ncclscope_moe_config& config, uint32_t first_epoch = 1)
@@ -66,7 +69,9 @@ class MoeJob {
     for (int r = 0; r < nranks; ++r) {
       buffers_.emplace_back(static_cast<unsigned char*>(std::aligned_alloc(128, bytes)));
       std::memset(buffers_.back().get(), 0, bytes);
-      Signal* s = MoeBuffer{buffers_.back().get(), &plan}.signal();
+      const MoeBuffer m{buffers_.back().get(), &plan};
+      *m.last_epoch() = first_epoch - 1;
+      Signal* s = m.signal();
       for (uint32_t b = 0; b < kMaxBlocks; ++b) {
         for (int q = 0; q < kMaxRanks; ++q) {
           for (Barrier k : {Barrier::kStart, Barrier::kMiddle, Barrier::kEnd}) {
@@ -78,6 +83,10 @@ class MoeJob {
   }
 
   int64_t Row() const { return plan.row_bytes; }
+  // The epoch rank r's last call left in its buffer.
+  uint32_t LastEpoch(int r) const {
+    return *MoeBuffer{buffers_[static_cast<size_t>(r)].get(), &plan}.last_epoch();
+  }
   int32_t K() const { return plan.config.top_k; }
   int32_t Dtype() const { return plan.config.dtype; }
 
@@ -110,7 +119,8 @@ class MoeJob {
     a.stall = stall;
     a.timeout_ns = timeout_ns;
     a.rank = r;
-    a.epoch = e;
+    a.epoch = device_epoch ? 0xDEADBEEFu : e;
+    a.flags = device_epoch ? NCCLSCOPE_MOE_DEVICE_EPOCH : 0;
     a.num_tokens = tokens;
     return a;
   }

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/collectives/moe_job.h"
@@ -242,6 +243,62 @@ TEST(MoeTwin, CallsInSequenceAcrossTheEpochWrapWithTwoMicroBatchesInFlight) {
       CheckCombine(job, b);
     }
   }
+}
+
+// CUDA-graph replay: calls whose args carry a stale epoch and NCCLSCOPE_MOE_DEVICE_EPOCH take the
+// next one from the buffer, alternating with host epochs across the wrap; every result right.
+TEST(MoeTwin, DeviceEpochsCountOnFromTheBufferAcrossTheWrapAndMixWithHostEpochs) {
+  std::mt19937 gen(13);
+  for (int32_t mode : kModes) {
+    MoeJob job(Config(3, NCCLSCOPE_MOE_FP16, 8, 2, mode), /*first_epoch=*/0xFFFFFFFDu);
+    for (int round = 0; round < 4; ++round) {
+      SCOPED_TRACE("round " + std::to_string(round) + ", combine mode " + std::to_string(mode));
+      job.device_epoch = round != 1;  // host epochs in round 1 only
+      std::vector<RankCall> calls = RandomCalls(job, &gen, 10);
+      job.Dispatch(&calls);
+      CheckDispatch(job, calls);
+      IdentityExperts(job, &calls);
+      job.Combine(&calls);
+      CheckCombine(job, calls);
+      for (int r = 0; r < job.nranks; ++r) EXPECT_EQ(job.LastEpoch(r), job.epoch - 1) << r;
+    }
+    EXPECT_EQ(job.epoch, 5u);  // 0xFFFFFFFD + 8 calls, wrapped
+  }
+}
+
+// A rank whose args carry a stale epoch without the flag meets peers that count on: it is named
+// by a bounded wait, never silently wrong.
+TEST(MoeTwin, AStaleEpochWithoutTheFlagIsABoundedWaitNotAWrongResult) {
+  std::mt19937 gen(17);
+  MoeJob job(Config(2, NCCLSCOPE_MOE_BF16, 8, 1));
+  std::vector<RankCall> calls = RandomCalls(job, &gen, 0);
+  job.Dispatch(&calls);  // epoch 1 on both
+  CheckDispatch(job, calls);
+  // Replaying the first call's args (epoch 1) on rank 0 while rank 1 asks for the device epoch (2):
+  // rank 1 waits for rank 0's flag of epoch 2 that never comes.
+  ncclscope_moe_status status[2] = {};
+  ncclscope_moe_stall stall[2] = {};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      RankCall& c = calls[static_cast<size_t>(r)];
+      ncclscope_moe_dispatch_args a{};
+      a.common = job.Common(r, c.tokens, 1, &status[r], &stall[r], moe_test::kSecond / 2);
+      if (r == 1) a.common.flags = NCCLSCOPE_MOE_DEVICE_EPOCH;
+      a.x = c.x.data();
+      a.topk_idx = c.topk.data();
+      a.recv_x = c.recv_x.data();
+      a.recv_src = c.recv_src.data();
+      a.recv_counts = c.recv_counts.data();
+      a.send_rows = c.send_rows.data();
+      ncclscope_moe_dispatch_on_cpu(&a);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(status[1].code, NCCLSCOPE_MOE_TIMEOUT);
+  EXPECT_EQ(status[1].detail, 0);
+  EXPECT_EQ(stall[1].want, 2u);
+  EXPECT_EQ(stall[1].seen, 1u);
 }
 
 }  // namespace

@@ -41,8 +41,12 @@
  * on one registered buffer (dispatch and combine in any interleaving, e.g. dispatch, dispatch,
  * combine, combine for two micro-batches), one at a time on each rank (one stream, or streams
  * ordered by events), each with the next epoch. Calls on different registered buffers are
- * independent. A kernel waits for its peers' kernels of the same call: the ranks' kernels of one
- * call must be able to run at the same time (one GPU each, or as many co-resident grids).
+ * independent. With NCCLSCOPE_MOE_DEVICE_EPOCH in args.flags a call takes the next epoch from the
+ * registered buffer itself (every call, host or device epoch, leaves its epoch there): the same
+ * launch replayed by a captured CUDA graph then counts on by itself. Host and device epochs may
+ * alternate on one buffer. After a call that timed out, zero the buffer again. A kernel waits for
+ * its peers' kernels of the same call: the ranks' kernels of one call must be able to run at the
+ * same time (one GPU each, or as many co-resident grids).
  *
  * Units: tokens and rows are counted in rows, `hidden` in elements, sizes in bytes, time in ns.
  * Layouts are row-major and dense: element h of token t lies at t * hidden + h; slot k of token t
@@ -80,6 +84,10 @@ extern "C" {
 #define NCCLSCOPE_MOE_MAX_EXPERTS 1024 /* num_experts over all ranks */
 #define NCCLSCOPE_MOE_MAX_TOP_K 32
 #define NCCLSCOPE_MOE_MAX_BLOCKS 64
+
+/* args.flags: the call's epoch is the one after the last call's on this registered buffer, read
+ * from the buffer by the kernel (CUDA-graph replay). */
+#define NCCLSCOPE_MOE_DEVICE_EPOCH 1
 
 /* The kernels' entry points in the fatbin. */
 #define NCCLSCOPE_MOE_DISPATCH_KERNEL "ncclscope_moe_dispatch"
@@ -143,6 +151,7 @@ typedef struct ncclscope_moe_plan {
   int64_t buffer_send_rows; /* [max_tokens][top_k] int32: rows the receivers chose */
   int64_t buffer_rows;      /* [max(max_tokens, recv_capacity)][hidden]: token or expert rows */
   int64_t buffer_weights;   /* [max_tokens][top_k] float: combine's weights (rank sums) */
+  int64_t buffer_epoch;     /* uint32: the epoch of the last call on this buffer */
 } ncclscope_moe_plan;
 
 /* Where a received row came from. */
@@ -180,9 +189,10 @@ typedef struct ncclscope_moe_common_args {
   ncclscope_moe_stall* stall;            /* optional (NULL) */
   uint64_t timeout_ns; /* every wait ends this long after the call starts (10 min advised) */
   int32_t rank;
-  uint32_t epoch;     /* 1 for the first call on a zeroed buffer, then +1 per call (wraps) */
+  uint32_t epoch;     /* 1 for the first call on a zeroed buffer, then +1 per call (wraps);
+                         ignored with NCCLSCOPE_MOE_DEVICE_EPOCH */
   int32_t num_tokens; /* this rank's tokens: 0..max_tokens, may differ between ranks */
-  int32_t reserved;   /* 0 */
+  int32_t flags;      /* 0 or NCCLSCOPE_MOE_DEVICE_EPOCH */
 } ncclscope_moe_common_args;
 
 /* Dispatch. Inputs are read only; outputs must not overlap inputs or the registered buffer.
