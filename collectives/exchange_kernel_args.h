@@ -28,7 +28,7 @@ struct ExchangeKernelArgs {
   Signal* signal[kMaxRanks];
   KernelStall* stall;
   ExchangePartArgs part[kMaxExchangeParts];
-  uint64_t slot_bytes;  // a destination's slot in its sender's staging (one chunk)
+  uint64_t slot_bytes;  // one chunk slot in the sender's staging (ExchangeSlotOffset)
   uint64_t sub_bytes;   // one block's share of a slot: slot_bytes / blocks_per_part
   uint64_t timeout_ns;  // every wait ends this long after the kernel started
   int32_t rank;
@@ -36,6 +36,19 @@ struct ExchangeKernelArgs {
   uint32_t nparts;
   uint32_t blocks_per_part;  // the grid is nparts x blocks_per_part blocks
 };
+
+// Each destination has two chunk slots in its sender's staging, used in turn by the pair's running
+// chunk count k (from 1): the sender fills chunk k + 1 while the receiver still copies chunk k out,
+// and waits only for chunk k - 1's slot to be freed. So a sender's staging holds
+// kExchangeSlotsPerPeer x nranks chunks.
+inline constexpr uint32_t kExchangeSlotsPerPeer = 2;
+
+// Where chunk k of the pair (sender -> dest) lies in the sender's staging.
+NCCLSCOPE_HOST_DEVICE inline uint64_t ExchangeSlotOffset(int dest, uint32_t k,
+                                                         uint64_t slot_bytes) {
+  return (static_cast<uint64_t>(dest) * kExchangeSlotsPerPeer + k % kExchangeSlotsPerPeer) *
+         slot_bytes;
+}
 
 // The kernel's entry point as the fatbin names it.
 inline constexpr const char* kExchangeKernelName = "ncclscope_exchange";

@@ -35,7 +35,8 @@ Fallback CommFallback(const ExchangeCall& call, const ExchangeTuningRow** row) {
   *row = FindExchangeTuning(call.gpu, call.nranks);
   if (*row == nullptr) return Fallback::kGpu;
   if (call.capturing) return Fallback::kCapture;
-  if (call.buffer_bytes / static_cast<size_t>(call.nranks) < (*row)->chunk_bytes) {
+  if (call.buffer_bytes / static_cast<size_t>(call.nranks) <
+      kExchangeSlotsPerPeer * (*row)->chunk_bytes) {
     return Fallback::kBuffer;
   }
   return Fallback::kNone;

@@ -51,9 +51,10 @@ struct ExchangePlan {
   uint32_t part_op[kMaxExchangeParts] = {};  // index in call.ops of each part ours, in call order
   uint32_t blocks_per_part = 0;
   uint32_t threads = 0;
-  // The sender's staging holds a slot per destination (rank d's at d x slot_bytes), each block of
-  // a part one share of it (sub_bytes, whole packs); a chunk is what all of a part's blocks move at
-  // once: sub_bytes x blocks_per_part.
+  // The sender's staging holds two chunk slots per destination, used in turn
+  // (exchange_kernel_args.h, ExchangeSlotOffset), each block of a part one share of a slot
+  // (sub_bytes, whole packs); a chunk is what all of a part's blocks move at once: sub_bytes x
+  // blocks_per_part.
   size_t slot_bytes = 0;
   size_t sub_bytes = 0;
   const ExchangeTuningRow* row = nullptr;

@@ -45,14 +45,15 @@ bool Advance(const ExchangeKernelArgs& a, Unit* u, Stall* waiting) {
   const int peer = p.peer;
   bool moved = false;
   if (p.send != 0) {
-    unsigned char* slot =
-        a.staging[me] + static_cast<uint64_t>(peer) * a.slot_bytes;  // this rank's, for peer
     const uint32_t* freed = FlagOf(a.signal[me], u->block, Barrier::kSlotFree, peer);
     while (u->done < u->chunks) {
       const uint32_t k = p.first_chunk + static_cast<uint32_t>(u->done) + 1;
+      // This rank's slot for peer that chunk k uses; chunk k - 2 was its last.
+      unsigned char* slot = a.staging[me] + ExchangeSlotOffset(peer, k, a.slot_bytes);
+      const uint32_t want = k - kExchangeSlotsPerPeer;
       const uint32_t seen = Load(freed);
-      if (!EpochReached(seen, k - 1)) {
-        *waiting = Stall{me, peer, u->block, Barrier::kSlotFree, k - 1, seen};
+      if (!EpochReached(seen, want)) {
+        *waiting = Stall{me, peer, u->block, Barrier::kSlotFree, want, seen};
         return moved;
       }
       const Share s = ShareOf(a, p, u->done, u->block);
@@ -70,10 +71,10 @@ bool Advance(const ExchangeKernelArgs& a, Unit* u, Stall* waiting) {
     u->freed = true;
     return true;
   }
-  const unsigned char* slot = a.staging[peer] + static_cast<uint64_t>(me) * a.slot_bytes;
   const uint32_t* ready = FlagOf(a.signal[me], u->block, Barrier::kChunkReady, peer);
   while (u->done < u->chunks) {
     const uint32_t k = p.first_chunk + static_cast<uint32_t>(u->done) + 1;
+    const unsigned char* slot = a.staging[peer] + ExchangeSlotOffset(me, k, a.slot_bytes);
     const uint32_t seen = Load(ready);
     if (!EpochReached(seen, k)) {
       *waiting = Stall{me, peer, u->block, Barrier::kChunkReady, k, seen};

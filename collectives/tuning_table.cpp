@@ -110,8 +110,8 @@ const TuningRow* TuningRows(size_t* count) noexcept {
 constexpr ExchangeTuningRow kExchangeRows[] = {
     {GpuClass::kHopper, 2, 8, 4, 512, 256 * kKiB,
      "4 blocks a part: 64 blocks at most, one per SM of a 132-SM H100/H200 (co-residency, "
-     "required); 512 threads as the other kernels; 256 KiB chunks: 8 slots fit the default 16 MiB "
-     "staging buffer 8 times over; not measured"},
+     "required); 512 threads as the other kernels; 256 KiB chunks: 2 slots for each of 8 "
+     "destinations (4 MiB) fit the default 16 MiB staging buffer 4 times over; not measured"},
     {GpuClass::kAmpere, 2, 8, 4, 512, 256 * kKiB,
      "4 blocks a part: 64 blocks at most, one per SM of a 108-SM A100 (co-residency, required); "
      "512 threads as the other kernels; 256 KiB chunks as on sm_90; not measured"},

@@ -151,9 +151,11 @@ bool BuildAbsentExchangeGroup(nc::GpuClass gpu, int nranks, int absent, size_t s
   g->bytes.assign(static_cast<size_t>(nranks), std::vector<size_t>(nranks, 0));
   for (int r = 0; r < nranks; ++r) {
     if (r == absent) continue;
-    // Two chunks: the sender's second chunk waits for the absent rank to free the first.
-    g->bytes[static_cast<size_t>(r)][static_cast<size_t>(absent)] = row->chunk_bytes + kPack;
-    g->bytes[static_cast<size_t>(absent)][static_cast<size_t>(r)] = row->chunk_bytes + kPack;
+    // Three chunks: the sender's third chunk waits for the absent rank to free the first (two
+    // slots per destination: the second does not wait).
+    const size_t bytes = nc::kExchangeSlotsPerPeer * row->chunk_bytes + kPack;
+    g->bytes[static_cast<size_t>(r)][static_cast<size_t>(absent)] = bytes;
+    g->bytes[static_cast<size_t>(absent)][static_cast<size_t>(r)] = bytes;
   }
   return MakeGroup(gpu, nranks, staging_bytes, 1, g, error);
 }
@@ -162,7 +164,8 @@ size_t ExchangeBytesNeeded(nc::GpuClass gpu, int nranks) {
   const nc::ExchangeTuningRow* row = Row(gpu, nranks);
   if (row == nullptr) return 0;
   const size_t n = static_cast<size_t>(nranks);
-  size_t need = n * row->chunk_bytes;  // the staging: a slot per destination
+  // the staging: two chunk slots per destination
+  size_t need = n * nc::kExchangeSlotsPerPeer * row->chunk_bytes;
   for (ExchangePattern p :
        {ExchangePattern::kPipeline, ExchangePattern::kSmall, ExchangePattern::kLarge}) {
     const auto b = PairBytes(p, nranks, row->chunk_bytes);
@@ -173,7 +176,8 @@ size_t ExchangeBytesNeeded(nc::GpuClass gpu, int nranks) {
     }
   }
   // The absent-rank group: the absent rank's peers' parts.
-  return std::max(need, (n - 1) * (row->chunk_bytes + kPack) + kPlacementSlack * n);
+  return std::max(
+      need, (n - 1) * (nc::kExchangeSlotsPerPeer * row->chunk_bytes + kPack) + kPlacementSlack * n);
 }
 
 }  // namespace ncclscope::gpu_check

@@ -1,6 +1,7 @@
 // ncclscope's exchange kernel for one node over peer memory (docs/collectives.md, "Grouped sends
 // and receives"): the parts of one group's ncclSend/ncclRecv calls, each through its sender's
-// staging slot in chunks, one block per (part, share of a chunk), all blocks co-resident.
+// two staging slots for its destination in chunks, one block per (part, share of a chunk), all
+// blocks co-resident.
 // collectives/exchange_twin.cpp is its CPU twin, step for step: the same units, shares, flags
 // (epoch.h: chunk_ready, slot_free) and order of waits and posts. Change one and the other
 // together.
@@ -79,15 +80,16 @@ __device__ void Exchange(const ExchangeKernelArgs& a) {
     const uint64_t begin = c * a.slot_bytes + offset;
     const uint64_t len = begin >= p.bytes ? 0 : min(a.sub_bytes, p.bytes - begin);
     if (p.send != 0) {
-      unsigned char* slot = a.staging[me] + static_cast<uint64_t>(peer) * a.slot_bytes;
-      if (!WaitFlag(a, FlagOf(a.signal[me], share, Barrier::kSlotFree, peer), k - 1, peer,
-                    Barrier::kSlotFree, share, deadline)) {
+      // The slot chunk k uses; chunk k - 2 was its last (exchange_kernel_args.h).
+      unsigned char* slot = a.staging[me] + ExchangeSlotOffset(peer, k, a.slot_bytes);
+      if (!WaitFlag(a, FlagOf(a.signal[me], share, Barrier::kSlotFree, peer),
+                    k - kExchangeSlotsPerPeer, peer, Barrier::kSlotFree, share, deadline)) {
         return;
       }
       CopyShare(slot + offset, p.user + begin, len);
       Post(FlagOf(a.signal[peer], share, Barrier::kChunkReady, me), k);
     } else {
-      const unsigned char* slot = a.staging[peer] + static_cast<uint64_t>(me) * a.slot_bytes;
+      const unsigned char* slot = a.staging[peer] + ExchangeSlotOffset(me, k, a.slot_bytes);
       if (!WaitFlag(a, FlagOf(a.signal[me], share, Barrier::kChunkReady, peer), k, peer,
                     Barrier::kChunkReady, share, deadline)) {
         return;

@@ -82,6 +82,9 @@ TEST(ExchangePlan, TheCommunicatorsFactsSendEverythingToNccl) {
       {"no kernels", [](ExchangeCall* c) { c->gpu = GpuClass::kUnknown; }, Fallback::kGpu},
       {"captured", [](ExchangeCall* c) { c->capturing = true; }, Fallback::kCapture},
       {"small buffer", [](ExchangeCall* c) { c->buffer_bytes = 4096; }, Fallback::kBuffer},
+      // Two 256 KiB chunk slots per destination: 2 ranks need 1 MiB, one byte less is too small.
+      {"one slot per destination", [](ExchangeCall* c) { c->buffer_bytes = (size_t{1} << 20) - 1; },
+       Fallback::kBuffer},
   };
   for (const Case& k : cases) {
     ExchangeCall c = Call(ops, 0, 2);
@@ -94,6 +97,9 @@ TEST(ExchangePlan, TheCommunicatorsFactsSendEverythingToNccl) {
     EXPECT_EQ(std::string(line), std::string("nccl: ") + FallbackText(k.want)) << k.what;
   }
   EXPECT_EQ(PlanExchange(Call({}, 0, 2)).fallback, Fallback::kEmpty);
+  ExchangeCall enough = Call(ops, 0, 2);
+  enough.buffer_bytes = size_t{1} << 20;
+  EXPECT_EQ(PlanExchange(enough).algorithm, Algorithm::kExchange);
 }
 
 // Random groups as NCCL requires them to match: the k-th send of s to d and the k-th receive of

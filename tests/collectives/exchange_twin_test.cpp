@@ -34,7 +34,7 @@ struct Comm {
   Comm(int nranks, size_t slot, uint32_t blocks, uint32_t first_counter)
       : n(nranks), slot_bytes(slot), sub_bytes(slot / blocks), blocks_per_part(blocks) {
     for (int r = 0; r < n; ++r) {
-      staging.emplace_back(slot * static_cast<size_t>(n));
+      staging.emplace_back(slot * kExchangeSlotsPerPeer * static_cast<size_t>(n));
       signal.push_back(std::make_unique<Signal>());
       // Flags and counters start where earlier exchanges of the communicator left them.
       for (uint32_t b = 0; b < kMaxBlocks; ++b) {
