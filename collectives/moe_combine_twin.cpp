@@ -89,7 +89,10 @@ struct Combine {
     }
   }
 
-  void Receive(uint32_t b, MoeError* err) const {
+  // Token side, the last step of both modes: each token of chunk b checked, then `sum(t, rows_of,
+  // acc)` adds its slots (exact) or its ranks' sums (rank sums) into acc, rounded into `out`.
+  template <typename Sum>
+  void ReceiveTokens(uint32_t b, MoeError* err, Sum sum) const {
     int32_t rows_of[kMaxRanks];
     for (int q = 0; q < c.nranks; ++q) rows_of[q] = header(q)->rows;
     int32_t lo, hi;
@@ -98,6 +101,15 @@ struct Combine {
     for (int32_t t = lo; t < hi; ++t) {
       CheckToken(t, rows_of, err);
       std::fill(acc.begin(), acc.end(), 0.0f);
+      sum(t, rows_of, acc.data());
+      unsigned char* out = static_cast<unsigned char*>(a.out) + t * row_bytes;
+      for (int32_t h = 0; h < hidden; ++h)
+        StoreMoeElement(dtype, out, h, acc[static_cast<size_t>(h)]);
+    }
+  }
+
+  void Receive(uint32_t b, MoeError* err) const {
+    ReceiveTokens(b, err, [this](int32_t t, const int32_t* rows_of, float* acc) {
       for (int32_t k = 0; k < top_k; ++k) {
         const int64_t entry = int64_t{t} * top_k + k;
         const int32_t e = UsedExpert(a.topk_idx[entry], experts);
@@ -108,14 +120,10 @@ struct Combine {
         const float w = a.topk_weights[entry];
         const unsigned char* from = c.buffer[q].rows() + row * row_bytes;
         for (int32_t h = 0; h < hidden; ++h) {
-          acc[static_cast<size_t>(h)] =
-              std::fma(w, LoadMoeElement(dtype, from, h), acc[static_cast<size_t>(h)]);
+          acc[h] = std::fma(w, LoadMoeElement(dtype, from, h), acc[h]);
         }
       }
-      unsigned char* out = static_cast<unsigned char*>(a.out) + t * row_bytes;
-      for (int32_t h = 0; h < hidden; ++h)
-        StoreMoeElement(dtype, out, h, acc[static_cast<size_t>(h)]);
-    }
+    });
   }
 };
 
@@ -178,14 +186,7 @@ struct CombineRankSums : Combine {
 
   // Home side: every token's rank sums, added in the order of their ranks' first slots.
   void Receive(uint32_t b, MoeError* err) const {
-    int32_t rows_of[kMaxRanks];
-    for (int q = 0; q < c.nranks; ++q) rows_of[q] = header(q)->rows;
-    int32_t lo, hi;
-    TokenChunk(Tokens(err), c.blocks, b, &lo, &hi);
-    std::vector<float> acc(static_cast<size_t>(hidden));
-    for (int32_t t = lo; t < hi; ++t) {
-      CheckToken(t, rows_of, err);
-      std::fill(acc.begin(), acc.end(), 0.0f);
+    ReceiveTokens(b, err, [this](int32_t t, const int32_t* rows_of, float* acc) {
       const int32_t* topk = a.topk_idx + int64_t{t} * top_k;
       for (int32_t k = 0; k < top_k; ++k) {
         if (!FirstSlotOnItsRank(topk, k, experts, local)) continue;
@@ -193,14 +194,9 @@ struct CombineRankSums : Combine {
         const int32_t row = a.send_rows[int64_t{t} * top_k + k];
         if (row < 0 || row >= rows_of[q]) continue;
         const unsigned char* sum = c.buffer[q].rows() + row * row_bytes;
-        for (int32_t h = 0; h < hidden; ++h) {
-          acc[static_cast<size_t>(h)] += LoadMoeElement(dtype, sum, h);
-        }
+        for (int32_t h = 0; h < hidden; ++h) acc[h] += LoadMoeElement(dtype, sum, h);
       }
-      unsigned char* out = static_cast<unsigned char*>(a.out) + t * row_bytes;
-      for (int32_t h = 0; h < hidden; ++h)
-        StoreMoeElement(dtype, out, h, acc[static_cast<size_t>(h)]);
-    }
+    });
   }
 };
 

@@ -107,6 +107,8 @@ extern "C" const char* ncclscope_moe_result_string(int32_t result) {
       return "combine handle not from a successful dispatch";
     case NCCLSCOPE_MOE_TIMEOUT:
       return "a peer never arrived";
+    case NCCLSCOPE_MOE_STALE_EPOCH:
+      return "epoch not the one after the buffer's last call";
     default:
       return "unknown result";
   }

@@ -53,8 +53,8 @@ MoeTwinCall MoeTwinCallOf(const ncclscope_moe_common_args& a) noexcept {
   constexpr uint64_t kCentury = 100ull * 365 * 24 * 3600 * 1'000'000'000ull;
   const uint64_t timeout = a.timeout_ns < kCentury ? a.timeout_ns : kCentury;
   // NCCLSCOPE_MOE_DEVICE_EPOCH: the one after the last call's on this rank's buffer.
-  const uint32_t epoch =
-      a.flags == NCCLSCOPE_MOE_DEVICE_EPOCH ? *c.buffer[c.rank].last_epoch() + 1 : a.epoch;
+  c.expected_epoch = *c.buffer[c.rank].last_epoch() + 1;
+  const uint32_t epoch = a.flags == NCCLSCOPE_MOE_DEVICE_EPOCH ? c.expected_epoch : a.epoch;
   c.side =
       BarrierSide{c.rank, c.nranks, epoch, MonotonicNs() + static_cast<int64_t>(timeout), c.signal};
   return c;
@@ -89,6 +89,12 @@ ncclscope_moe_result FinishMoeCall(const MoeTwinCall& c) noexcept {
   *c.args->status = s;
   *c.buffer[c.rank].last_epoch() = c.side.epoch;
   return static_cast<ncclscope_moe_result>(s.code);
+}
+
+ncclscope_moe_result MoeCallStale(const MoeTwinCall& c) noexcept {
+  *c.args->status = ncclscope_moe_status{NCCLSCOPE_MOE_STALE_EPOCH, c.rank,
+                                         static_cast<int32_t>(c.expected_epoch)};
+  return NCCLSCOPE_MOE_STALE_EPOCH;
 }
 
 ncclscope_moe_result MoeCallTimedOut(const MoeTwinCall& c, const Stall& stall) noexcept {

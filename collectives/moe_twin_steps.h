@@ -25,6 +25,7 @@ struct MoeTwinCall {
   MoeBuffer buffer[kMaxRanks];  // every rank's, as mapped here
   Signal* signal[kMaxRanks];
   BarrierSide side;
+  uint32_t expected_epoch;  // the one after the buffer's last call
 };
 
 // Whether `a` can be a call made from a plan: the plan is what ncclscope_moe_plan_make gives for
@@ -51,6 +52,10 @@ bool WaitGridBarrier(const MoeTwinCall& c, Barrier which, Stall* stall) noexcept
 // rank's buffer. Returns its code.
 ncclscope_moe_result FinishMoeCall(const MoeTwinCall& c) noexcept;
 
+// The call's epoch is not the one after the buffer's last (a replay without
+// NCCLSCOPE_MOE_DEVICE_EPOCH): a NCCLSCOPE_MOE_STALE_EPOCH status, nothing else touched.
+ncclscope_moe_result MoeCallStale(const MoeTwinCall& c) noexcept;
+
 // A wait expired: the stall record (when given), a NCCLSCOPE_MOE_TIMEOUT status, the call's epoch
 // left in this rank's buffer.
 ncclscope_moe_result MoeCallTimedOut(const MoeTwinCall& c, const Stall& stall) noexcept;
@@ -67,6 +72,7 @@ inline void NoteError(MoeError* e, int32_t code, int32_t detail) {
 // MoeError*), header(rank) and, with kMiddle (combine's rank sums), Middle(b, MoeError*).
 template <bool kMiddle = false, typename Steps, typename Finish>
 ncclscope_moe_result RunMoeBlocks(const MoeTwinCall& c, const Steps& steps, Finish finish) {
+  if (c.side.epoch != c.expected_epoch) return MoeCallStale(c);
   MoeError err[kMaxBlocks] = {};
   Stall stall;
   for (uint32_t b = 0; b < c.blocks; ++b) {

@@ -199,6 +199,7 @@ __device__ void DispatchFinish(const ncclscope_moe_dispatch_args& a, const Call&
 __device__ void Dispatch(const ncclscope_moe_dispatch_args& a) {
   if (!LaunchMatches(a.common)) return;
   const Call& c = CallOf(a.common);
+  if (Stale(c)) return;
   MoeError err{0, 0};  // thread 0's
   int peer = -1;
   DispatchSource(a, c, &err);

@@ -29,6 +29,7 @@ struct Call {
   int nranks;
   uint32_t blocks;
   uint32_t epoch;
+  uint32_t expected_epoch;  // the one after the buffer's last call
 
   __device__ MoeBuffer buffer(int q) const { return MoeBuffer{base[q], &plan}; }
   __device__ Signal* signal(int q) const { return buffer(q).signal(); }
@@ -51,9 +52,8 @@ __device__ const Call& CallOf(const ncclscope_moe_common_args& a) {
     // NCCLSCOPE_MOE_DEVICE_EPOCH: the one after the last call's on this rank's buffer, which
     // block 0 writes only after every block of every rank has read it (the end barrier), or at a
     // timeout (moe_twin_steps.cpp, MoeTwinCallOf).
-    call.epoch = a.flags == NCCLSCOPE_MOE_DEVICE_EPOCH
-                     ? *static_cast<volatile uint32_t*>(call.buffer(a.rank).last_epoch()) + 1
-                     : a.epoch;
+    call.expected_epoch = *static_cast<volatile uint32_t*>(call.buffer(a.rank).last_epoch()) + 1;
+    call.epoch = a.flags == NCCLSCOPE_MOE_DEVICE_EPOCH ? call.expected_epoch : a.epoch;
   }
   __syncthreads();
   return call;
@@ -117,6 +117,18 @@ __device__ bool WaitGrid(const Call& c, Barrier which, int* peer) {
     __threadfence_system();
   }
   return false;
+}
+
+// A call whose epoch is not the one after the buffer's last (a replay without
+// NCCLSCOPE_MOE_DEVICE_EPOCH) touches nothing: block 0 writes the status, every block returns
+// (moe_twin_steps.h, MoeCallStale). True when the call is stale.
+__device__ bool Stale(const Call& c) {
+  if (c.epoch == c.expected_epoch) return false;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    *c.status = ncclscope_moe_status{NCCLSCOPE_MOE_STALE_EPOCH, c.rank,
+                                     static_cast<int32_t>(c.expected_epoch)};
+  }
+  return true;
 }
 
 // A wait expired: block 0 writes the call's status and leaves its epoch in the buffer

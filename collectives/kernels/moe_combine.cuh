@@ -63,6 +63,16 @@ __device__ void CheckToken(const ncclscope_moe_combine_args& a, const Call& c, i
   }
 }
 
+// Rounds a pack's float32 sums to the data type and stores them at `to`.
+template <typename D>
+__device__ void StorePack(const float* acc, uint4* to) {
+  Pack o;
+  auto* y = reinterpret_cast<typename D::T*>(o.bytes);
+#pragma unroll
+  for (int i = 0; i < D::kPerPack; ++i) y[i] = D::Store(acc[i]);
+  *to = o.raw;
+}
+
 // One pack of token t's output: sum over k of weight x expert row, fused multiply-adds in k order
 // from 0 in float32, rounded once.
 template <typename D>
@@ -87,27 +97,8 @@ __device__ void CombinePack(const ncclscope_moe_combine_args& a, const Call& c, 
 #pragma unroll
     for (int i = 0; i < D::kPerPack; ++i) acc[i] = __fmaf_rn(w, D::Load(x[i]), acc[i]);
   }
-  Pack o;
-  auto* y = reinterpret_cast<typename D::T*>(o.bytes);
-#pragma unroll
-  for (int i = 0; i < D::kPerPack; ++i) y[i] = D::Store(acc[i]);
-  reinterpret_cast<uint4*>(static_cast<unsigned char*>(a.out) + t * row_bytes)[pack] = o.raw;
-}
-
-template <typename D>
-__device__ void CombineReceive(const ncclscope_moe_combine_args& a, const Call& c, MoeError* err) {
-  if (threadIdx.x < static_cast<uint32_t>(c.nranks)) {
-    rows_of[threadIdx.x] = c.buffer(threadIdx.x).header(c.epoch)->rows;
-  }
-  __syncthreads();
-  int32_t lo, hi;
-  TokenChunk(TokensOf(a.common, err), c.blocks, blockIdx.x, &lo, &hi);
-  const int64_t packs = c.plan.row_bytes / static_cast<int64_t>(kPackBytes);
-  for (int32_t t = lo; t < hi; ++t) {
-    if (threadIdx.x == 0) CheckToken(a, c, t, err);
-    for (int64_t pack = threadIdx.x; pack < packs; pack += blockDim.x)
-      CombinePack<D>(a, c, t, pack);
-  }
+  StorePack<D>(acc,
+               reinterpret_cast<uint4*>(static_cast<unsigned char*>(a.out) + t * row_bytes) + pack);
 }
 
 // ---- combine's rank sums (moe_combine_twin.cpp, CombineRankSums) ----
@@ -178,11 +169,7 @@ __device__ void SumsMiddle(const ncclscope_moe_combine_args& a, const Call& c) {
           for (int i = 0; i < D::kPerPack; ++i) acc[i] = __fmaf_rn(wk, D::Load(x[i]), acc[i]);
         }
         if (pack >= packs) continue;
-        Pack o;
-        auto* y = reinterpret_cast<typename D::T*>(o.bytes);
-#pragma unroll
-        for (int i = 0; i < D::kPerPack; ++i) y[i] = D::Store(acc[i]);
-        reinterpret_cast<uint4*>(sums + first_row * row_bytes)[pack] = o.raw;
+        StorePack<D>(acc, reinterpret_cast<uint4*>(sums + first_row * row_bytes) + pack);
       }
     }
   }
@@ -211,15 +198,14 @@ __device__ void SumsPack(const ncclscope_moe_combine_args& a, const Call& c, int
 #pragma unroll
     for (int i = 0; i < D::kPerPack; ++i) acc[i] += D::Load(x[i]);
   }
-  Pack o;
-  auto* y = reinterpret_cast<typename D::T*>(o.bytes);
-#pragma unroll
-  for (int i = 0; i < D::kPerPack; ++i) y[i] = D::Store(acc[i]);
-  reinterpret_cast<uint4*>(static_cast<unsigned char*>(a.out) + t * row_bytes)[pack] = o.raw;
+  StorePack<D>(acc,
+               reinterpret_cast<uint4*>(static_cast<unsigned char*>(a.out) + t * row_bytes) + pack);
 }
 
-template <typename D>
-__device__ void SumsReceive(const ncclscope_moe_combine_args& a, const Call& c, MoeError* err) {
+// Token side, the last step of both modes: each token of the chunk checked by thread 0, its
+// packs summed by the block's threads (CombinePack, exact; SumsPack, rank sums).
+template <typename D, bool kRankSums>
+__device__ void CombineReceive(const ncclscope_moe_combine_args& a, const Call& c, MoeError* err) {
   if (threadIdx.x < static_cast<uint32_t>(c.nranks)) {
     rows_of[threadIdx.x] = c.buffer(threadIdx.x).header(c.epoch)->rows;
   }
@@ -229,39 +215,37 @@ __device__ void SumsReceive(const ncclscope_moe_combine_args& a, const Call& c, 
   const int64_t packs = c.plan.row_bytes / static_cast<int64_t>(kPackBytes);
   for (int32_t t = lo; t < hi; ++t) {
     if (threadIdx.x == 0) CheckToken(a, c, t, err);
-    for (int64_t pack = threadIdx.x; pack < packs; pack += blockDim.x) SumsPack<D>(a, c, t, pack);
+    for (int64_t pack = threadIdx.x; pack < packs; pack += blockDim.x) {
+      if constexpr (kRankSums) {
+        SumsPack<D>(a, c, t, pack);
+      } else {
+        CombinePack<D>(a, c, t, pack);
+      }
+    }
   }
 }
 
-__device__ void CombineRankSums(const ncclscope_moe_combine_args& a, const Call& c) {
+// One combine for data type D, exact (moe_combine_twin.cpp, Combine) or by rank sums
+// (CombineRankSums: a third step and barrier between the two).
+template <typename D>
+__device__ void CombineAs(const ncclscope_moe_combine_args& a, const Call& c) {
+  const bool sums = c.plan.config.combine == NCCLSCOPE_MOE_COMBINE_RANK_SUMS;
   MoeError err{0, 0};  // thread 0's
   int peer = -1;
-  SumsSource(a, c, &err);
+  if (sums) {
+    SumsSource(a, c, &err);
+  } else {
+    CombineSource(a, c, &err);
+  }
   PostGrid(c, Barrier::kStart);
   if (!WaitGrid(c, Barrier::kStart, &peer)) return TimedOut(c, peer);
-  switch (c.plan.config.dtype) {
-    case NCCLSCOPE_MOE_FP16:
-      SumsMiddle<Fp16>(a, c);
-      break;
-    case NCCLSCOPE_MOE_BF16:
-      SumsMiddle<Bf16>(a, c);
-      break;
-    default:
-      SumsMiddle<Fp32>(a, c);
-      break;
-  }
-  PostGrid(c, Barrier::kMiddle);
-  if (!WaitGrid(c, Barrier::kMiddle, &peer)) return TimedOut(c, peer);
-  switch (c.plan.config.dtype) {
-    case NCCLSCOPE_MOE_FP16:
-      SumsReceive<Fp16>(a, c, &err);
-      break;
-    case NCCLSCOPE_MOE_BF16:
-      SumsReceive<Bf16>(a, c, &err);
-      break;
-    default:
-      SumsReceive<Fp32>(a, c, &err);
-      break;
+  if (sums) {
+    SumsMiddle<D>(a, c);
+    PostGrid(c, Barrier::kMiddle);
+    if (!WaitGrid(c, Barrier::kMiddle, &peer)) return TimedOut(c, peer);
+    CombineReceive<D, true>(a, c, &err);
+  } else {
+    CombineReceive<D, false>(a, c, &err);
   }
   if (threadIdx.x == 0) c.buffer(c.rank).header(c.epoch)->error[blockIdx.x] = err;
   PostGrid(c, Barrier::kEnd);
@@ -272,27 +256,15 @@ __device__ void CombineRankSums(const ncclscope_moe_combine_args& a, const Call&
 __device__ void Combine(const ncclscope_moe_combine_args& a) {
   if (!LaunchMatches(a.common)) return;
   const Call& c = CallOf(a.common);
-  if (c.plan.config.combine == NCCLSCOPE_MOE_COMBINE_RANK_SUMS) return CombineRankSums(a, c);
-  MoeError err{0, 0};  // thread 0's
-  int peer = -1;
-  CombineSource(a, c, &err);
-  PostGrid(c, Barrier::kStart);
-  if (!WaitGrid(c, Barrier::kStart, &peer)) return TimedOut(c, peer);
+  if (Stale(c)) return;
   switch (c.plan.config.dtype) {
     case NCCLSCOPE_MOE_FP16:
-      CombineReceive<Fp16>(a, c, &err);
-      break;
+      return CombineAs<Fp16>(a, c);
     case NCCLSCOPE_MOE_BF16:
-      CombineReceive<Bf16>(a, c, &err);
-      break;
+      return CombineAs<Bf16>(a, c);
     default:
-      CombineReceive<Fp32>(a, c, &err);
-      break;
+      return CombineAs<Fp32>(a, c);
   }
-  if (threadIdx.x == 0) c.buffer(c.rank).header(c.epoch)->error[blockIdx.x] = err;
-  PostGrid(c, Barrier::kEnd);
-  if (!WaitGrid(c, Barrier::kEnd, &peer)) return TimedOut(c, peer);
-  Finish(c);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <thread>
@@ -59,6 +60,9 @@ class MoeJob {
   // The calls' args ask for NCCLSCOPE_MOE_DEVICE_EPOCH and carry a stale epoch: what a captured
   // CUDA graph replays.
   bool device_epoch = false;
+  // Changes rank r's common arguments of every call after they are filled (a test's one rank that
+  // behaves differently).
+  std::function<void(int r, ncclscope_moe_common_args*)> adjust;
 
   // first_epoch other than 1: the flags start where a communicator's earlier calls left them.
   explicit MoeJob(const ncclscope_moe_config& config, uint32_t first_epoch = 1)
@@ -122,6 +126,7 @@ class MoeJob {
     a.epoch = device_epoch ? 0xDEADBEEFu : e;
     a.flags = device_epoch ? NCCLSCOPE_MOE_DEVICE_EPOCH : 0;
     a.num_tokens = tokens;
+    if (adjust) adjust(r, &a);
     return a;
   }
 

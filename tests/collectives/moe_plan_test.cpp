@@ -125,10 +125,10 @@ TEST(MoePlan, Fp32RowsOfOnePackAndTheSmallestShapesAreAccepted) {
 
 TEST(MoePlan, EveryResultHasItsOwnText) {
   std::set<std::string> texts;
-  for (int32_t r = NCCLSCOPE_MOE_OK; r <= NCCLSCOPE_MOE_TIMEOUT; ++r) {
+  for (int32_t r = NCCLSCOPE_MOE_OK; r <= NCCLSCOPE_MOE_STALE_EPOCH; ++r) {
     texts.insert(ncclscope_moe_result_string(r));
   }
-  EXPECT_EQ(texts.size(), 7u);
+  EXPECT_EQ(texts.size(), 8u);
   EXPECT_EQ(std::string(ncclscope_moe_result_string(42)), "unknown result");
   EXPECT_EQ(std::string(ncclscope_moe_result_string(NCCLSCOPE_MOE_RECV_OVERFLOW)),
             "more rows than recv_capacity");

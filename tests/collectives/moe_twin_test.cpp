@@ -13,7 +13,6 @@
 #include <cstring>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tests/collectives/moe_job.h"
@@ -266,9 +265,10 @@ TEST(MoeTwin, DeviceEpochsCountOnFromTheBufferAcrossTheWrapAndMixWithHostEpochs)
   }
 }
 
-// A rank whose args carry a stale epoch without the flag meets peers that count on: it is named
-// by a bounded wait, never silently wrong.
-TEST(MoeTwin, AStaleEpochWithoutTheFlagIsABoundedWaitNotAWrongResult) {
+// A replay without the flag (args whose epoch the buffer has passed) is refused, never run against
+// flags that would let it through without its peers: on every rank at once, or on one rank while
+// its peer counts on, whose bounded wait then names it.
+TEST(MoeTwin, AStaleEpochWithoutTheFlagIsRefusedNotRunAgainstPassedFlags) {
   std::mt19937 gen(17);
   MoeJob job(Config(2, NCCLSCOPE_MOE_BF16, 8, 1));
   std::vector<RankCall> calls = RandomCalls(job, &gen, 0);
@@ -276,29 +276,35 @@ TEST(MoeTwin, AStaleEpochWithoutTheFlagIsABoundedWaitNotAWrongResult) {
   CheckDispatch(job, calls);
   // Replaying the first call's args (epoch 1) on rank 0 while rank 1 asks for the device epoch (2):
   // rank 1 waits for rank 0's flag of epoch 2 that never comes.
-  ncclscope_moe_status status[2] = {};
-  ncclscope_moe_stall stall[2] = {};
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] {
-      RankCall& c = calls[static_cast<size_t>(r)];
-      ncclscope_moe_dispatch_args a{};
-      a.common = job.Common(r, c.tokens, 1, &status[r], &stall[r], moe_test::kSecond / 2);
-      if (r == 1) a.common.flags = NCCLSCOPE_MOE_DEVICE_EPOCH;
-      a.x = c.x.data();
-      a.topk_idx = c.topk.data();
-      a.recv_x = c.recv_x.data();
-      a.recv_src = c.recv_src.data();
-      a.recv_counts = c.recv_counts.data();
-      a.send_rows = c.send_rows.data();
-      ncclscope_moe_dispatch_on_cpu(&a);
-    });
+  job.adjust = [](int r, ncclscope_moe_common_args* a) {
+    if (r == 0) a->epoch = 1;
+    if (r == 1) a->flags = NCCLSCOPE_MOE_DEVICE_EPOCH;
+  };
+  job.Dispatch(&calls, /*absent=*/-1, moe_test::kSecond / 2);
+  const ncclscope_moe_status* status[2] = {&calls[0].dispatch_status, &calls[1].dispatch_status};
+  const ncclscope_moe_stall* stall[2] = {&calls[0].stall, &calls[1].stall};
+  EXPECT_EQ(calls[0].dispatch_result, NCCLSCOPE_MOE_STALE_EPOCH);
+  EXPECT_EQ(status[0]->code, NCCLSCOPE_MOE_STALE_EPOCH);
+  EXPECT_EQ(status[0]->rank, 0);
+  EXPECT_EQ(status[0]->detail, 2);  // the epoch the buffer expected
+  EXPECT_EQ(status[1]->code, NCCLSCOPE_MOE_TIMEOUT);
+  EXPECT_EQ(status[1]->detail, 0);
+  EXPECT_EQ(stall[1]->want, 2u);
+  EXPECT_EQ(stall[1]->seen, 1u);
+
+  // Every rank replays a passed epoch: refused at once everywhere, nothing written.
+  MoeJob again(Config(3, NCCLSCOPE_MOE_BF16, 8, 1));
+  std::vector<RankCall> more = RandomCalls(again, &gen, 0);
+  again.Dispatch(&more);
+  CheckDispatch(again, more);
+  const std::vector<unsigned char> received = more[0].recv_x;
+  again.epoch = 1;  // the first call's args once more
+  again.Dispatch(&more);
+  for (const RankCall& c : more) {
+    EXPECT_EQ(c.dispatch_result, NCCLSCOPE_MOE_STALE_EPOCH);
+    EXPECT_EQ(c.dispatch_status.detail, 2);
   }
-  for (std::thread& t : threads) t.join();
-  EXPECT_EQ(status[1].code, NCCLSCOPE_MOE_TIMEOUT);
-  EXPECT_EQ(status[1].detail, 0);
-  EXPECT_EQ(stall[1].want, 2u);
-  EXPECT_EQ(stall[1].seen, 1u);
+  EXPECT_NE(more[0].recv_x, received);  // still the poison Dispatch wrote before the call
 }
 
 }  // namespace

@@ -44,7 +44,9 @@
  * independent. With NCCLSCOPE_MOE_DEVICE_EPOCH in args.flags a call takes the next epoch from the
  * registered buffer itself (every call, host or device epoch, leaves its epoch there): the same
  * launch replayed by a captured CUDA graph then counts on by itself. Host and device epochs may
- * alternate on one buffer. After a call that timed out, zero the buffer again. A kernel waits for
+ * alternate on one buffer. A call whose epoch is not the one after the buffer's last is refused
+ * (NCCLSCOPE_MOE_STALE_EPOCH) rather than run against flags it has already passed. After a call
+ * that timed out, zero the buffer again. A kernel waits for
  * its peers' kernels of the same call: the ranks' kernels of one call must be able to run at the
  * same time (one GPU each, or as many co-resident grids).
  *
@@ -117,8 +119,13 @@ typedef enum ncclscope_moe_result {
                                          (detail: the rows it needed) */
   NCCLSCOPE_MOE_BAD_HANDLE = 5,       /* combine: recv_counts or send_rows are not what a
                                          successful dispatch wrote (detail: token, or -1) */
-  NCCLSCOPE_MOE_TIMEOUT = 6           /* a wait on a peer expired (rank: the waiting rank,
+  NCCLSCOPE_MOE_TIMEOUT = 6,          /* a wait on a peer expired (rank: the waiting rank,
                                          detail: the rank it waited for; more in args.stall) */
+  NCCLSCOPE_MOE_STALE_EPOCH = 7       /* this rank's call is not the one after the buffer's last
+                                         (args.epoch repeats or skips one: a replayed launch
+                                         without NCCLSCOPE_MOE_DEVICE_EPOCH); the call touched
+                                         nothing and its peers' waits expire naming this rank
+                                         (detail: the epoch the buffer expected) */
 } ncclscope_moe_result;
 
 /* Fixed for the life of a registered buffer; the same on every rank. */
