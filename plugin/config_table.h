@@ -88,7 +88,8 @@
   X(accel_buffer, Size, "16m", "65536..1073741824",                                                \
     "Bytes of each communicator's staging and scratch buffers for ncclscope's kernels (device "    \
     "memory, allocated at its set-up: its creation, or else its first eligible call); larger "     \
-    "calls go to NCCL.")                                                                           \
+    "calls go to NCCL, and so do a group's sends and receives when it holds less than 512 KiB "    \
+    "per rank of the communicator (two 256 KiB chunk slots per destination).")                     \
   X(accel_timeout_ms, Int, "600000", "100..3600000",                                               \
     "A wait of ncclscope's kernels for another rank that lasts this long ends the kernel, which "  \
     "writes down which rank it waited for where (never a silent hang); that call's result is "     \
