@@ -191,7 +191,8 @@ void RegisterAccelPlanCommand(CLI::App& app, int* exit_code) {
       ->check(WholeNumber(0, int64_t{1} << 56));
   cmd->add_option("--ranks", o->ranks, "Ranks in the communicator")
       ->check(WholeNumber(1, int64_t{1} << 24));
-  cmd->add_option("--gpu", o->gpu, "GPU architecture (sm_80, sm_90, sm_100, ...)")->capture_default_str();
+  cmd->add_option("--gpu", o->gpu, "GPU architecture (sm_80, sm_90, sm_100, ...)")
+      ->capture_default_str();
   cmd->add_option("--redop", o->redop, "Reduction: sum, prod, max, min, avg")
       ->capture_default_str();
   cmd->add_flag("--in-place", o->in_place, "sendbuff == recvbuff");
