@@ -236,7 +236,8 @@ class MoeJob {
     for (int32_t t = 0; t < c.tokens; ++t) {
       std::vector<int> order;  // ranks by first slot
       for (int32_t k = 0; k < K(); ++k) {
-        const int32_t e = c.topk[static_cast<size_t>(t * K() + k)];
+        const int32_t e =
+            c.topk[static_cast<size_t>(t) * static_cast<size_t>(K()) + static_cast<size_t>(k)];
         if (e < 0 || e >= experts) continue;
         if (std::find(order.begin(), order.end(), e / local) == order.end()) {
           order.push_back(e / local);
@@ -247,7 +248,8 @@ class MoeJob {
         for (const int q : order) {
           float sum = 0.0f;
           for (int32_t k = 0; k < K(); ++k) {
-            const size_t j = static_cast<size_t>(t * K() + k);
+            const size_t j =
+                static_cast<size_t>(t) * static_cast<size_t>(K()) + static_cast<size_t>(k);
             const int32_t e = c.topk[j];
             if (e < 0 || e >= experts || e / local != q) continue;
             unsigned char y_bytes[4];
