@@ -73,34 +73,6 @@ __device__ void StorePack(const float* acc, uint4* to) {
   *to = o.raw;
 }
 
-// One pack of token t's output: sum over k of weight x expert row, fused multiply-adds in k order
-// from 0 in float32, rounded once.
-template <typename D>
-__device__ void CombinePack(const ncclscope_moe_combine_args& a, const Call& c, int32_t t,
-                            int64_t pack) {
-  const int32_t top_k = c.plan.config.top_k, experts = c.plan.config.num_experts;
-  const int64_t row_bytes = c.plan.row_bytes;
-  float acc[D::kPerPack];
-#pragma unroll
-  for (int i = 0; i < D::kPerPack; ++i) acc[i] = 0.0f;
-  Pack v;
-  const auto* x = reinterpret_cast<const typename D::T*>(v.bytes);
-  for (int32_t k = 0; k < top_k; ++k) {
-    const int64_t entry = int64_t{t} * top_k + k;
-    const int32_t e = UsedExpert(a.topk_idx[entry], experts);
-    if (e < 0) continue;
-    const int q = e / c.plan.local_experts;
-    const int32_t row = a.send_rows[entry];
-    if (row < 0 || row >= rows_of[q]) continue;
-    const float w = a.topk_weights[entry];
-    v.raw = reinterpret_cast<const uint4*>(c.buffer(q).rows() + row * row_bytes)[pack];
-#pragma unroll
-    for (int i = 0; i < D::kPerPack; ++i) acc[i] = __fmaf_rn(w, D::Load(x[i]), acc[i]);
-  }
-  StorePack<D>(acc,
-               reinterpret_cast<uint4*>(static_cast<unsigned char*>(a.out) + t * row_bytes) + pack);
-}
-
 // ---- combine's rank sums (moe_combine_twin.cpp, CombineRankSums) ----
 
 // Home side: the chunk's routing, rows and weights where the expert ranks read them; block 0
@@ -175,11 +147,13 @@ __device__ void SumsMiddle(const ncclscope_moe_combine_args& a, const Call& c) {
   }
 }
 
-// Home side, one pack of token t: the rank sums added in the order of their ranks' first slots,
-// in float32 from 0, rounded again.
-template <typename D>
-__device__ void SumsPack(const ncclscope_moe_combine_args& a, const Call& c, int32_t t,
-                         int64_t pack) {
+// One pack of token t's output, from the rows it reads on the expert ranks (checked against the
+// rows each holds), in float32 from 0: exact, every used slot's weight x expert row as fused
+// multiply-adds in k order; rank sums, the sum of each rank with a slot in the order of those
+// ranks' first slots. Rounded once more into `out`.
+template <typename D, bool kRankSums>
+__device__ void TokenPack(const ncclscope_moe_combine_args& a, const Call& c, int32_t t,
+                          int64_t pack) {
   const int32_t top_k = c.plan.config.top_k, experts = c.plan.config.num_experts;
   const int32_t local = c.plan.local_experts;
   const int64_t row_bytes = c.plan.row_bytes;
@@ -190,20 +164,27 @@ __device__ void SumsPack(const ncclscope_moe_combine_args& a, const Call& c, int
   Pack v;
   const auto* x = reinterpret_cast<const typename D::T*>(v.bytes);
   for (int32_t k = 0; k < top_k; ++k) {
-    if (!FirstSlotOnItsRank(topk, k, experts, local)) continue;
-    const int q = UsedExpert(topk[k], experts) / local;
+    const int32_t e = UsedExpert(topk[k], experts);
+    if (e < 0 || (kRankSums && !FirstSlotOnItsRank(topk, k, experts, local))) continue;
+    const int q = e / local;
     const int32_t row = a.send_rows[int64_t{t} * top_k + k];
     if (row < 0 || row >= rows_of[q]) continue;
     v.raw = reinterpret_cast<const uint4*>(c.buffer(q).rows() + row * row_bytes)[pack];
+    if constexpr (kRankSums) {
 #pragma unroll
-    for (int i = 0; i < D::kPerPack; ++i) acc[i] += D::Load(x[i]);
+      for (int i = 0; i < D::kPerPack; ++i) acc[i] += D::Load(x[i]);
+    } else {
+      const float w = a.topk_weights[int64_t{t} * top_k + k];
+#pragma unroll
+      for (int i = 0; i < D::kPerPack; ++i) acc[i] = __fmaf_rn(w, D::Load(x[i]), acc[i]);
+    }
   }
   StorePack<D>(acc,
                reinterpret_cast<uint4*>(static_cast<unsigned char*>(a.out) + t * row_bytes) + pack);
 }
 
 // Token side, the last step of both modes: each token of the chunk checked by thread 0, its
-// packs summed by the block's threads (CombinePack, exact; SumsPack, rank sums).
+// packs summed by the block's threads (TokenPack).
 template <typename D, bool kRankSums>
 __device__ void CombineReceive(const ncclscope_moe_combine_args& a, const Call& c, MoeError* err) {
   if (threadIdx.x < static_cast<uint32_t>(c.nranks)) {
@@ -216,11 +197,7 @@ __device__ void CombineReceive(const ncclscope_moe_combine_args& a, const Call& 
   for (int32_t t = lo; t < hi; ++t) {
     if (threadIdx.x == 0) CheckToken(a, c, t, err);
     for (int64_t pack = threadIdx.x; pack < packs; pack += blockDim.x) {
-      if constexpr (kRankSums) {
-        SumsPack<D>(a, c, t, pack);
-      } else {
-        CombinePack<D>(a, c, t, pack);
-      }
+      TokenPack<D, kRankSums>(a, c, t, pack);
     }
   }
 }
