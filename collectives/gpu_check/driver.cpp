@@ -73,6 +73,12 @@ bool LoadDriver(Driver* d, std::string* error) {
   Bind(lib, {"cuMemcpyDtoDAsync_v2"}, &x.memcpy_dtod_async);
   Bind(lib, {"cuOccupancyMaxActiveBlocksPerMultiprocessor"}, &x.occupancy_max_active_blocks);
   Bind(lib, {"cuFuncGetAttribute"}, &x.func_get_attribute);
+  Bind(lib, {"cuStreamBeginCapture_v2"}, &x.stream_begin_capture);
+  Bind(lib, {"cuStreamEndCapture"}, &x.stream_end_capture);
+  Bind(lib, {"cuGraphInstantiateWithFlags"}, &x.graph_instantiate);
+  Bind(lib, {"cuGraphLaunch"}, &x.graph_launch);
+  Bind(lib, {"cuGraphExecDestroy"}, &x.graph_exec_destroy);
+  Bind(lib, {"cuGraphDestroy"}, &x.graph_destroy);
   *d = x;
   return true;
 }

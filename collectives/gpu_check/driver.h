@@ -42,6 +42,18 @@ struct Driver {
   CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
   CUresult (*occupancy_max_active_blocks)(int*, CUfunction, int, size_t) = nullptr;
   CUresult (*func_get_attribute)(int*, CUfunction_attribute, CUfunction) = nullptr;
+  // Stream capture and graphs (the MoE graph-replay check; the emulator has none).
+  CUresult (*stream_begin_capture)(CUstream, CUstreamCaptureMode) = nullptr;
+  CUresult (*stream_end_capture)(CUstream, CUgraph*) = nullptr;
+  CUresult (*graph_instantiate)(CUgraphExec*, CUgraph, unsigned long long) = nullptr;
+  CUresult (*graph_launch)(CUgraphExec, CUstream) = nullptr;
+  CUresult (*graph_exec_destroy)(CUgraphExec) = nullptr;
+  CUresult (*graph_destroy)(CUgraph) = nullptr;
+  bool HasGraphs() const {
+    return stream_begin_capture != nullptr && stream_end_capture != nullptr &&
+           graph_instantiate != nullptr && graph_launch != nullptr &&
+           graph_exec_destroy != nullptr && graph_destroy != nullptr;
+  }
 };
 
 // Loads libcuda.so.1 (never closed) and fills *d. False with *error naming what is missing.

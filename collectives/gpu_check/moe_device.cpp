@@ -30,22 +30,6 @@ CUresult Poison(const Driver& cu, CUdeviceptr at, size_t bytes) {
   return bytes == 0 ? CUDA_SUCCESS : cu.memset_d8(at, kPoison, bytes);
 }
 
-// Rank r's common arguments (the status is set by MoeDispatchArgs / MoeCombineArgs).
-ncclscope_moe_common_args Common(const MoeCaseRun& x, int r, uint32_t epoch, uint64_t timeout_ns) {
-  ncclscope_moe_common_args a{};
-  a.plan = x.plan;
-  for (size_t q = 0; q < x.dev.size(); ++q) {
-    a.buffer[q] = reinterpret_cast<void*>(x.dev[q].buffer);
-  }
-  a.stall = reinterpret_cast<ncclscope_moe_stall*>(x.ranks.mem[static_cast<size_t>(r)].stall);
-  a.timeout_ns = timeout_ns;
-  a.rank = r;
-  a.epoch = x.device_epoch ? 0 : epoch;
-  a.flags = x.device_epoch ? NCCLSCOPE_MOE_DEVICE_EPOCH : 0;
-  a.num_tokens = x.in[static_cast<size_t>(r)].tokens;
-  return a;
-}
-
 // The offsets of a rank's inputs and outputs in its arena for plan p; *bytes: the arena's size.
 MoeDeviceRank ArenaLayout(const ncclscope_moe_plan& p, size_t* bytes) {
   size_t end = 0;
@@ -82,6 +66,22 @@ CUresult WriteFlags(const Driver& cu, const ncclscope_moe_plan& p, const MoeDevi
 }
 
 }  // namespace
+
+ncclscope_moe_common_args MoeCommonArgs(const MoeCaseRun& x, int r, uint32_t epoch,
+                                        uint64_t timeout_ns) {
+  ncclscope_moe_common_args a{};
+  a.plan = x.plan;
+  for (size_t q = 0; q < x.dev.size(); ++q) {
+    a.buffer[q] = reinterpret_cast<void*>(x.dev[q].buffer);
+  }
+  a.stall = reinterpret_cast<ncclscope_moe_stall*>(x.ranks.mem[static_cast<size_t>(r)].stall);
+  a.timeout_ns = timeout_ns;
+  a.rank = r;
+  a.epoch = x.device_epoch ? 0 : epoch;
+  a.flags = x.device_epoch ? NCCLSCOPE_MOE_DEVICE_EPOCH : 0;
+  a.num_tokens = x.in[static_cast<size_t>(r)].tokens;
+  return a;
+}
 
 bool AllocateMoeRank(const Driver& cu, const ncclscope_moe_plan& p, uint32_t first_epoch,
                      MoeDeviceRank* m, std::string* error) {
@@ -273,7 +273,7 @@ LaunchOutcome LaunchMoe(MoeCaseRun& x, bool dispatch, uint32_t epoch, uint64_t t
   std::vector<RankLaunch> launches;
   for (int r = 0; r < n; ++r) {
     const MoeDeviceRank& m = x.dev[static_cast<size_t>(r)];
-    const ncclscope_moe_common_args common = Common(x, r, epoch, timeout_ns);
+    const ncclscope_moe_common_args common = MoeCommonArgs(x, r, epoch, timeout_ns);
     void* param = nullptr;
     if (dispatch) {
       d[static_cast<size_t>(r)] = MoeDispatchArgs(common, m);

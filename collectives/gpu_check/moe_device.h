@@ -77,6 +77,12 @@ std::string UploadMoeInputs(const MoeCaseRun& x);
 std::string UploadExpertRows(const MoeCaseRun& x,
                              const std::vector<std::vector<unsigned char>>& expert_out);
 
+// Rank r's common arguments for a call with `epoch` (or NCCLSCOPE_MOE_DEVICE_EPOCH,
+// x.device_epoch): every rank's buffer, its stall record, its tokens (the status is set by
+// MoeDispatchArgs / MoeCombineArgs).
+ncclscope_moe_common_args MoeCommonArgs(const MoeCaseRun& x, int r, uint32_t epoch,
+                                        uint64_t timeout_ns);
+
 // Poisons the call's outputs, zeroes the stall records, launches every rank's dispatch (or
 // combine) with `epoch` but `absent`'s (-1: none), each on its stream between its events, and
 // waits (local_ranks.h, LaunchRanks).

@@ -10,6 +10,7 @@
 #include "collectives/gpu_check/moe_compare.h"
 #include "collectives/gpu_check/moe_definition.h"
 #include "collectives/gpu_check/moe_device.h"
+#include "collectives/gpu_check/moe_graph.h"
 #include "collectives/gpu_check/moe_twin.h"
 
 namespace ncclscope::gpu_check {
@@ -381,6 +382,8 @@ bool RunMoe(RankCountRun& run, LocalRanks& ranks, bool largest) {
       blocks == 0 ? "the plan's blocks" : ("blocks lowered to " + std::to_string(blocks)).c_str(),
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   std::fflush(stdout);
+  // The graph replays: four runs of the first (smallest) case, its epochs wrapping halfway.
+  if (!cases.empty() && !CheckMoeGraphReplay(run, ranks, cases.front(), blocks, 4)) return false;
   if (run.o.stall_timeout_ms > 0 && !cases.empty() &&
       !CheckAbsentRank(run, ranks, cases.front(), blocks)) {
     return false;
