@@ -5,7 +5,12 @@
 // A twin's kernel takes one by-value parameter of `NAME_host_param_bytes` bytes (a const unsigned
 // long next to the twin), copied at launch as the driver copies kernel parameters; without that
 // symbol the kernel takes none and the twin gets NULL. docs/emulator.md, "Kernels".
+// Stream capture records a capturing stream's kernel launches (their parameters copied then, as
+// a real driver copies them into the graph's nodes) into a graph, which cuGraphLaunch replays on
+// any stream; nothing else can be captured (docs/emulator.md, "CUDA graphs").
 #include <dlfcn.h>
+
+#include <map>
 
 #include <cstring>
 #include <mutex>
@@ -16,6 +21,7 @@
 
 #include "sim/emulator/cuda_exports.h"
 #include "sim/emulator/kernel_activity.h"
+#include "sim/emulator/stream_capture.h"
 #include "sim/emulator/stream_queue.h"
 
 namespace {
@@ -45,11 +51,12 @@ Handles& handles() {
   return *h;
 }
 
-// One queued launch; owns its copy of the parameter.
+// One queued launch (or a graph's node); owns its copy of the parameter.
 struct Launch {
   std::string name;
   HostTwin twin;
   void* param;  // nullptr for a kernel without parameters
+  size_t param_bytes;
   unsigned grid_x;
   unsigned block_x;
   uint32_t correlation;
@@ -68,6 +75,44 @@ void runLaunch(void* p) {
                    ncclsimGpuClockNs());
   if (l->param != nullptr) ::operator delete(l->param, kParamAlign);
   delete l;
+}
+
+// A copy of `from` with its own copy of the parameter.
+Launch* CloneLaunch(const Launch& from) {
+  auto* l = new Launch(from);
+  if (from.param != nullptr) {
+    l->param = ::operator new(from.param_bytes, kParamAlign);
+    std::memcpy(l->param, from.param, from.param_bytes);
+  }
+  return l;
+}
+
+void FreeLaunch(Launch* l) {
+  if (l->param != nullptr) ::operator delete(l->param, kParamAlign);
+  delete l;
+}
+
+// A captured graph and an instantiated one: the launches in capture order.
+struct Graph {
+  std::vector<Launch*> nodes;
+};
+
+// Streams being captured and the live graph handles.
+struct Captures {
+  std::mutex mu;
+  std::map<CUstream, Graph*> active;
+  std::set<Graph*> graphs;
+  std::set<Graph*> execs;
+};
+
+Captures& captures() {
+  static auto* c = new Captures;  // leaked, as handles()
+  return *c;
+}
+
+void FreeGraph(Graph* g) {
+  for (Launch* l : g->nodes) FreeLaunch(l);
+  delete g;
 }
 
 }  // namespace
@@ -144,6 +189,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
   auto* l = new Launch{};
   l->name = kernel.name;
   l->twin = kernel.twin;
+  l->param_bytes = kernel.param_bytes;
   if (kernel.param_bytes > 0) {
     l->param = ::operator new(kernel.param_bytes, kParamAlign);
     std::memcpy(l->param, kernelParams[0], kernel.param_bytes);
@@ -153,12 +199,106 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
   CUdevice device = 0;
   l->device = cuCtxGetDevice(&device) == CUDA_SUCCESS ? int(device) : 0;
   l->stream = hStream;
+  {
+    Captures& c = captures();
+    std::lock_guard<std::mutex> lock(c.mu);
+    const auto it = c.active.find(hStream);
+    if (it != c.active.end()) {  // recorded, not run
+      it->second->nodes.push_back(l);
+      return CUDA_SUCCESS;
+    }
+  }
   l->correlation = ncclsimKernelLaunch();
   ncclsim::resolveStream(hStream)->enqueue(runLaunch, l);
   return CUDA_SUCCESS;
 }
 
+// The legacy and per-thread default streams cannot be captured, as on a real driver.
+CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
+  if (hStream == nullptr || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD) {
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  Captures& c = captures();
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (!c.active.emplace(hStream, nullptr).second) return CUDA_ERROR_ILLEGAL_STATE;
+  c.active[hStream] = new Graph;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
+  if (phGraph == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Captures& c = captures();
+  std::lock_guard<std::mutex> lock(c.mu);
+  const auto it = c.active.find(hStream);
+  if (it == c.active.end()) return CUDA_ERROR_ILLEGAL_STATE;
+  c.graphs.insert(it->second);
+  *phGraph = reinterpret_cast<CUgraph>(it->second);
+  c.active.erase(it);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph,
+                                     unsigned long long flags) {
+  if (phGraphExec == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  Captures& c = captures();
+  std::lock_guard<std::mutex> lock(c.mu);
+  auto* g = reinterpret_cast<Graph*>(hGraph);
+  if (c.graphs.count(g) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  auto* e = new Graph;
+  for (const Launch* l : g->nodes) e->nodes.push_back(CloneLaunch(*l));
+  c.execs.insert(e);
+  *phGraphExec = reinterpret_cast<CUgraphExec>(e);
+  return CUDA_SUCCESS;
+}
+
+// Each node runs as a launch of its own on hStream, in capture order, with its captured parameter.
+CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
+  std::vector<Launch*> run;
+  {
+    Captures& c = captures();
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto* e = reinterpret_cast<Graph*>(hGraphExec);
+    if (c.execs.count(e) == 0) return CUDA_ERROR_INVALID_HANDLE;
+    if (c.active.count(hStream) != 0) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    for (const Launch* l : e->nodes) run.push_back(CloneLaunch(*l));
+  }
+  for (Launch* l : run) {
+    l->stream = hStream;
+    l->correlation = ncclsimKernelLaunch();
+    ncclsim::resolveStream(hStream)->enqueue(runLaunch, l);
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
+  Captures& c = captures();
+  std::lock_guard<std::mutex> lock(c.mu);
+  auto* e = reinterpret_cast<Graph*>(hGraphExec);
+  if (c.execs.erase(e) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  FreeGraph(e);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphDestroy(CUgraph hGraph) {
+  Captures& c = captures();
+  std::lock_guard<std::mutex> lock(c.mu);
+  auto* g = reinterpret_cast<Graph*>(hGraph);
+  if (c.graphs.erase(g) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  FreeGraph(g);
+  return CUDA_SUCCESS;
+}
+
 }  // extern "C"
+
+bool ncclsim::streamCapturing(CUstream s) {
+  Captures& c = captures();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.active.count(s) != 0;
+}
 
 // The per-thread-default-stream name (the emulator has one default stream).
 extern "C" __attribute__((alias("cuLaunchKernel"))) decltype(cuLaunchKernel) cuLaunchKernel_ptsz;

@@ -7,6 +7,7 @@
 #include "sim/emulator/cuda_exports.h"
 #include "sim/emulator/env_config.h"
 #include "sim/emulator/sim_stream.h"
+#include "sim/emulator/stream_capture.h"
 #include "sim/emulator/stream_queue.h"
 
 using ncclsim::EventHandle;
@@ -73,10 +74,11 @@ CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
   return CUDA_SUCCESS;
 }
 
-// Stream capture (CUDA graphs) is not emulated, so no stream is ever capturing.
+// Active between cuStreamBeginCapture and cuStreamEndCapture (cuda_api_module.cpp).
 CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
   if (captureStatus == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *captureStatus = CU_STREAM_CAPTURE_STATUS_NONE;
+  *captureStatus = ncclsim::streamCapturing(hStream) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                                     : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 

@@ -206,4 +206,62 @@ TEST(KernelLaunch, RefusedLaunchesRunNothing) {
   });
 }
 
+// Stream capture (CUDA graphs): a capturing stream's launches are recorded with their parameters
+// copied then, run only when the instantiated graph is launched, once per launch, in capture
+// order, on the stream it is launched on; the legacy stream cannot be captured.
+TEST(KernelLaunch, CapturedLaunchesRunAtEachGraphLaunchWithTheirCapturedParameters) {
+  inChild([] {
+    CUmodule mod = nullptr;
+    CUfunction fn = nullptr;
+    CUstream s = nullptr, other = nullptr;
+    CHILD_CHECK(cuModuleLoadData(&mod, kImage) == CUDA_SUCCESS);
+    CHILD_CHECK(cuModuleGetFunction(&fn, mod, "ncclsimtest_twin") == CUDA_SUCCESS);
+    CHILD_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+    CHILD_CHECK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+    CHILD_CHECK(cuStreamBeginCapture(nullptr, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) ==
+                CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHILD_CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) == CUDA_SUCCESS);
+    CHILD_CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) ==
+                CUDA_ERROR_ILLEGAL_STATE);
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    CHILD_CHECK(cuStreamIsCapturing(s, &status) == CUDA_SUCCESS);
+    CHILD_CHECK(status == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    CHILD_CHECK(cuStreamIsCapturing(other, &status) == CUDA_SUCCESS);
+    CHILD_CHECK(status == CU_STREAM_CAPTURE_STATUS_NONE);
+    TwinParam param{};
+    for (size_t i = 0; i < sizeof param.tail; ++i) param.tail[i] = char(i + 1);
+    void* params[] = {&param};
+    param.value = 5;
+    CHILD_CHECK(cuLaunchKernel(fn, 2, 1, 1, 64, 1, 1, 0, s, params, nullptr) == CUDA_SUCCESS);
+    param.value = 6;
+    CHILD_CHECK(cuLaunchKernel(fn, 4, 1, 1, 96, 1, 1, 0, s, params, nullptr) == CUDA_SUCCESS);
+    CUgraph graph = nullptr;
+    CHILD_CHECK(cuStreamEndCapture(s, &graph) == CUDA_SUCCESS);
+    CHILD_CHECK(cuStreamIsCapturing(s, &status) == CUDA_SUCCESS);
+    CHILD_CHECK(status == CU_STREAM_CAPTURE_STATUS_NONE);
+    CHILD_CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS);
+    CHILD_CHECK(g_trace.n.load() == 0);  // recorded, not run
+    param.value = 9;                     // after capture: the graph keeps its copies
+    std::memset(param.tail, 0, sizeof param.tail);
+    CUgraphExec exec = nullptr;
+    CHILD_CHECK(cuGraphInstantiate(&exec, graph, 0) == CUDA_SUCCESS);
+    CHILD_CHECK(cuGraphDestroy(graph) == CUDA_SUCCESS);  // the executable keeps its own
+    CHILD_CHECK(cuGraphLaunch(exec, s) == CUDA_SUCCESS);
+    CHILD_CHECK(cuGraphLaunch(exec, other) == CUDA_SUCCESS);
+    CHILD_CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS);
+    CHILD_CHECK(cuStreamSynchronize(other) == CUDA_SUCCESS);
+    CHILD_CHECK(g_trace.n.load() == 4);
+    for (int i = 0; i < 4; ++i) {
+      CHILD_CHECK(g_trace.seen[i] == 5 + i % 2 && g_trace.tail_intact[i]);
+      CHILD_CHECK(g_trace.grid[i] == (i % 2 == 0 ? 2u : 4u));
+    }
+    CHILD_CHECK(cuGraphExecDestroy(exec) == CUDA_SUCCESS);
+    CHILD_CHECK(cuGraphExecDestroy(exec) == CUDA_ERROR_INVALID_HANDLE);
+    CHILD_CHECK(cuGraphLaunch(exec, s) == CUDA_ERROR_INVALID_HANDLE);
+    CHILD_CHECK(cuStreamEndCapture(s, &graph) == CUDA_ERROR_ILLEGAL_STATE);
+    CHILD_CHECK(cuModuleUnload(mod) == CUDA_SUCCESS);
+    return 0;
+  });
+}
+
 }  // namespace
