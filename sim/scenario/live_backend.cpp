@@ -48,6 +48,18 @@ CUresult LiveBackend::streamDestroy(CUstream stream) {
 CUresult LiveBackend::blockStream(CUstream stream, const std::string& why) {
   return sim::blockStream(stream, why);
 }
+bool LiveBackend::beginCapture(CUstream stream, std::string& error) {
+  const CUresult rc = cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  if (rc != CUDA_SUCCESS) error = "cuStreamBeginCapture: " + cuError(rc);
+  return rc == CUDA_SUCCESS;
+}
+bool LiveBackend::endCapture(CUstream stream, std::string& error) {
+  CUgraph graph = nullptr;
+  CUresult rc = cuStreamEndCapture(stream, &graph);
+  if (rc == CUDA_SUCCESS && graph != nullptr) rc = cuGraphDestroy(graph);
+  if (rc != CUDA_SUCCESS) error = "cuStreamEndCapture: " + cuError(rc);
+  return rc == CUDA_SUCCESS;
+}
 
 bool LiveBackend::publishUniqueId(const std::string& path, const ncclUniqueId& id,
                                   std::string& error) {

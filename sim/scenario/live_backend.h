@@ -17,6 +17,8 @@ class LiveBackend final : public RankBackend {
   CUresult streamSynchronize(CUstream stream) override;
   CUresult streamDestroy(CUstream stream) override;
   CUresult blockStream(CUstream stream, const std::string& why) override;
+  bool beginCapture(CUstream stream, std::string& error) override;
+  bool endCapture(CUstream stream, std::string& error) override;
 
   bool publishUniqueId(const std::string& path, const ncclUniqueId& id,
                        std::string& error) override;

@@ -117,6 +117,7 @@ OpCall callFromSpec(const OpSpec& spec, int comm_index) {
   c.grouped = spec.grouped;
   c.in_place = spec.in_place;
   c.equal_counts = spec.equal_counts;
+  c.captured = spec.captured;
   return c;
 }
 

@@ -27,6 +27,7 @@ struct OpCall {
   bool send_first = false;    // ungrouped pipeline: send before receiving (send_first)
   bool in_place = false;      // alltoall, gather, scatter (OpSpec::in_place)
   bool equal_counts = false;  // alltoallv (OpSpec::equal_counts)
+  bool captured = false;      // OpSpec::captured
 };
 
 OpCall callFromSpec(const OpSpec& spec, int comm_index);

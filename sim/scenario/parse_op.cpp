@@ -52,6 +52,12 @@ OpSpec parseCoalesced(const JsonNode& node) {
           "'{}' is not the coalesced op's communicator '{}' (one group, one communicator)",
           spec.comm, op.comm));
     }
+    if (spec.captured) {
+      inner.at("captured")
+          .fail(
+              "'captured' does not apply inside a coalesced op (its calls launch "
+              "at the group's end)");
+    }
     spec.comm = op.comm;
     op.ops.push_back(std::move(spec));
   }
@@ -65,7 +71,7 @@ OpSpec parseOp(const JsonNode& node) {
   if (node.has("op") && parseKind(node) == OpKind::kCoalesced) return parseCoalesced(node);
   if (node.has("ops")) node.at("ops").fail("'ops' only applies to op coalesced");
   node.expectObject({"op", "comm", "count", "bytes", "dtype", "redop", "scalar", "root",
-                     "direction", "grouped", "in_place", "counts"});
+                     "direction", "grouped", "in_place", "counts", "captured"});
   OpSpec op;
   const std::string kind_name = node.at("op").asString();
   op.kind = parseKind(node);
@@ -145,6 +151,7 @@ OpSpec parseOp(const JsonNode& node) {
     }
     op.in_place = ip.asBool();
   }
+  if (node.has("captured")) op.captured = node.at("captured").asBool();
   if (node.has("counts")) {
     const JsonNode c = node.at("counts");
     if (op.kind != OpKind::kAllToAllV) {

@@ -42,6 +42,8 @@ class PlanBackend final : public RankBackend {
   CUresult streamSynchronize(CUstream stream) override;
   CUresult streamDestroy(CUstream) override { return CUDA_SUCCESS; }
   CUresult blockStream(CUstream stream, const std::string& why) override;
+  bool beginCapture(CUstream, std::string&) override { return true; }
+  bool endCapture(CUstream, std::string&) override { return true; }
 
   bool publishUniqueId(const std::string&, const ncclUniqueId&, std::string&) override {
     return true;

@@ -33,6 +33,10 @@ class RankBackend {
   virtual CUresult streamDestroy(CUstream stream) = 0;
   // The hang fault: a host function that never returns, enqueued on the stream.
   virtual CUresult blockStream(CUstream stream, const std::string& why) = 0;
+  // An op issued under stream capture (OpSpec::captured): begin before it; end after it, dropping
+  // the graph (what NCCL put in it is never replayed). False with `error` naming the call.
+  virtual bool beginCapture(CUstream stream, std::string& error) = 0;
+  virtual bool endCapture(CUstream stream, std::string& error) = 0;
 
   // Rank 0 publishes the world's unique id; the others wait for it (bounded).
   virtual bool publishUniqueId(const std::string& path, const ncclUniqueId& id,

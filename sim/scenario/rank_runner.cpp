@@ -328,7 +328,16 @@ class Runner {
       if (poisoned_) writeInput(call, p.buffers, 0, std::numeric_limits<double>::quiet_NaN());
       if (scenario_op) armFlip(p, me);
     }
+    std::string capture_error;
+    if (call.captured && !b_.beginCapture(comms_.streams[c], capture_error)) {
+      return fail(kRankLibraryError,
+                  fmt::format("step {} op {}: {}", key.step, key.op, capture_error));
+    }
     const ncclResult_t rc = issueOp(b_, call, p.buffers, comms_.comms[c], comms_.streams[c]);
+    if (call.captured && !b_.endCapture(comms_.streams[c], capture_error)) {
+      return fail(kRankLibraryError,
+                  fmt::format("step {} op {}: {}", key.step, key.op, capture_error));
+    }
     if (rc != ncclSuccess) {
       return fail(
           kRankLibraryError,

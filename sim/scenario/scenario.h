@@ -62,6 +62,9 @@ struct OpSpec {
   bool grouped = true;        // pipeline: send and recv inside one ncclGroupStart/End
   bool in_place = false;      // alltoall, gather, scatter: NCCL's in-place form of the call
   bool equal_counts = false;  // alltoallv: every part `count` elements (an equal split)
+  // Issued while its stream is being captured into a CUDA graph (begun before the call, ended and
+  // the graph dropped after it); what the interposer sees as a captured call.
+  bool captured = false;
   // coalesced only: its collectives in call order, each on `comm` (no pipeline, alltoallv or
   // coalesced among them); the coalesced op's own count, dtype etc. are unused.
   std::vector<OpSpec> ops;

@@ -168,5 +168,43 @@ TEST(AccelAllReduce, AHealthyPauseLongerThanTenSecondsStaysQuietAndCorrect) {
   }
 }
 
+// Calls issued while their stream is captured into a CUDA graph (the scenario's "captured": the
+// rank begins capture before the call and ends it after) reach NCCL, the same calls uncaptured run
+// on ncclscope's kernels; every rank judges alike, every result is right (docs/collectives.md,
+// "Stream capture").
+TEST(AccelAllReduce, CallsUnderStreamCaptureGoToNccl) {
+  ScratchDir scratch;
+  const std::string scenario = scratch / "captured.json";
+  std::ofstream(scenario) << R"({"name": "captured", "seed": 5, "repeat": 2, "steps": [{"ops": [
+    {"op": "allreduce", "count": 4096, "dtype": "bfloat16"},
+    {"op": "allreduce", "count": 4096, "dtype": "bfloat16", "captured": true},
+    {"op": "alltoall", "count": 1024, "dtype": "float32", "captured": true},
+    {"op": "alltoall", "count": 1024, "dtype": "float32"}]}]})";
+  const std::string dir = scratch / "trace";
+  const ProcessResult sim = RunProcess(
+      {Cli(), "sim", "--ranks", "4", "--scenario", scenario, "--dir", dir, "--timeout", "60"},
+      {{"NCCLSCOPE_ACCEL", "1"}}, 120);
+  ASSERT_EQ(sim.exit_code, 0) << sim.out << sim.err;
+  EXPECT_NE(sim.out.find("all 4 ranks finished with correct results"), std::string::npos)
+      << sim.out;
+  const auto dump = DumpJson(dir);
+  ASSERT_EQ(dump.size(), 4u);
+  const std::vector<std::string> want = {"ncclscope", "nccl", "nccl", "ncclscope"};
+  for (const auto& [rank, d] : dump) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    int seen = 0;
+    for (const auto& rec : d.records) {
+      const std::string op = rec.at("op");
+      if (op != "allreduce" && op != "alltoall") continue;
+      const auto seq = rec.at("seq").get<uint64_t>();
+      EXPECT_EQ(rec.at("engine"), want[(seq - 1) % 4]) << rec.dump();
+      EXPECT_EQ(rec.at("device"), "done") << rec.dump();
+      ++seen;
+    }
+    EXPECT_EQ(seen, 8);
+  }
+  ExpectCollectivesAgree(dump);
+}
+
 }  // namespace
 }  // namespace ncclscope::testing

@@ -57,6 +57,19 @@ TEST(ScenarioParse, InPlaceAlltoAllGatherScatter) {
   EXPECT_FALSE(ops[2].in_place);
 }
 
+TEST(ScenarioParse, CapturedIsABooleanOfAnyOneOp) {
+  const Scenario s = parse(R"({"steps": [{"ops": [
+      {"op": "allreduce", "count": 2, "captured": true},
+      {"op": "alltoallv", "count": 2, "captured": true},
+      {"op": "broadcast", "count": 2, "captured": false},
+      {"op": "allgather", "count": 2}]}]})");
+  const auto& ops = s.steps[0].ops;
+  EXPECT_TRUE(ops[0].captured);
+  EXPECT_TRUE(ops[1].captured);
+  EXPECT_FALSE(ops[2].captured);
+  EXPECT_FALSE(ops[3].captured);
+}
+
 TEST(ScenarioParse, AlltoallvTakesSizeDtypeCommAndCounts) {
   const Scenario s =
       parse(R"({"communicators": [{"name": "ep", "split": {"by": "block", "size": 2}}],

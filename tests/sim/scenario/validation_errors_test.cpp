@@ -78,6 +78,11 @@ INSTANTIATE_TEST_SUITE_P(
                 "scatter, not alltoallv"},
         BadCase{R"({"steps": [{"ops": [{"op": "alltoallv", "count": 1, "splits": [1, 2]}]}]})",
                 "steps[0].ops[0].splits: unknown key"},
+        BadCase{R"({"steps": [{"ops": [{"op": "allreduce", "count": 1, "captured": 1}]}]})",
+                "steps[0].ops[0].captured: expected"},
+        BadCase{R"({"steps": [{"ops": [{"op": "coalesced", "ops": [
+                  {"op": "allreduce", "count": 1, "captured": true}]}]}]})",
+                "steps[0].ops[0].ops[0].captured: 'captured' does not apply inside a coalesced op"},
         BadCase{R"({"steps": [{"ops": [{"op": "alltoallv", "count": 1, "comm": "ep"}]}]})",
                 "steps[0].ops[0].comm: unknown communicator 'ep'"},
         BadCase{R"({"steps": [{"ops": [{"op": "allreduce", "count": 1, "comm": "tp"}]}]})",
