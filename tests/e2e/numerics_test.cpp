@@ -205,6 +205,28 @@ TEST(NumericsRecords, EveryRankSamplesTheSameCollectivesAndIdenticalOutputsHashA
   }
 }
 
+// A collective captured into a CUDA graph runs at every replay, long after the probe's slot is
+// reused: the probe leaves it unsampled and counts it skipped, the uncaptured ones are sampled.
+TEST(NumericsRecords, CollectivesUnderStreamCaptureAreSkippedNotSampled) {
+  ScratchDir scratch;
+  const std::string scenario = scratch / "captured.json";
+  std::ofstream(scenario) << R"({"name": "captured", "seed": 2, "repeat": 3, "steps": [{"ops": [
+    {"op": "allreduce", "count": 1024, "dtype": "float32"},
+    {"op": "allreduce", "count": 1024, "dtype": "float32", "captured": true}]}]})";
+  const std::string dir = scratch / "trace";
+  const ProcessResult sim = RunProcess(
+      {Cli(), "sim", "--ranks", "4", "--scenario", scenario, "--dir", dir, "--timeout", "60"},
+      {{"NCCLSCOPE_NUMERICS", "all"}, {"NCCLSCOPE_NUMERICS_EVERY", "1"}}, 120);
+  ASSERT_EQ(sim.exit_code, 0) << sim.out << sim.err;
+  for (const auto& [rank, dump] : DumpJson(dir)) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    EXPECT_EQ(dump.header.value("numerics_skipped", -1), 3);  // one captured call an iteration
+    std::set<uint64_t> sampled;
+    for (const auto& n : dump.numerics) sampled.insert(n.value("seq", uint64_t{0}));
+    EXPECT_EQ(sampled, (std::set<uint64_t>{1, 3, 5})) << "the uncaptured calls, every one";
+  }
+}
+
 TEST(NumericsHealthy, EveryCollectiveCheckedGivesNoNumericsVerdictAndUnchangedResults) {
   for (const char* scenario : {"healthy", "healthy-jitter"}) {
     const Job job = RunChecked(scenario, 8, "all", 1);
