@@ -246,9 +246,10 @@ TEST(KernelLaunch, CapturedLaunchesRunAtEachGraphLaunchWithTheirCapturedParamete
     CUgraphExec exec = nullptr;
     CHILD_CHECK(cuGraphInstantiate(&exec, graph, 0) == CUDA_SUCCESS);
     CHILD_CHECK(cuGraphDestroy(graph) == CUDA_SUCCESS);  // the executable keeps its own
+    // One launch after the other (two streams' work has no order between them).
     CHILD_CHECK(cuGraphLaunch(exec, s) == CUDA_SUCCESS);
-    CHILD_CHECK(cuGraphLaunch(exec, other) == CUDA_SUCCESS);
     CHILD_CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS);
+    CHILD_CHECK(cuGraphLaunch(exec, other) == CUDA_SUCCESS);
     CHILD_CHECK(cuStreamSynchronize(other) == CUDA_SUCCESS);
     CHILD_CHECK(g_trace.n.load() == 4);
     for (int i = 0; i < 4; ++i) {
