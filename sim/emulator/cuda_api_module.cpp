@@ -115,6 +115,16 @@ void FreeGraph(Graph* g) {
   delete g;
 }
 
+// Frees a live graph or executable graph handle; a stale one gives CUDA_ERROR_INVALID_HANDLE.
+CUresult DestroyGraph(std::set<Graph*> Captures::*live, void* handle) {
+  Captures& c = captures();
+  std::lock_guard<std::mutex> lock(c.mu);
+  auto* g = static_cast<Graph*>(handle);
+  if ((c.*live).erase(g) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  FreeGraph(g);
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -275,21 +285,11 @@ CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
 }
 
 CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
-  Captures& c = captures();
-  std::lock_guard<std::mutex> lock(c.mu);
-  auto* e = reinterpret_cast<Graph*>(hGraphExec);
-  if (c.execs.erase(e) == 0) return CUDA_ERROR_INVALID_HANDLE;
-  FreeGraph(e);
-  return CUDA_SUCCESS;
+  return DestroyGraph(&Captures::execs, hGraphExec);
 }
 
 CUresult cuGraphDestroy(CUgraph hGraph) {
-  Captures& c = captures();
-  std::lock_guard<std::mutex> lock(c.mu);
-  auto* g = reinterpret_cast<Graph*>(hGraph);
-  if (c.graphs.erase(g) == 0) return CUDA_ERROR_INVALID_HANDLE;
-  FreeGraph(g);
-  return CUDA_SUCCESS;
+  return DestroyGraph(&Captures::graphs, hGraph);
 }
 
 }  // extern "C"
