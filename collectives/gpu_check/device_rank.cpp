@@ -155,4 +155,29 @@ bool WaitStreams(const Driver& cu, const CUstream* streams, int n, int64_t deadl
   return true;
 }
 
+bool WaitKernels(const Driver& cu, const CUstream* streams, int n, uint64_t timeout_ns, int* stuck,
+                 std::string* error) {
+  return WaitStreams(cu, streams, n,
+                     nc::MonotonicNs() + static_cast<int64_t>(timeout_ns) + kHangMarginNs, stuck,
+                     error);
+}
+
+std::string LaunchAndWait(const Driver& cu, CUfunction fn, unsigned blocks, unsigned threads,
+                          void* param, CUstream stream, CUdeviceptr stall, uint64_t timeout_ns,
+                          bool* hang) {
+  void* params[] = {param};
+  const CUresult r = cu.launch_kernel(fn, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr);
+  if (r != CUDA_SUCCESS) return ErrorText(cu, r);
+  int stuck = 0;
+  std::string why;
+  if (!WaitKernels(cu, &stream, 1, timeout_ns, &stuck, &why)) {
+    *hang = why == "timed out";
+    return why;
+  }
+  nc::KernelStall k{};
+  if (cu.memcpy_dtoh(&k, stall, sizeof(k)) != CUDA_SUCCESS)
+    return "reading the stall record failed";
+  return k.code == 0 ? "" : "stalled: " + StallText(k);
+}
+
 }  // namespace ncclscope::gpu_check

@@ -45,8 +45,25 @@ struct Kernels {
 bool LoadKernels(const Driver& cu, Kernels* k, std::string* error);
 
 // Polls the streams until all are idle or MonotonicNs() passes deadline_ns. False on a timeout
-// (*stuck: the first stream still busy) or an error (*error).
+// (*stuck: the first stream still busy, *error "timed out") or an error (*error).
 bool WaitStreams(const Driver& cu, const CUstream* streams, int n, int64_t deadline_ns, int* stuck,
                  std::string* error);
+
+// How long past a kernel's own bounded wait the check waits before calling it a hang.
+inline constexpr int64_t kHangMarginNs = 30ll * 1000 * 1000 * 1000;
+
+// WaitStreams for kernels just launched whose every wait ends `timeout_ns` after they start: the
+// deadline is that plus kHangMarginNs from now.
+bool WaitKernels(const Driver& cu, const CUstream* streams, int n, uint64_t timeout_ns, int* stuck,
+                 std::string* error);
+
+// One kernel of one rank: launches fn (blocks x threads, its one by-value parameter) on `stream`,
+// waits for it (WaitKernels) and reads the stall record at `stall` (zeroed by the caller, as the
+// uploads it reads are complete). Empty when it ended in time without a stall; else the launch's
+// or the wait's error, or "stalled: " and the record. *hang when it outlived its bounded wait (the
+// context is then unusable).
+std::string LaunchAndWait(const Driver& cu, CUfunction fn, unsigned blocks, unsigned threads,
+                          void* param, CUstream stream, CUdeviceptr stall, uint64_t timeout_ns,
+                          bool* hang);
 
 }  // namespace ncclscope::gpu_check

@@ -23,7 +23,6 @@ namespace nc = collectives;
 
 constexpr uint64_t kMsToNs = 1000000;
 constexpr int64_t kSetUpNs = 120ll * 1000 * 1000 * 1000;  // cuInit and allocation, per process
-constexpr int64_t kMarginNs = 30ll * 1000 * 1000 * 1000;
 
 // What a rank tells the parent after allocating: its three registered buffers' handles, and one
 // registered buffer's per MoE case.
@@ -138,27 +137,13 @@ int Rank(const Options& o, int rank, int nranks, int from_parent, int to_parent)
                       reinterpret_cast<unsigned char*>(mem.output),
                       reinterpret_cast<nc::KernelStall*>(mem.stall)};
       KernelParams p = MakeParams(c, view, rank, io, epoch, o.timeout_ms * kMsToNs);
-      void* params[] = {p.Arg()};
-      if (r == CUDA_SUCCESS) {
-        r = cu.launch_kernel(kernels.Of(c), c.blocks, 1, 1, c.threads, 1, 1, 0, stream, params,
-                             nullptr);
-      }
       ++result.calls;
-      int stuck = 0;
-      std::string why;
-      const int64_t deadline =
-          nc::MonotonicNs() + static_cast<int64_t>(o.timeout_ms * kMsToNs) + kMarginNs;
-      if (r != CUDA_SUCCESS) {
-        why = ErrorText(cu, r);
-      } else if (!WaitStreams(cu, &stream, 1, deadline, &stuck, &why)) {
-        result.hang = why == "timed out" ? 1 : 0;
-      } else {
-        why.clear();
-      }
-      nc::KernelStall stall{};
-      if (why.empty() && ReadStall(cu, mem, &stall) && stall.code != 0) {
-        why = "stalled: " + StallText(stall);
-      }
+      bool hang = false;
+      std::string why = r != CUDA_SUCCESS
+                            ? ErrorText(cu, r)
+                            : LaunchAndWait(cu, kernels.Of(c), c.blocks, c.threads, p.Arg(), stream,
+                                            mem.stall, o.timeout_ms * kMsToNs, &hang);
+      result.hang = hang ? 1 : 0;
       if (why.empty()) twin.Run(c, in_ptr.data(), want_ptr.data(), &why);  // says why on failure
       if (why.empty() && cu.memcpy_dtoh(got.data(), mem.output, c.bytes) != CUDA_SUCCESS) {
         why = "downloading the output failed";

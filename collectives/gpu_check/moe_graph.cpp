@@ -4,7 +4,6 @@
 #include <string>
 #include <vector>
 
-#include "collectives/bounded_wait.h"
 #include "collectives/gpu_check/moe_cases.h"
 #include "collectives/gpu_check/moe_compare.h"
 #include "collectives/gpu_check/moe_device.h"
@@ -16,7 +15,6 @@ namespace {
 namespace nc = collectives;
 
 constexpr uint64_t kMsToNs = 1000000;
-constexpr int64_t kHangMarginNs = 30ll * 1000 * 1000 * 1000;
 
 // One executable graph per rank for one kernel; destroyed with the object.
 class RankGraphs {
@@ -61,9 +59,7 @@ class RankGraphs {
     }
     int stuck = -1;
     std::string why;
-    if (!WaitStreams(cu_, l.streams.data(), l.nranks,
-                     nc::MonotonicNs() + static_cast<int64_t>(timeout_ns) + kHangMarginNs, &stuck,
-                     &why)) {
+    if (!WaitKernels(cu_, l.streams.data(), l.nranks, timeout_ns, &stuck, &why)) {
       *hang = why == "timed out";
       return "rank " + std::to_string(stuck) + "'s replay: " + why;
     }

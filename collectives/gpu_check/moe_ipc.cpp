@@ -1,7 +1,6 @@
 #include "collectives/gpu_check/moe_ipc.h"
 
 #include "collectives/allreduce_kernel_args.h"
-#include "collectives/bounded_wait.h"
 #include "collectives/gpu_check/moe_compare.h"
 #include "collectives/gpu_check/moe_twin.h"
 
@@ -9,9 +8,6 @@ namespace ncclscope::gpu_check {
 namespace {
 
 namespace nc = collectives;
-
-// What a kernel may take past its own bounded wait before the check calls it a hang.
-constexpr int64_t kMarginNs = 30ll * 1000 * 1000 * 1000;
 
 std::vector<Case> IpcCases(int nranks, int reps) {
   CaseLimits limits;
@@ -24,27 +20,15 @@ std::vector<Case> IpcCases(int nranks, int reps) {
   return cases;
 }
 
-// Launches this rank's call and waits for it; empty when it ended in time without a stall.
-std::string LaunchAndWait(const Driver& cu, CUfunction fn, const ncclscope_moe_plan& p, void* param,
-                          CUstream stream, CUdeviceptr stall, uint64_t timeout_ns, bool* hang) {
+// Zeroes the stall record, lets the poison and uploads land, then runs this rank's call.
+std::string LaunchCall(const Driver& cu, CUfunction fn, const ncclscope_moe_plan& p, void* param,
+                       CUstream stream, CUdeviceptr stall, uint64_t timeout_ns, bool* hang) {
   CUresult r = cu.memset_d8(stall, 0, sizeof(nc::KernelStall));
-  if (r == CUDA_SUCCESS) r = cu.ctx_synchronize();  // the poison and uploads are in place
-  void* params[] = {param};
-  if (r == CUDA_SUCCESS) {
-    r = cu.launch_kernel(fn, static_cast<unsigned>(p.config.blocks), 1, 1,
-                         static_cast<unsigned>(p.config.threads), 1, 1, 0, stream, params, nullptr);
-  }
+  if (r == CUDA_SUCCESS) r = cu.ctx_synchronize();
   if (r != CUDA_SUCCESS) return ErrorText(cu, r);
-  int stuck = 0;
-  std::string why;
-  if (!WaitStreams(cu, &stream, 1, nc::MonotonicNs() + static_cast<int64_t>(timeout_ns) + kMarginNs,
-                   &stuck, &why)) {
-    *hang = why == "timed out";
-    return why;
-  }
-  nc::KernelStall k{};
-  if (cu.memcpy_dtoh(&k, stall, sizeof(k)) != CUDA_SUCCESS) return "reading the stall record";
-  return k.code == 0 ? "" : "stalled: " + StallText(k);
+  return LaunchAndWait(cu, fn, static_cast<unsigned>(p.config.blocks),
+                       static_cast<unsigned>(p.config.threads), param, stream, stall, timeout_ns,
+                       hang);
 }
 
 // One run of one case: dispatch with `epoch`, the experts, combine with epoch + 1.
@@ -72,7 +56,7 @@ std::string RunOnce(const Driver& cu, const Kernels& k, CUstream stream, CUdevic
   ncclscope_moe_dispatch_args d = MoeDispatchArgs(common, x.mem);
   ++out->calls;
   if (why.empty()) {
-    why = LaunchAndWait(cu, k.moe_dispatch, x.plan, &d, stream, stall, timeout_ns, &out->hang);
+    why = LaunchCall(cu, k.moe_dispatch, x.plan, &d, stream, stall, timeout_ns, &out->hang);
   }
   MoeRankOutput got;
   if (why.empty() && !DownloadMoeDispatch(cu, x.plan, x.mem, in[mine].topk.size(), &got)) {
@@ -97,7 +81,7 @@ std::string RunOnce(const Driver& cu, const Kernels& k, CUstream stream, CUdevic
   ncclscope_moe_combine_args c = MoeCombineArgs(common, x.mem);
   ++out->calls;
   if (why.empty()) {
-    why = LaunchAndWait(cu, k.moe_combine, x.plan, &c, stream, stall, timeout_ns, &out->hang);
+    why = LaunchCall(cu, k.moe_combine, x.plan, &c, stream, stall, timeout_ns, &out->hang);
   }
   if (why.empty() && !DownloadMoeCombine(cu, x.mem, in[mine].x.size(), &got)) {
     why = "downloading the combine's output failed";

@@ -31,6 +31,19 @@ std::string Failed(const char* call, int r, ncclscope_moe_result result,
          (s.code != 0 ? " (waited for rank " + std::to_string(s.peer) + ")" : "");
 }
 
+// Empty, or the first rank whose twin call did not run through (a bug of the check: its twins
+// wait for no absent rank and count their epochs as the device does).
+std::string FirstUnfinished(const char* call, const std::vector<ncclscope_moe_result>& result,
+                            const std::vector<MoeRankOutput>& out) {
+  for (size_t r = 0; r < result.size(); ++r) {
+    if (result[r] == NCCLSCOPE_MOE_TIMEOUT || result[r] == NCCLSCOPE_MOE_STALE_EPOCH ||
+        result[r] == NCCLSCOPE_MOE_INVALID_ARGUMENT) {
+      return Failed(call, static_cast<int>(r), result[r], out[r].stall);
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 int64_t ReceivedRows(const MoeRankOutput& o) {
@@ -105,13 +118,7 @@ std::string MoeTwinRanks::Dispatch(uint32_t epoch, const std::vector<MoeRankInpu
     a.send_rows = o.send_rows.data();
     result[static_cast<size_t>(r)] = ncclscope_moe_dispatch_on_cpu(&a);
   });
-  for (int r = 0; r < n; ++r) {
-    const auto& o = (*out)[static_cast<size_t>(r)];
-    if (result[static_cast<size_t>(r)] == NCCLSCOPE_MOE_TIMEOUT) {
-      return Failed("dispatch", r, result[static_cast<size_t>(r)], o.stall);
-    }
-  }
-  return "";
+  return FirstUnfinished("dispatch", result, *out);
 }
 
 std::string MoeTwinRanks::Combine(uint32_t epoch, const std::vector<MoeRankInput>& in,
@@ -135,13 +142,7 @@ std::string MoeTwinRanks::Combine(uint32_t epoch, const std::vector<MoeRankInput
     a.out = o.out.data();
     result[static_cast<size_t>(r)] = ncclscope_moe_combine_on_cpu(&a);
   });
-  for (int r = 0; r < n; ++r) {
-    const auto& o = (*out)[static_cast<size_t>(r)];
-    if (result[static_cast<size_t>(r)] == NCCLSCOPE_MOE_TIMEOUT) {
-      return Failed("combine", r, result[static_cast<size_t>(r)], o.stall);
-    }
-  }
-  return "";
+  return FirstUnfinished("combine", result, *out);
 }
 
 }  // namespace ncclscope::gpu_check
