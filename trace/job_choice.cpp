@@ -32,10 +32,18 @@ JobChoice ChooseJob(const std::vector<const RingInfo*>& files, const std::string
       }
     }
   }
+  for (const RingInfo* f : files) {
+    if (f->job_id == c.job) c.restart = std::max(c.restart, f->restart);
+  }
   c.keep.resize(files.size());
   for (size_t i = 0; i < files.size(); ++i) {
-    c.keep[i] = files[i]->job_id == c.job ? 1 : 0;
+    const bool of_job = files[i]->job_id == c.job;
+    c.keep[i] = of_job && files[i]->restart == c.restart ? 1 : 0;
     if (c.keep[i] != 0) continue;
+    if (of_job) {
+      ++c.earlier_run_files;
+      continue;
+    }
     ++c.ignored_files;
     c.ignored_jobs.push_back(files[i]->job_id);
   }
@@ -46,12 +54,20 @@ JobChoice ChooseJob(const std::vector<const RingInfo*>& files, const std::string
 }
 
 std::string JobChoice::Note() const {
-  if (ignored_files == 0) return "";
-  std::string jobs;
-  for (const std::string& j : ignored_jobs) jobs += (jobs.empty() ? "" : ", ") + Named(j);
-  return "ignored " + std::to_string(ignored_files) + " ring file(s) of job" +
-         (ignored_jobs.size() > 1 ? "s " : " ") + jobs + " (kept job " + Named(job) +
-         (wanted ? ", as asked" : ", the newest heartbeat") + ")";
+  std::string out;
+  if (ignored_files != 0) {
+    std::string jobs;
+    for (const std::string& j : ignored_jobs) jobs += (jobs.empty() ? "" : ", ") + Named(j);
+    out = "ignored " + std::to_string(ignored_files) + " ring file(s) of job" +
+          (ignored_jobs.size() > 1 ? "s " : " ") + jobs + " (kept job " + Named(job) +
+          (wanted ? ", as asked" : ", the newest heartbeat") + ")";
+  }
+  if (earlier_run_files != 0) {
+    out += std::string(out.empty() ? "" : "; ") + "ignored " + std::to_string(earlier_run_files) +
+           " ring file(s) of job " + Named(job) + " from runs before its restart " +
+           std::to_string(restart) + " (TORCHELASTIC_RESTART_COUNT)";
+  }
+  return out;
 }
 
 }  // namespace ncclscope::trace

@@ -83,6 +83,10 @@ inline constexpr uint32_t kFlagInGroup = 1u << 0;  // issued between GroupStart 
 inline constexpr uint32_t kFlagInPlace = 1u << 1;  // sendbuff == recvbuff
 inline constexpr uint32_t kFlagCompletionTracked = 1u << 2;  // a device event was recorded
 inline constexpr uint32_t kFlagAccelerated = 1u << 3;  // run by ncclscope's own kernels, not NCCL
+// A comm_abort record the watchdog wrote: it aborted the communicator on a confirmed hang
+// (NCCLSCOPE_ON_HANG=abort). The work of that communicator still pending then was abandoned, not
+// completed, whatever completion the device reports afterwards.
+inline constexpr uint32_t kFlagByWatchdog = 1u << 4;
 
 // proxy_progress `stream` bits.
 inline constexpr uint64_t kProxySend = 1u << 0;   // the send side (else the receive side)

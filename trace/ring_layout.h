@@ -21,6 +21,10 @@ inline constexpr size_t kGpuUuidBytes = 48;  // "GPU-" + 36 characters + NUL, wi
 // Header flags.
 inline constexpr uint32_t kHeaderSuspect = 1u << 0;   // the local watchdog suspects a stall
 inline constexpr uint32_t kHeaderFinished = 1u << 1;  // the process exited normally
+// The watchdog aborted a communicator of this process on a confirmed hang (NCCLSCOPE_ON_HANG=abort):
+// what the process does from then on (its waits ending, its exit) is the abort's doing, not the
+// job's. Each such communicator also has a comm_abort record with kFlagByWatchdog.
+inline constexpr uint32_t kHeaderWatchdogAborted = 1u << 2;
 
 // One slot: a commit word (seqlock) and the payload as relaxed atomic words, so a reader in another
 // process can copy a slot while it is being written and detect the tear instead of racing on it.
@@ -102,7 +106,9 @@ struct FileHeader {
   int64_t start_realtime_ns;
   int64_t start_monotonic_ns;
   uint32_t nccl_version;  // NCCL_VERSION_CODE of the library found, 0 when unknown
-  uint32_t reserved0;
+  // The run of the job under torchrun: TORCHELASTIC_RESTART_COUNT at creation, 0 when unset (and in
+  // files of older builds, which held zero here).
+  uint32_t restart;
   std::atomic<int64_t> heartbeat_monotonic_ns;
   std::atomic<uint64_t> write_pos;  // slots claimed so far; overwritten = write_pos - capacity
   std::atomic<uint64_t> dropped_records;        // calls that could not be recorded

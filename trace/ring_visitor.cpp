@@ -98,6 +98,7 @@ void ReadHeader(const FileHeader& h, const std::string& name, RingInfo* out) {
   out->world_size = h.world_size.load(std::memory_order_relaxed);
   out->host = Bounded(h.host, kHostBytes);
   out->job_id = Bounded(h.job_id, kJobIdBytes);
+  out->restart = h.restart;
   if (const uint32_t n = h.gpu_uuid_len.load(std::memory_order_acquire); n < kGpuUuidBytes) {
     out->gpu_uuid = Bounded(h.gpu_uuid, n);
   }

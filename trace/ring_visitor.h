@@ -29,6 +29,7 @@ struct RingInfo {
   int world_size = -1;
   std::string host;
   std::string job_id;
+  uint32_t restart = 0;  // torchrun's restart count, 0 when unknown
   std::string gpu_uuid;  // "GPU-..." of the first communicator's device; empty when not known
   int64_t start_realtime_ns = 0;
   int64_t start_monotonic_ns = 0;

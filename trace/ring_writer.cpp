@@ -101,6 +101,7 @@ std::unique_ptr<RingWriter> RingWriter::Create(const RingOptions& options, std::
   h->local_rank = options.local_rank;
   CopyTruncated(h->host, kHostBytes, host);
   CopyTruncated(h->job_id, kJobIdBytes, options.job_id);
+  h->restart = options.restart;
   h->start_realtime_ns = RealtimeNs();
   h->start_monotonic_ns = MonotonicNs();
   h->nccl_version = options.nccl_version;

@@ -20,6 +20,7 @@ struct RingOptions {
   int local_rank = -1;
   int world_size = -1;
   std::string job_id;
+  uint32_t restart = 0;  // torchrun's restart count (FileHeader::restart)
   std::string host;  // in the header and the file name; empty: gethostname()
   uint32_t nccl_version = 0;
 };
