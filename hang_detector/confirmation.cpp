@@ -92,6 +92,8 @@ const char* LivenessWords(Liveness l) {
       return "gone";
     case Liveness::kFrozen:
       return "frozen";
+    case Liveness::kAborted:
+      return "aborted by its watchdog";
   }
   return "unknown";
 }
@@ -193,6 +195,7 @@ void ConfirmHangs(const Context& ctx, std::vector<Verdict>* verdicts) {
     const std::string rule = Seconds(after) + " (" + RuleWords(o, learned, after, longest) + ")";
     if (v.since_s >= after) {
       v.confirmed = true;
+      v.confirmed_by_time = true;
       v.confirmed_by = "waited " + Seconds(v.since_s) + ", past " + rule;
     } else {
       v.confirmed_by = "a suspect: confirmed at " + rule +

@@ -28,7 +28,7 @@ bool Context::BlockedElsewhere(int rank, const Verdict& v) const {
   if (f < 0) return false;
   // A dead or frozen rank's pending records wait for nothing: the rank itself is the cause.
   const Liveness l = live[f].state;
-  if (l != Liveness::kAlive && l != Liveness::kEnded) return false;
+  if (l != Liveness::kAlive && l != Liveness::kEnded && l != Liveness::kAborted) return false;
   const RankFile& file = index.files()[f];
   if (file.oldest_waiting_pos == kNoRecord ||
       SinceS(file.Wall(file.oldest_waiting_enter)) < options.stall_s) {

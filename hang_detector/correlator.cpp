@@ -4,6 +4,7 @@
 #include "hang_detector/correlator.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "hang_detector/detectors.h"
 #include "hang_detector/job_index.h"
@@ -22,6 +23,15 @@ void FillInput(const JobIndex& index, const Context& ctx, InputReport* in) {
   // What the index ignored as implausible (world sizes, sequence numbers beyond the ring).
   in->notes = index.notes();
   in->post_mortem = ctx.post_mortem;
+  if (!index.files().empty()) {
+    // One job's files (JobIndex keeps one): the newest run's restart count names it.
+    in->job = index.files().front().snap->job_id;
+    in->run_start_wall_ns = INT64_MAX;
+    for (const RankFile& f : index.files()) {
+      in->restart = std::max(in->restart, f.snap->restart);
+      in->run_start_wall_ns = std::min(in->run_start_wall_ns, f.snap->start_realtime_ns);
+    }
+  }
   std::vector<int> seen;
   for (uint32_t f = 0; f < index.files().size(); ++f) {
     const trace::RingInfo& s = *index.files()[f].snap;

@@ -16,6 +16,10 @@ enum class Liveness : uint8_t {
   kEnded,     // stopped with the rest of the job (post-mortem): nothing singular about it
   kDead,      // gone while the others went on
   kFrozen,    // exists but makes no progress
+  // Its watchdog aborted its communicators on a confirmed hang (NCCLSCOPE_ON_HANG=abort): what it
+  // does afterwards (its waits ending, its exit) is the abort's doing. Judged as it stood at the
+  // abort, a waiting rank like any alive one: never a culprit for being gone.
+  kAborted,
 };
 
 struct RankLiveness {

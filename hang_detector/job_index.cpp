@@ -74,7 +74,7 @@ JobIndex::JobIndex(const trace::TraceSet& set) {
   infos.reserve(set.files.size());
   for (const trace::RingSnapshot& s : set.files) infos.push_back(&s);
   const trace::JobChoice choice = trace::ChooseJob(infos, set.job);
-  if (choice.ignored_files > 0) notes_.push_back(choice.Note());
+  if (choice.LeftOut() > 0) notes_.push_back(choice.Note());
   std::vector<RankFile> files;
   files.reserve(set.files.size());
   for (size_t i = 0; i < set.files.size(); ++i) {

@@ -44,7 +44,7 @@ std::optional<JobIndex> JobIndex::FromDir(const std::string& dir, const IngestOp
   infos.reserve(readable.size());
   for (const RankFile& f : readable) infos.push_back(f.snap.get());
   const trace::JobChoice choice = trace::ChooseJob(infos, options.job);
-  if (choice.ignored_files > 0) {
+  if (choice.LeftOut() > 0) {
     index.notes_.push_back(choice.Note());
     size_t kept = 0;
     for (size_t i = 0; i < readable.size(); ++i) {

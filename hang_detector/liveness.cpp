@@ -35,7 +35,9 @@ double StaleBound(const AnalyzeOptions& o, const RankLiveness& l, bool post_mort
   return l.foreign && !post_mortem ? std::max(o.stale_s, o.foreign_stale_s) : o.stale_s;
 }
 
-Liveness Classify(const RankLiveness& l, bool finished, bool post_mortem, double stale_s) {
+Liveness Classify(const RankLiveness& l, bool aborted, bool finished, bool post_mortem,
+                  double stale_s) {
+  if (aborted) return Liveness::kAborted;
   if (finished) return Liveness::kFinished;
   const bool silent = l.silent_s > stale_s;
   switch (l.process) {
@@ -87,7 +89,8 @@ void AssessLiveness(Context* ctx) {
     RankLiveness& l = ctx->live[i];
     l.silent_s = std::max(0.0, ctx->SinceS(files[i].heartbeat_wall));
     const bool finished = (files[i].snap->flags & trace::kHeaderFinished) != 0;
-    l.state = Classify(l, finished, ctx->post_mortem, StaleBound(o, l, ctx->post_mortem));
+    const bool aborted = (files[i].snap->flags & trace::kHeaderWatchdogAborted) != 0;
+    l.state = Classify(l, aborted, finished, ctx->post_mortem, StaleBound(o, l, ctx->post_mortem));
   }
 }
 
@@ -103,6 +106,12 @@ std::string LivenessText(const Context& ctx, uint32_t file) {
       std::snprintf(buf, sizeof(buf),
                     "pid %d on %s exited (finished flag set), last heartbeat %.1f s %s", s.pid,
                     s.host.c_str(), l.silent_s, other);
+      break;
+    case Liveness::kAborted:
+      std::snprintf(buf, sizeof(buf),
+                    "pid %d on %s: its watchdog aborted its communicators on a confirmed hang "
+                    "(NCCLSCOPE_ON_HANG=abort)",
+                    s.pid, s.host.c_str());
       break;
     case Liveness::kFrozen:
       std::snprintf(

@@ -145,7 +145,7 @@ std::vector<bool> InChain(const Context& ctx, const std::vector<Unmatched>& foun
     const int own = ctx.RankOf(u.file);
     const Liveness l = ctx.live[u.file].state;
     if (u.blamed < 0 || u.blamed == own || files[u.file].oldest_waiting_pos != u.pos ||
-        (l != Liveness::kAlive && l != Liveness::kEnded)) {
+        (l != Liveness::kAlive && l != Liveness::kEnded && l != Liveness::kAborted)) {
       continue;
     }
     waits_on.emplace(own, u.blamed);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iterator>
 
+#include "trace/ring_layout.h"
+
 namespace ncclscope::hang_detector {
 namespace {
 
@@ -41,24 +43,41 @@ bool IsOperation(uint32_t op) {
   return trace::IsCollective(t) || trace::IsP2P(t);
 }
 
+bool IsWatchdogAbort(const OpShape& s, uint32_t flags) {
+  return s.op == static_cast<uint32_t>(OpType::kCommAbort) && (flags & trace::kFlagByWatchdog) != 0;
+}
+
 }  // namespace
 
 int64_t RankFile::LongestPauseNs() const {
   int64_t longest = pause_before_ns;
   int64_t previous_enter = -1;
   size_t next_run = 1;  // index_runs[0] starts at position 0
+  // What the process did once its watchdog aborted it (waits that the abort ended, its way out)
+  // is no pause the job has shown: stretches are counted up to the first such abort only.
+  int64_t cutoff = INT64_MAX;
+  for (uint32_t p = 0; p < size(); ++p) {
+    if (IsWatchdogAbort(ShapeAt(p), ops[p].flags)) {
+      cutoff = ops[p].t_enter_ns;
+      break;
+    }
+  }
+  const auto pause = [cutoff](int64_t from, int64_t to) {
+    return to > cutoff ? int64_t{0} : to - from;
+  };
   for (uint32_t p = 0; p < size(); ++p) {
     const OpRecord& r = ops[p];
+    if (r.t_enter_ns >= cutoff) break;
     // Where the writer's indices jump, records in between are not here (a digest's cut, a torn
     // slot): the time across the jump is not a pause this rank is known to have made.
     if (next_run < index_runs.size() && index_runs[next_run].first == p) {
       ++next_run;
       previous_enter = -1;
     }
-    if (r.t_exit_ns > r.t_enter_ns) longest = std::max(longest, r.t_exit_ns - r.t_enter_ns);
+    if (r.t_exit_ns > r.t_enter_ns) longest = std::max(longest, pause(r.t_enter_ns, r.t_exit_ns));
     if (!IsOperation(ShapeAt(p).op)) continue;
     if (r.t_device_done_ns > r.t_enter_ns) {
-      longest = std::max(longest, r.t_device_done_ns - r.t_enter_ns);
+      longest = std::max(longest, pause(r.t_enter_ns, r.t_device_done_ns));
     }
     if (previous_enter >= 0) longest = std::max(longest, r.t_enter_ns - previous_enter);
     previous_enter = r.t_enter_ns;
@@ -161,10 +180,40 @@ void RankFileBuilder::Records(const trace::StoredRecord* batch, size_t n) {
 }
 
 void RankFileBuilder::EndFile(const trace::RingInfo& info) {
+  if ((info_.flags & trace::kHeaderWatchdogAborted) != 0) MarkAbandoned();
   info_.torn_records = info.torn_records;
   out_->snap = std::make_shared<const trace::RingInfo>(std::move(info_));
   // The interning table is only needed while reading; the shapes stay.
   shape_ids_ = {};
+}
+
+void RankFileBuilder::MarkAbandoned() {
+  RankFile& f = *out_;
+  for (uint32_t a = 0; a < f.size(); ++a) {
+    if (!IsWatchdogAbort(f.ShapeAt(a), f.ops[a].flags)) continue;
+    const uint64_t comm = f.ShapeAt(a).comm_id;
+    const int64_t at = f.ops[a].t_enter_ns;
+    for (uint32_t p = 0; p < a; ++p) {
+      OpRecord& r = f.ops[p];
+      if (f.ShapeAt(p).comm_id != comm || !IsOperation(f.ShapeAt(p).op)) continue;
+      if (r.t_device_done_ns == trace::kDoneUntracked) continue;
+      if (r.t_device_done_ns > 0 && r.t_device_done_ns < at) continue;  // done before the abort
+      // Still waiting when the abort came: abandoned, so still pending to every detector.
+      r.t_device_done_ns = trace::PendingMarker(f.IndexOf(p));
+      r.flags |= trace::kFlagByWatchdog;
+      if (r.t_enter_ns < f.oldest_waiting_enter) {
+        f.oldest_waiting_enter = r.t_enter_ns;
+        f.oldest_waiting_pos = p;
+      }
+    }
+  }
+  f.last_completed_pos = -1;
+  for (int64_t p = static_cast<int64_t>(f.size()) - 1; p >= 0; --p) {
+    if (f.ops[static_cast<size_t>(p)].t_device_done_ns > 0) {
+      f.last_completed_pos = p;
+      break;
+    }
+  }
 }
 
 }  // namespace ncclscope::hang_detector

@@ -134,7 +134,8 @@ struct RankFile {
   // The longest stretch this rank's records show between two of its operations (entry to entry,
   // only where no record between them is missing) or inside one (entry to device completion, a
   // blocking call's entry to exit), pause_before_ns included: what stage two of a hang verdict
-  // learns is normal for the job.
+  // learns is normal for the job. Nothing that ended after the watchdog aborted a communicator of
+  // this process counts: a wait the abort ended is the incident, not a pause.
   int64_t LongestPauseNs() const;
 };
 
@@ -152,6 +153,11 @@ class RankFileBuilder final : public trace::RingVisitor {
     size_t operator()(const OpShape& s) const;
   };
   uint32_t Intern(const OpShape& s);
+  // A process whose watchdog aborted communicators (trace::kHeaderWatchdogAborted): the operations
+  // of those communicators that were still pending at the abort were abandoned, not completed;
+  // whatever completion the device stamped afterwards, they stay pending (flagged
+  // kFlagByWatchdog), so the job's wait reads the same before and after the abort.
+  void MarkAbandoned();
 
   RankFile* out_;
   trace::RingInfo info_;

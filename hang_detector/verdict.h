@@ -67,6 +67,7 @@ struct Verdict {
   // confirmed when the culprit is shown not to be working (gone, frozen, ranks disagree, a
   // wait-for cycle, the job ended) or when the wait outlasts what this job has shown to be normal.
   bool confirmed = false;
+  bool confirmed_by_time = false;  // confirmed because the wait outlasted the rule, not by proof
   double confirm_after_s = 0;  // a suspect: the wait (since_s) at which time alone confirms it
   std::string confirmed_by;    // why it is confirmed, or what would confirm it
   std::string activity;        // what the culprits are doing: where they are, alive or not
@@ -137,6 +138,24 @@ struct InputReport {
   std::vector<int> dropped_ranks;  // ranks that dropped records or communicators
   std::vector<std::string> notes;  // anything else worth knowing (post-mortem mode, ...)
   bool post_mortem = false;        // every process had ended; times are relative to the end
+  std::string job;                 // the job id the files carry ("" when they carry none)
+  uint32_t restart = 0;            // its restart count (torchrun), 0 when unknown
+  int64_t run_start_wall_ns = 0;   // when the run's first process began (its files' starts)
+};
+
+// The job's incident as its watchdog recorded it (hang_detector/incident/incident_record.h), when
+// the directory holds a record of this run: what every reader shows, so a confirmed hang is never
+// shown as a suspect again.
+struct IncidentView {
+  std::string key;    // 16 hex digits; empty: no record
+  std::string stage;  // "suspect", "hang" or "resolved"
+  std::string how;    // "proof", "time", or "" when not confirmed
+  int64_t onset_wall_ns = 0;
+  int64_t confirmed_wall_ns = 0;  // 0: not confirmed
+  int64_t resolved_wall_ns = 0;   // 0: not resolved
+  std::string resolution;         // how it ended, in words ("confirmed by time, then progressed")
+  int holder_rank = -1;           // the rank whose watchdog wrote it last
+  bool abort_mode = false;        // NCCLSCOPE_ON_HANG=abort: a confirmed hang never resolves
 };
 
 struct Analysis {
@@ -144,6 +163,7 @@ struct Analysis {
       verdicts;  // most important first; exactly one kHealthy when nothing is wrong
   std::vector<WaitingOn> waiting;
   InputReport input;
+  IncidentView incident;
   bool usable = true;  // false when nothing could be analysed (no readable file)
 };
 

@@ -107,6 +107,21 @@ std::string HexCommId(uint64_t id) {
 
 namespace {
 
+// The job's incident as its watchdog recorded it (hang_detector/incident/).
+void WriteIncident(JsonWriter& w, const IncidentView& i) {
+  w.Key("incident").BeginObject();
+  w.Key("key").String(i.key);
+  w.Key("stage").String(i.stage);
+  w.Key("confirmed_by").String(i.how);
+  w.Key("onset_wall_ns").Int(i.onset_wall_ns);
+  w.Key("confirmed_wall_ns").Int(i.confirmed_wall_ns);
+  w.Key("resolved_wall_ns").Int(i.resolved_wall_ns);
+  w.Key("resolution").String(i.resolution);
+  w.Key("recorded_by_rank").Int(i.holder_rank);
+  w.Key("abort_mode").Bool(i.abort_mode);
+  w.EndObject();
+}
+
 // resolved_after_s < 0: the analysis as it stands.
 std::string Render(const Analysis& a, int indent, double resolved_after_s) {
   JsonWriter w(indent);
@@ -115,6 +130,9 @@ std::string Render(const Analysis& a, int indent, double resolved_after_s) {
   w.Key("exit_code").Int(resolved_after_s < 0 ? ExitCode(a) : 0);
   w.Key("stage").String(resolved_after_s < 0 ? StageName(a) : "resolved");
   if (resolved_after_s >= 0) w.Key("resolved_after_s").Double(resolved_after_s);
+  w.Key("job").String(a.input.job);
+  w.Key("restart").Int(a.input.restart);
+  if (!a.incident.key.empty()) WriteIncident(w, a.incident);
   w.Key("verdicts").BeginArray();
   for (const Verdict& v : a.verdicts) WriteVerdict(w, v);
   w.EndArray();

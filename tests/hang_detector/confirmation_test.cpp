@@ -208,5 +208,37 @@ TEST(Confirmation, RecordsLeftOutOfADigestAreNotAPause) {
   EXPECT_LT(cut.file.LongestPauseNs(), 200'000'000);
 }
 
+// NCCLSCOPE_ON_HANG=abort: rank 0's watchdog confirmed the hang at 5 s and aborted world; the
+// device then reported its #3 complete and its process exited. The next look (another rank's
+// watchdog, the exporter, analyze) must read the same hang: rank 0 still issued and waits in #3,
+// it is no culprit for exiting, and its aborted wait is no pause of the job (counted, it would
+// put the threshold at 3 x 5 s and turn the hang back into a suspect).
+TEST(Confirmation, AWaitTheWatchdogAbortedIsNeitherAPauseNorProgress) {
+  JobBuilder job = RankThreeNeverIssues(0, 1.0);
+  const uint64_t comm = job.Build().files[0].comms.front().id;  // world
+  job.WatchdogAbort(0, comm, 6.0);
+  job.Finished(0);
+  FakeProbe probe;
+  probe.states[JobBuilder::Pid(0)] = ProcessState::kGone;
+  for (int r = 1; r < 4; ++r) job.Heartbeat(r, 9.0);
+  job.Heartbeat(0, 6.1);
+  hang_detector::AnalyzeOptions o;
+  o.confirm_floor_s = 5;
+  const Analysis a = AnalyzeWith(job, 9.0, o, &probe);
+  const Verdict& v = First(a);
+  EXPECT_EQ(v.cls, VerdictClass::kMissing);
+  EXPECT_EQ(v.culprits, std::vector<int>{3});
+  EXPECT_TRUE(v.confirmed) << v.confirmed_by;
+  EXPECT_TRUE(v.confirmed_by_time);
+  EXPECT_DOUBLE_EQ(v.confirm_after_s, 5) << "the aborted 5 s wait is not the job's longest pause";
+  for (const Verdict& other : a.verdicts) {
+    EXPECT_NE(other.cls, VerdictClass::kDead) << "rank 0 exited because it was aborted";
+  }
+  ASSERT_FALSE(a.waiting.empty());
+  EXPECT_EQ(a.waiting[0].issued, (std::vector<int>{0, 1, 2})) << "rank 0 still waits in #3";
+  EXPECT_NE(v.activity.find("rank 3"), std::string::npos);
+  EXPECT_EQ(hang_detector::ExitCode(a), 2);
+}
+
 }  // namespace
 }  // namespace ncclscope::testing

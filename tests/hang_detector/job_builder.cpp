@@ -202,6 +202,16 @@ void JobBuilder::Finished(int rank) {
   files_[rank].flags |= trace::kHeaderFinished;
 }
 
+void JobBuilder::WatchdogAbort(int rank, uint64_t comm, double t) {
+  files_[rank].flags |= trace::kHeaderWatchdogAborted;
+  for (trace::StoredRecord& s : files_[rank].records) {
+    if (s.data.comm_id == comm && trace::IsPending(s.data.t_device_done_ns)) {
+      s.data.t_device_done_ns = Mono(t) + 5'000'000;
+    }
+  }
+  ProbeRecord(rank, comm, trace::OpType::kCommAbort, t).flags = trace::kFlagByWatchdog;
+}
+
 void JobBuilder::RemoveFile(int rank) {
   removed_[rank] = true;
 }

@@ -56,6 +56,10 @@ class JobBuilder {
   void Heartbeat(int rank, double t);  // default: the time of its last record
   void HeartbeatAll(double t);
   void Finished(int rank);
+  // The rank's watchdog aborted `comm` at t (NCCLSCOPE_ON_HANG=abort): the header flag, the
+  // comm_abort record flagged by-watchdog, and the completion the device then reports for every
+  // operation of `comm` still pending (as NCCL's kernels end when the abort flag is seen).
+  void WatchdogAbort(int rank, uint64_t comm, double t);
   void RemoveFile(int rank);
   void Host(int rank, const std::string& host);  // written on another host than kHost
   void Wrap(int rank, size_t keep_last);  // the ring lost all but its newest `keep_last` records
