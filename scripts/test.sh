@@ -79,7 +79,7 @@ configure_and_build build-asan \
    ring_reader_fuzz sim_emulator_tests sim_cuda_device_tests sim_profiler_events_test sim_profiler_task_order_test \
    sim_scenario_tests hang_detector_tests watchdog_tests exporters_tests exporter_fuzz \
    correlator_fuzz scenario_fuzz \
-   numerics_verdict_tests digest_tests digest_fuzz watchdog_decision_fuzz peer_sources_fuzz plugin_only_test \
+   numerics_verdict_tests incident_tests digest_tests digest_fuzz incident_record_fuzz peer_sources_fuzz plugin_only_test \
    plugin_profiler_p2p_test plugin_nvtx_test plugin_nvtx_nccl_payload_test plugin_cupti_test \
    plugin_only_parts_test plugin_nvtx_nccl_payload_recorder_test nvtx_fuzz nvtx_nccl_payload_fuzz \
    collectives_tests numerics_tests plugin_only_proxy_test exporters_timeline_tests exporters_report_tests \
