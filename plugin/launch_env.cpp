@@ -53,6 +53,15 @@ LaunchIdentity ReadLaunchIdentity(const EnvLookup& env, const Config& config,
                   RankVar::kSize, warnings);
   const std::string job = !config.job_id.empty() ? config.job_id : trace::LauncherJobId(env);
   id.job_id = trace::SafePathComponent(job, "local");
+  if (const char* raw = env("TORCHELASTIC_RESTART_COUNT")) {
+    int64_t v = 0;
+    if (ParseInt(raw, "0..1000000", &v)) {
+      id.restart = static_cast<uint32_t>(v);
+    } else {
+      warnings->push_back(std::string("TORCHELASTIC_RESTART_COUNT='") + raw +
+                          "' is not a restart count; ignored");
+    }
+  }
   id.host = !config.host.empty() ? trace::SafePathComponent(config.host, "unknown-host")
                                  : trace::ThisHostName(env);
   return id;

@@ -13,13 +13,15 @@ struct LaunchIdentity {
   int local_rank = -1;
   int world_size = -1;
   std::string job_id;  // never empty; safe as one path component
+  uint32_t restart = 0;  // torchrun's TORCHELASTIC_RESTART_COUNT, 0 when unset or malformed
   std::string host;    // this node's name (NCCLSCOPE_HOST, else the host name); one path component
 };
 
 // Reads RANK/LOCAL_RANK/WORLD_SIZE, then OMPI_COMM_WORLD_*, SLURM_PROCID/LOCALID/NTASKS, PMI_RANK/
 // PMI_SIZE (first launcher that sets a value wins), the job id from NCCLSCOPE_JOB_ID (via config),
 // else the launcher's (trace::LauncherJobId: SLURM job and step, torchelastic run id), else
-// "local", and the host from NCCLSCOPE_HOST (via config), else the host name. A value that is not
+// "local", torchrun's restart count (TORCHELASTIC_RESTART_COUNT), and the host from NCCLSCOPE_HOST
+// (via config), else the host name. A value that is not
 // a non-negative integer, or is beyond any job (trace/world_size.h), adds a warning and is
 // ignored. Thread-safe (no shared state).
 LaunchIdentity ReadLaunchIdentity(const EnvLookup& env, const Config& config,

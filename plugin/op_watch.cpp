@@ -54,7 +54,7 @@ bool OpWatch::Settle(const Watched& w) {
   }
   if (w.device) {
     if (trace::IsPending(d.t_device_done_ns)) return false;
-    if (d.t_device_done_ns == trace::kDoneUntracked) {
+    if (d.t_device_done_ns == trace::kDoneUntracked || Aborted(w.comm_id)) {
       rule_->OnForget(w.cls);
     } else {
       rule_->OnComplete(w.cls, d.t_device_done_ns - w.t_enter, d.t_device_done_ns);
@@ -64,6 +64,19 @@ bool OpWatch::Settle(const Watched& w) {
   if (d.result == trace::kResultInCall) return false;
   rule_->OnComplete(w.cls, d.t_exit_ns - w.t_enter, d.t_exit_ns);
   return true;
+}
+
+void OpWatch::MarkAborted(uint64_t id) noexcept {
+  const uint32_t at = aborted_count_.fetch_add(1, std::memory_order_relaxed);
+  if (at < kMaxAborted) aborted_[at].store(id, std::memory_order_release);
+}
+
+bool OpWatch::Aborted(uint64_t comm_id) const {
+  const uint32_t n = std::min<uint32_t>(aborted_count_.load(std::memory_order_acquire), kMaxAborted);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (comm_id != 0 && aborted_[i].load(std::memory_order_acquire) == comm_id) return true;
+  }
+  return false;
 }
 
 size_t OpWatch::InFlightComms(uint64_t* out, size_t max) const {

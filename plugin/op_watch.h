@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -32,6 +33,14 @@ class OpWatch {
   }
   size_t InFlightComms(uint64_t* out, size_t max) const;
 
+  // The watchdog aborted communicator `id` (NCCLSCOPE_ON_HANG=abort): whatever completion its work
+  // in flight shows from now on was forced by the abort, so it leaves the in-flight set without
+  // counting as progress or as a latency (an aborted wait is not what the job's operations take).
+  // Thread-safe: the watchdog's thread calls it while the background thread scans. Beyond
+  // kMaxAborted communicators the rest count as completed.
+  void MarkAborted(uint64_t id) noexcept;
+  static constexpr size_t kMaxAborted = 64;
+
   // Records not examined (the ring wrapped past them, or too many in flight), for tests.
   uint64_t skipped() const { return skipped_; }
   size_t watched() const { return watched_.size(); }
@@ -47,6 +56,7 @@ class OpWatch {
   void Examine(uint64_t index, const trace::RecordData& d);
   // Whether w is finished (completed or lost); feeds the rule.
   bool Settle(const Watched& w);
+  bool Aborted(uint64_t comm_id) const;
 
   const trace::RingWriter* ring_;
   StallRule* rule_;
@@ -54,6 +64,8 @@ class OpWatch {
   uint32_t unreadable_ = 0;  // consecutive scans that found record next_ still being written
   uint64_t skipped_ = 0;
   std::vector<Watched> watched_;
+  std::array<std::atomic<uint64_t>, kMaxAborted> aborted_{};  // 0: not written yet
+  std::atomic<uint32_t> aborted_count_{0};
 };
 
 }  // namespace ncclscope::plugin

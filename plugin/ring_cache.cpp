@@ -189,7 +189,8 @@ std::optional<hd::JobIndex> RingCache::Index(const std::string& dir, const std::
   infos.reserve(entries_.size());
   for (const auto& [path, e] : entries_) infos.push_back(e.file.snap.get());
   const trace::JobChoice choice = trace::ChooseJob(infos, job);
-  if (choice.ignored_files > 0) notes->push_back(choice.Note());
+  if (choice.LeftOut() > 0) notes->push_back(choice.Note());
+  saw_other_jobs_ = choice.ignored_files > 0;
   // The index takes copies: the cache keeps its files for the next look.
   std::vector<hd::RankFile> files;
   files.reserve(entries_.size());

@@ -44,6 +44,9 @@ class RingCache {
                                                std::vector<std::string>* notes, std::string* error);
   // Forgets every file (the incident is over).
   void Clear() { entries_.clear(); }
+  // Whether the last Index found ring files of other jobs in the directory (a shared directory:
+  // the job's verdict file is then named after the job, hang_detector/incident/incident_files.h).
+  bool saw_other_jobs() const { return saw_other_jobs_; }
   const RingCacheStats& last() const { return last_; }
 
  private:
@@ -60,6 +63,7 @@ class RingCache {
 
   std::map<std::string, Entry> entries_;  // by path
   RingCacheStats last_;
+  bool saw_other_jobs_ = false;
 };
 
 }  // namespace ncclscope::plugin

@@ -75,6 +75,7 @@ Runtime* CreateRuntime(bool from_profiler) {
   options.local_rank = identity.local_rank;
   options.world_size = identity.world_size;
   options.job_id = identity.job_id;
+  options.restart = identity.restart;
   options.host = identity.host;
   options.nccl_version = from_profiler ? 0 : NcclVersion();
 

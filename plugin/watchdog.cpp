@@ -1,17 +1,17 @@
 #include "plugin/watchdog.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 
-#include "hang_detector/verdict_json.h"
+#include "hang_detector/incident/incident_files.h"
+#include "hang_detector/incident/incident_key.h"
+#include "hang_detector/incident/incident_lifecycle.h"
 #include "plugin/detached_thread.h"
-#include "plugin/incident_report.h"
 #include "plugin/runtime.h"
 #include "plugin/warn.h"
-#include "plugin/watchdog_decision.h"
-#include "plugin/watchdog_stderr.h"
 #include "trace/clock.h"
 #include "trace/ring_layout.h"
 
@@ -35,7 +35,10 @@ Watchdog::Watchdog(Runtime* rt, const WatchdogOptions& options)
       options_(options),
       dir_(DirOf(rt->ring->path())),
       job_(rt->ring->header().job_id),
-      job_key_(JobKey(job_)),
+      restart_(rt->ring->header().restart),
+      job_key_(hd::JobKey(job_, restart_)),
+      run_start_wall_ns_(rt->ring->header().start_realtime_ns),
+      record_path_(dir_ + "/" + hd::IncidentRecordName(job_key_)),
       rule_(options.stall),
       watch_(rt->ring.get(), &rule_, kMaxWatched),
       probe_(hd::MakeLinuxProcessProbe()) {}
@@ -54,6 +57,15 @@ void Watchdog::Tick(int64_t now_ns) noexcept {
       posted_stall_ = false;
     }
     if (rt_->numerics != nullptr) NoteNumerics(now_ns);
+    if (options_.abort_on_hang && RecordChanged(now_ns)) {
+      if (!thread_started_ && !StartThread()) return;
+      {
+        std::lock_guard<std::mutex> lock(mailbox_mutex_);
+        mailbox_.record = true;
+        mailbox_.in_flight.count = watch_.InFlightComms(&mailbox_.in_flight.ids);
+      }
+      mailbox_cv_.notify_one();
+    }
   } catch (...) {
     // Allocation failure or a bug: the host must not notice.
     WarnOnce(WarnKey::kWatchdog, "watchdog failed; hang detection disabled in this process");
@@ -76,6 +88,22 @@ void Watchdog::Post(bool stalled, const StallState& s, int64_t now_ns) {
     }
   }
   mailbox_cv_.notify_one();
+}
+
+bool Watchdog::RecordChanged(int64_t now_ns) {
+  // Only a rank with work in flight can be stuck behind a confirmed hang; one stat(2) a period.
+  if (now_ns < next_record_poll_ns_ || watch_.watched() == 0) return false;
+  next_record_poll_ns_ = now_ns + options_.record_poll_ns;
+  struct stat st {};
+  FileStamp now;
+  if (stat(record_path_.c_str(), &st) == 0) {
+    now.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    now.ino = st.st_ino;
+    now.size = st.st_size;
+  }
+  if (now == record_stamp_) return false;
+  record_stamp_ = now;
+  return now.size >= 0;
 }
 
 bool Watchdog::StartThread() {
@@ -102,17 +130,18 @@ void Watchdog::Work() {
     Mailbox m;
     {
       std::unique_lock<std::mutex> lock(mailbox_mutex_);
-      mailbox_cv_.wait(lock,
-                       [this] { return mailbox_.progress || mailbox_.stall || mailbox_.numerics; });
+      mailbox_cv_.wait(lock, [this] {
+        return mailbox_.progress || mailbox_.stall || mailbox_.numerics || mailbox_.record;
+      });
       m = mailbox_;
       mailbox_ = {};
     }
     try {
       if (m.progress && stalled_) OnProgress(m.progress_ns);
-      if (m.stall) {
-        in_flight_ = m.in_flight;
-        OnStall(m.stall_state, m.stall_ns);
-      }
+      if (m.stall || m.record) in_flight_ = m.in_flight;
+      if (m.stall) OnStall(m.stall_state, m.stall_ns);
+      // A confirmed hang recorded by the node's decider: follow it now, stalled or not yet.
+      if (m.record && !lock_.held()) FollowRecord();
       if (m.numerics) LookAtNumerics();
     } catch (...) {
       // Allocation failure or a bug in the analysis: the host must not notice.
@@ -125,63 +154,44 @@ void Watchdog::Work() {
 void Watchdog::OnStall(const StallState& s, int64_t now_ns) {
   if (!stalled_) {
     stalled_ = true;
-    settled_ = false;
-    reported_ = false;
     next_analysis_ns_ = now_ns;
     onset_ns_ = s.since_ns;
-    onset_wall_ns_ = trace::RealtimeNs() - (now_ns - s.since_ns);
     rt_->ring->SetFlags(trace::kHeaderSuspect);
+    // An abort this process made belongs to a confirmed hang; only a new incident clears it.
+    if (aborted_here_ && ReadRecord().stage != hd::IncidentStage::kHang) aborted_here_ = false;
   }
-  // In abort mode a settled rank keeps looking while it stays stalled: an abort returns the rank
-  // to its next wait (another communicator's operation it had issued behind the stuck one), often
-  // without a moment of progress between, so that wait belongs to this incident. The decider
-  // correlates again and the others follow its newer decisions (a rank acts only on a decision
-  // newer than its own wait); when the decider itself leaves (its abort ended its process), a
-  // follower takes the node lock and decides.
-  if (settled_ && !options_.abort_on_hang) return;
+  // A rank stays stalled across an abort in abort mode: the abort returns it to its next wait
+  // (another communicator's operation it had issued behind the stuck one), often without a moment
+  // of progress between, so that wait belongs to this incident: the decider looks again and the
+  // others follow the record. When the decider itself leaves (its abort ended its process), a
+  // follower takes the node lock and carries the recorded incident on.
   if (!Decides()) {
-    FollowDecision();
+    FollowRecord();
     return;
   }
   if (now_ns < next_analysis_ns_) return;
-  const Outcome o = Correlate(s);
-  settled_ = o == Outcome::kSettled;
-  // A suspect is looked at again less often as it ages: it is confirmed by time only after tens of
-  // seconds, and every look correlates the whole job (the cache spares only the reading). Death or
-  // freezing of the culprit is still seen within a tenth of its age.
-  const int64_t age = now_ns - onset_ns_;
-  next_analysis_ns_ = now_ns + (o == Outcome::kSuspect ? std::max(options_.reanalyze_ns, age / 10)
-                                                       : options_.reanalyze_ns);
+  next_analysis_ns_ = Look(s, now_ns);
 }
 
 void Watchdog::OnProgress(int64_t now_ns) {
-  // Progress again: this incident is over (a later stall is a new one). What this rank reported
-  // must not linger as if the job were still stuck.
+  // Progress again: this rank's incident is over (a later stall is a new one), unless the
+  // progress was an abort's doing.
   rt_->ring->ClearFlags(trace::kHeaderSuspect);
   stalled_ = false;
+  if (lock_.held() || no_lock_) {
+    const hd::IncidentRecord prev = ReadRecord();
+    const hd::IncidentStep step = hd::OnLocalProgress(prev, aborted_here_, trace::RealtimeNs());
+    if (step.event == hd::IncidentEvent::kResolved) {
+      hd::IncidentRecord next = step.next;
+      WriteRecord(&next);
+      ReportResolved(next, nullptr);
+    }
+  }
   // The next incident's decider may be another rank; what this one kept is stale.
   lock_.Release();
   cache_.Clear();
-  passes_ = 0;
-  last_decision_.clear();
-  if (!reported_) return;
   reported_ = false;
-  const double lasted_s = static_cast<double>(now_ns - onset_ns_) * 1e-9;
-  std::string error;
-  if (!WriteFileAtomically(dir_, kVerdictFile,
-                           hd::RenderResolvedJson(last_reported_, lasted_s) + "\n", &error)) {
-    WarnOnce(WarnKey::kWatchdog, "watchdog cannot write its verdict: %s", error.c_str());
-    return;
-  }
-  const hd::Verdict& v = last_reported_.verdicts.front();
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "ncclscope: watchdog of rank %d (pid %d): resolved: %s %s #%llu progressed "
-                "after %.1f s; %s/%s says so\n",
-                rt_->ring->GlobalRank(), static_cast<int>(getpid()), v.comm_name.c_str(),
-                v.op.c_str(), static_cast<unsigned long long>(v.seq), lasted_s, dir_.c_str(),
-                kVerdictFile);
-  WriteStderr(line);
+  last_record_text_.clear();
 }
 
 std::unique_ptr<Watchdog> MakeWatchdog(Runtime* rt) noexcept {

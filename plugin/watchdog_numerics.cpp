@@ -10,6 +10,8 @@
 #include <climits>
 
 #include "hang_detector/correlator.h"
+#include "hang_detector/incident/incident_files.h"
+#include "hang_detector/incident/incident_key.h"
 #include "hang_detector/verdict_json.h"
 #include "plugin/incident_report.h"
 #include "plugin/probe_clock.h"
@@ -80,7 +82,7 @@ void Watchdog::LookAtNumerics() {
   const int pid = static_cast<int>(getpid());
   for (const hd::Verdict& v : a.verdicts) {
     if (!hd::IsNumerics(v.cls)) continue;
-    const uint64_t key = IncidentKey(v);
+    const uint64_t key = hd::IncidentKey(v);
     if (std::find(numerics_reported_.begin(), numerics_reported_.end(), key) !=
         numerics_reported_.end()) {
       continue;
@@ -91,13 +93,15 @@ void Watchdog::LookAtNumerics() {
     }
     numerics_reported_.push_back(key);
     // Another rank's watchdog (a node without local ranks, a restarted decider) may have told it.
-    if (!ClaimIncident(dir_, v, INT64_MAX, "numerics")) continue;
-    std::string path = dir_ + "/" + kVerdictFile;
-    // A hang this rank reported stays in verdict.json: it is what must be acted on.
+    if (!hd::ClaimIncidentStage(dir_, job_key_, key, "numerics")) continue;
+    shared_dir_ = shared_dir_ || cache_.saw_other_jobs();
+    const std::string name = VerdictName();
+    std::string path = dir_ + "/" + name;
+    // A hang this rank reported stays in the verdict file: it is what must be acted on.
     if (reported_) {
       path = "nowhere (" + path + " holds this rank's hang report; ncclscope analyze " + dir_ +
              " shows both)";
-    } else if (!WriteFileAtomically(dir_, kVerdictFile, hd::RenderJson(a) + "\n", &error)) {
+    } else if (!hd::WriteFileAtomically(dir_, name, hd::RenderJson(a) + "\n", &error)) {
       WarnOnce(WarnKey::kWatchdog, "watchdog cannot write its verdict: %s", error.c_str());
     }
     hd::Analysis one = a;

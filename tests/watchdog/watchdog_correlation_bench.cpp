@@ -23,10 +23,11 @@
 #include <string>
 
 #include "hang_detector/correlator.h"
-#include "plugin/incident_report.h"
+#include "hang_detector/incident/incident_files.h"
+#include "hang_detector/incident/incident_key.h"
+#include "hang_detector/incident/incident_record.h"
 #include "plugin/node_lock.h"
 #include "plugin/ring_cache.h"
-#include "plugin/watchdog_decision.h"
 #include "tests/watchdog/hung_rings.h"
 #include "trace/clock.h"
 #include "trace/trace_set.h"
@@ -99,14 +100,11 @@ Sample Measure(const std::string& dir, const std::string& mode) {
   const double cpu0 = CpuSeconds();
   const auto t0 = std::chrono::steady_clock::now();
   if (mode == "follow") {
-    const std::string lock = pl::NodeLockPath(dir, pl::JobKey(kJob));
-    const std::string decision = dir + "/" + pl::DecisionName(pl::JobKey(kJob));
+    const std::string lock = hd::NodeLockPath(dir, hd::JobKey(kJob));
     for (int i = 0; i < 1000; ++i) {
       pl::NodeLock l;
-      std::string text;
-      pl::Decision d;
       if (l.TryAcquire(lock, 1, &error) != pl::NodeLock::Result::kOther ||
-          pl::ReadSmallFile(decision, &text) != 0 || !pl::ParseDecision(text, &d, &error)) {
+          !hd::ReadIncidentRecord(dir, hd::JobKey(kJob), 0, &error)) {
         std::exit(3);
       }
     }
@@ -204,24 +202,27 @@ int main(int argc, char** argv) {
   const bool own_dir = dir.empty();
   if (own_dir) dir = mkdtemp(tmpl);
   const pid_t writer = StartWriter(dir, records);
-  // The decider's side for "follow": the lock held here and a decision of a confirmed hang.
+  // The decider's side for "follow": the lock held here and a record of a confirmed hang.
   pl::NodeLock held;
   std::string error;
-  if (held.TryAcquire(pl::NodeLockPath(dir, pl::JobKey(kJob)), 0, &error) !=
+  if (held.TryAcquire(hd::NodeLockPath(dir, hd::JobKey(kJob)), 0, &error) !=
       pl::NodeLock::Result::kHeld) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 1;
   }
-  pl::Decision d;
-  d.job = pl::JobKey(kJob);
+  hd::IncidentRecord d;
+  d.job = hd::JobKey(kJob);
+  d.job_id = kJob;
   d.holder_pid = static_cast<int>(getpid());
   d.holder_rank = 0;
-  d.written_wall_ns = d.onset_wall_ns = tr::RealtimeNs();
+  d.written_wall_ns = d.onset_wall_ns = d.confirmed_wall_ns = tr::RealtimeNs();
   d.passes = 1;
-  d.stage = pl::DecisionStage::kHang;
+  d.stage = hd::IncidentStage::kHang;
+  d.how = hd::ConfirmedHow::kTime;
   d.hang_comms = {0x5eed000000000001ULL};
   d.waits = {{0x5eed000000000001ULL, {0, 1, 3, 4, 5, 6, 7}}};
-  if (!pl::WriteFileAtomically(dir, pl::DecisionName(d.job), pl::RenderDecision(d), &error)) {
+  if (!hd::WriteFileAtomically(dir, hd::IncidentRecordName(d.job), hd::RenderIncident(d),
+                               &error)) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 1;
   }
