@@ -119,7 +119,7 @@ void AssembleFetchedJob(std::vector<hang_detector::RankFile> files, std::vector<
   infos.reserve(files.size());
   for (const hang_detector::RankFile& f : files) infos.push_back(f.snap.get());
   const trace::JobChoice choice = trace::ChooseJob(infos, job_id);
-  if (choice.ignored_files > 0) {
+  if (choice.LeftOut() > 0) {
     job->notes.push_back(choice.Note());
     std::vector<hang_detector::RankFile> kept;
     for (size_t i = 0; i < files.size(); ++i) {

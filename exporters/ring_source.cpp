@@ -71,7 +71,7 @@ void DirRingSource::KeepOneJob(std::vector<std::string>* files) {
     if (!note.empty()) std::cerr << "ncclscope exporter: " << dir_ << ": " << note << std::endl;
     said_ = note;
   }
-  if (choice.ignored_files == 0) return;
+  if (choice.LeftOut() == 0) return;
   std::vector<char> drop(files->size(), 0);
   for (size_t k = 0; k < at.size(); ++k) drop[at[k]] = choice.keep[k] == 0 ? 1 : 0;
   size_t kept = 0;

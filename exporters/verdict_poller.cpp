@@ -6,6 +6,7 @@
 #include <string>
 
 #include "hang_detector/correlator.h"
+#include "hang_detector/incident/incident_files.h"
 #include "hang_detector/process_probe.h"
 #include "trace/clock.h"
 
@@ -38,8 +39,7 @@ void VerdictPoller::RunOnce() {
     return;
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  incidents_.Observe(result.get());
-  latest_ = std::move(result);
+  latest_ = incidents_.Observe(std::move(result), trace::RealtimeNs());
 }
 
 std::shared_ptr<const hang_detector::Analysis> VerdictPoller::Latest() const {
@@ -76,6 +76,7 @@ VerdictPoller::AnalyzeFn AnalyzeTraceDir(const std::string& dir,
     auto analysis =
         std::make_shared<hang_detector::Analysis>(hang_detector::Analyze(*index, options));
     if (!analysis->usable) return nullptr;
+    hang_detector::ApplyRecordedIncident(dir, options.now_wall_ns, analysis.get());
     return analysis;
   };
 }

@@ -58,7 +58,8 @@ class VerdictPoller {
 // The production analysis: streams every ring file of `dir` into the correlator's index and
 // analyses it as of now, checking writer processes of this host, with `options`' thresholds
 // (stall, confirmation; its clock and probe are set here); the files of `job` only (empty: of the
-// newest heartbeat's job, IngestOptions::job). Thread-safe.
+// newest heartbeat's job, IngestOptions::job). What the job's watchdog recorded of its incident
+// there is applied (hang_detector::ApplyRecordedIncident). Thread-safe.
 VerdictPoller::AnalyzeFn AnalyzeTraceDir(const std::string& dir,
                                          const hang_detector::AnalyzeOptions& options,
                                          const std::string& job = "");

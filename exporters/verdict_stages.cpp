@@ -1,37 +1,44 @@
 #include "exporters/verdict_stages.h"
 
+#include "hang_detector/incident/incident_lifecycle.h"
+
 namespace ncclscope::exporters {
 
-const char* StageLabel(const hang_detector::Verdict& v) {
-  if (hang_detector::IsConfirmedHang(v)) return "hang";
-  if (hang_detector::IsSuspect(v)) return "suspect";
-  return hang_detector::FindingStage(v.cls);
+namespace hd = hang_detector;
+
+const char* StageLabel(const hd::Verdict& v) {
+  if (hd::IsConfirmedHang(v)) return "hang";
+  if (hd::IsSuspect(v)) return "suspect";
+  return hd::FindingStage(v.cls);
 }
 
-void IncidentTracker::Observe(const hang_detector::Analysis* analysis) {
-  if (analysis == nullptr) return;
-  Stage now = Stage::kNone;
-  for (const hang_detector::Verdict& v : analysis->verdicts) {
-    if (hang_detector::IsConfirmedHang(v)) {
-      now = Stage::kHang;
+std::shared_ptr<const hd::Analysis> IncidentTracker::Observe(
+    std::shared_ptr<const hd::Analysis> analysis, int64_t now_wall_ns) {
+  if (analysis == nullptr) return analysis;
+  if (!analysis->incident.key.empty()) state_.abort_mode = analysis->incident.abort_mode;
+  const hd::IncidentStage before = state_.stage;
+  hd::IncidentStep step = hd::Advance(state_, *analysis, now_wall_ns);
+  state_ = std::move(step.next);
+  switch (step.event) {
+    case hd::IncidentEvent::kConfirmed:
+      ++counts_.hang_confirmed;
       break;
-    }
-    if (hang_detector::IsSuspect(v)) now = Stage::kSuspect;
+    case hd::IncidentEvent::kResolved:
+      ++(before == hd::IncidentStage::kHang ? counts_.hang_resolved : counts_.suspect_resolved);
+      break;
+    case hd::IncidentEvent::kSuspected:
+    case hd::IncidentEvent::kNothing:
+      break;
   }
-  if (now == Stage::kNone) {
-    if (stage_ == Stage::kSuspect) ++counts_.suspect_resolved;
-    if (stage_ == Stage::kHang) ++counts_.hang_resolved;
-    stage_ = Stage::kNone;
-    return;
-  }
-  // An incident never steps back: a confirmed hang whose next analysis only suspects is still
-  // the same confirmed hang.
-  if (now == Stage::kHang && stage_ != Stage::kHang) {
-    ++counts_.hang_confirmed;
-    stage_ = Stage::kHang;
-  } else if (stage_ == Stage::kNone) {
-    stage_ = Stage::kSuspect;
-  }
+  if (state_.stage != hd::IncidentStage::kHang) return analysis;
+  // A confirmed incident's verdict reads as confirmed in this analysis too (a copy: analyses are
+  // shared with scrapes in flight).
+  bool confirmed_here = false;
+  for (const hd::Verdict& v : analysis->verdicts) confirmed_here |= hd::IsConfirmedHang(v);
+  if (confirmed_here) return analysis;
+  auto shown = std::make_shared<hd::Analysis>(*analysis);
+  hd::ApplyIncident(state_, now_wall_ns, shown.get());
+  return shown;
 }
 
 }  // namespace ncclscope::exporters

@@ -18,6 +18,7 @@
 #include "exporters/digest_job.h"
 #include "exporters/job_input.h"
 #include "hang_detector/correlator.h"
+#include "hang_detector/incident/incident_files.h"
 #include "hang_detector/verdict_json.h"
 #include "hang_detector/verdict_text.h"
 #include "tools/commands.h"
@@ -108,7 +109,9 @@ int Analyze(const AnalyzeCliOptions& o) {
   const auto t1 = std::chrono::steady_clock::now();
   hd::AnalyzeOptions options = CorrelatorOptions(o, probe.get());
   exporters::AdjustForInput(*input, &options);
-  const hd::Analysis a = hd::Analyze(*index, options);
+  hd::Analysis a = hd::Analyze(*index, options);
+  // A hang the job's watchdog confirmed is one fact: never shown as a suspect again.
+  if (input->fr == nullptr) hd::ApplyRecordedIncident(o.dir, options.now_wall_ns, &a);
   const auto t2 = std::chrono::steady_clock::now();
   Print(o, a, 2, input->fr != nullptr);
   if (o.timing && input->fr != nullptr) {
@@ -246,7 +249,9 @@ int Watch(const AnalyzeCliOptions& o) {
                           : period);
       continue;
     }
-    const hd::Analysis a = hd::Analyze(set, CorrelatorOptions(o, probe.get()));
+    const hd::AnalyzeOptions options = CorrelatorOptions(o, probe.get());
+    hd::Analysis a = hd::Analyze(set, options);
+    hd::ApplyRecordedIncident(o.dir, options.now_wall_ns, &a);
     const std::string key = VerdictKey(a);
     const bool ended = a.usable && a.input.post_mortem;
     if (key != shown) {

@@ -103,6 +103,8 @@ std::string RecordText(const trace::RingSnapshot& f, const CommNames& names,
   } else if (r.group_id != 0 && !trace::NvtxNames::IsNameRecord(r)) {  // names fill group_id
     line += fmt::format(" group={}", r.group_id);
   }
+  // The watchdog's own abort (NCCLSCOPE_ON_HANG=abort), not the application's.
+  if ((r.flags & trace::kFlagByWatchdog) != 0) line += " by=watchdog";
   if (r.result == trace::kResultInCall) {
     line += " host=in-call";  // the rank is still inside this call (or died in it)
   } else {
@@ -122,11 +124,13 @@ nlohmann::json HeaderJson(const trace::RingSnapshot& f) {
           {"host", f.host},
           {"pid", f.pid},
           {"job_id", f.job_id},
+          {"restart", f.restart},
           {"nccl_version", f.nccl_version},
           {"start_realtime_ns", f.start_realtime_ns},
           {"start_monotonic_ns", f.start_monotonic_ns},
           {"heartbeat_monotonic_ns", f.heartbeat_monotonic_ns},
           {"flags", f.flags},
+          {"watchdog_aborted", (f.flags & trace::kHeaderWatchdogAborted) != 0},
           {"record_capacity", f.record_capacity},
           {"records", f.records.size()},
           {"write_pos", f.write_pos},
@@ -179,6 +183,7 @@ nlohmann::json RecordJson(const trace::RingSnapshot& f, const CommNames& names,
                       {"in_group", (r.flags & trace::kFlagInGroup) != 0},
                       {"in_place", (r.flags & trace::kFlagInPlace) != 0},
                       {"engine", (r.flags & trace::kFlagAccelerated) != 0 ? "ncclscope" : "nccl"},
+                      {"by_watchdog", (r.flags & trace::kFlagByWatchdog) != 0},
                       {"tid", r.tid}};
   if (!trace::IsPending(r.t_device_done_ns) && r.t_device_done_ns != trace::kDoneUntracked) {
     j["t_device_done_ns"] = r.t_device_done_ns;

@@ -188,11 +188,39 @@ TEST_F(VerdictStages, NothingToAnalyseEndsNoIncident) {
   EXPECT_EQ(Sum(text, "ncclscope_verdict", {{"stage", "suspect"}}), 1);
 }
 
+// After the first rank of a hung job aborted (NCCLSCOPE_ON_HANG=abort), or a new decider's
+// threshold grew, a look may read the same wait as a suspect again. The page must not resolve: the
+// series stays stage="hang" and the incident is counted once.
+TEST_F(VerdictStages, AConfirmedHangNeverStepsBackToSuspect) {
+  const std::string text = ScrapeAfter({Suspect(4), Hang(6), Suspect(9), Suspect(12)});
+  EXPECT_EQ(
+      Value(
+          text,
+          R"(ncclscope_verdict{class="missing",comm="world",rank="3",stage="hang",scope="node"})"),
+      1)
+      << text;
+  EXPECT_EQ(Sum(text, "ncclscope_verdict", {{"stage", "suspect"}}), 0) << text;
+  EXPECT_EQ(Value(text, kHangConfirmed), 1);
+  EXPECT_EQ(Value(text, kSuspectResolved), 0);
+}
+
+// The job's watchdog recorded the hang in abort mode: it never resolves, even when a look finds
+// nothing stuck any more (every waiting rank aborted and left).
+TEST_F(VerdictStages, InAbortModeAConfirmedHangNeverResolves) {
+  auto recorded = std::make_shared<Analysis>(*Hang(6));
+  recorded->incident.key = "00000000000000aa";
+  recorded->incident.stage = "hang";
+  recorded->incident.abort_mode = true;
+  const std::string text = ScrapeAfter({recorded, Healthy()});
+  EXPECT_EQ(Value(text, kHangResolved), 0) << text;
+  EXPECT_EQ(Value(text, kHangConfirmed), 1);
+}
+
 TEST(IncidentTracker, AResolvedSuspectThenAConfirmedHangAreTwoIncidents) {
   exporters::IncidentTracker t;
-  t.Observe(Suspect(3).get());
-  t.Observe(Healthy().get());
-  t.Observe(Hang(70).get());
+  t.Observe(Suspect(3), 0);
+  t.Observe(Healthy(), 0);
+  t.Observe(Hang(70), 0);
   const IncidentCounts& c = t.counts();
   EXPECT_EQ(c.suspect_resolved, 1u);
   EXPECT_EQ(c.hang_confirmed, 1u);
