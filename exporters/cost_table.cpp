@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -42,7 +43,8 @@ struct Totals {
   std::map<std::pair<uint64_t, uint64_t>, std::vector<Arrival>> collectives;  // (comm, seq)
   std::map<uint64_t, std::string> names;
   std::map<uint64_t, int> nranks;
-  std::vector<RankRow> ranks;  // by file
+  std::map<uint64_t, std::set<int>> members;  // global ranks; an unknown one is left out
+  std::vector<RankRow> ranks;                 // by file
 };
 
 // What one file's tail reports, counted into the job's totals.
@@ -57,12 +59,16 @@ class FileCosts final : public TailEvents {
     r.host = info.host;
     r.pid = info.pid;
     for (const trace::CommInfo& c : info.comms) {
+      Member(c.id);
       if (!c.name.empty()) totals_->names.try_emplace(c.id, c.name);
       if (c.nranks > 0) totals_->nranks[c.id] = std::max(totals_->nranks[c.id], c.nranks);
       if (c.nranks > 0) comm_ranks_[c.id] = c.nranks;
     }
   }
   void Issued(const trace::StoredRecord& record) override {
+    // A call on a communicator the comm table lost (full, or created before the probe) still
+    // makes this rank one of its members.
+    Member(record.data.comm_id);
     if (WasEnqueued(record.data) && trace::IsPending(record.data.t_device_done_ns)) {
       ++totals_->ranks[file_].pending;
     }
@@ -112,9 +118,18 @@ class FileCosts final : public TailEvents {
   }
 
  private:
+  // Called per operation: consecutive calls on one communicator (most of them) skip the maps.
+  void Member(uint64_t comm) {
+    if (comm == 0 || comm == last_member_of_) return;
+    last_member_of_ = comm;
+    std::set<int>& members = totals_->members[comm];
+    if (totals_->ranks[file_].rank >= 0) members.insert(totals_->ranks[file_].rank);
+  }
+
   Totals* totals_;
   uint32_t file_;
   std::map<uint64_t, int> comm_ranks_;  // this rank's view of each communicator's size
+  uint64_t last_member_of_ = 0;
   StreamStarts starts_;
   // This file's completed operations with a sequence number, and its kernel times, by (comm, seq).
   std::map<std::pair<uint64_t, uint64_t>, RowKey> rows_of_ops_;
@@ -156,15 +171,37 @@ void ScoreLateness(Totals* t) {
   }
 }
 
-CostRow MakeRow(const Totals& t, const RowKey& key, RowAcc& acc) {
+// Every communicator the files named, by id, each labelled by its name and members.
+std::vector<CommInstance> Instances(const Totals& t) {
+  std::vector<CommInstance> out;
+  for (const auto& [id, members] : t.members) {
+    CommInstance c;
+    c.id = id;
+    const auto name = t.names.find(id);
+    c.name = name != t.names.end() ? name->second : HexName(id);
+    const auto n = t.nranks.find(id);
+    c.nranks = n != t.nranks.end() ? n->second : -1;
+    c.members.assign(members.begin(), members.end());
+    out.push_back(std::move(c));
+  }
+  LabelCommInstances(&out);
+  return out;
+}
+
+CostRow MakeRow(const Totals& t, const std::vector<CommInstance>& comms, const RowKey& key,
+                RowAcc& acc) {
   CostRow row;
   row.comm_id = std::get<0>(key);
   row.op = static_cast<trace::OpType>(std::get<1>(key));
   row.size_class = std::get<2>(key);
-  const auto name = t.names.find(row.comm_id);
-  row.comm_name = name != t.names.end() ? name->second : HexName(row.comm_id);
-  const auto n = t.nranks.find(row.comm_id);
-  row.nranks = n != t.nranks.end() ? n->second : -1;
+  if (const CommInstance* c = FindCommInstance(comms, row.comm_id)) {
+    row.comm_name = c->name;
+    row.comm_label = c->label;
+    row.members = c->members;
+    row.nranks = c->nranks;
+  } else {  // a record of communicator 0: no call names it, Issued leaves it out
+    row.comm_name = row.comm_label = HexName(row.comm_id);
+  }
   row.calls = acc.durations.size();
   row.device_calls = acc.device_durations.size();
   if (row.calls > 0 && row.device_calls == row.calls) {
@@ -224,10 +261,12 @@ bool BuildCostTable(RingSource& source, CostTable* out, std::string* error) {
     ++out->files;
   }
   ScoreLateness(&t);
-  for (auto& [key, acc] : t.rows) out->rows.push_back(MakeRow(t, key, acc));
+  out->comms = Instances(t);
+  for (auto& [key, acc] : t.rows) out->rows.push_back(MakeRow(t, out->comms, key, acc));
+  // The communicators of one name in the order of their members: tp of ranks 0,1 before 2,3.
   std::sort(out->rows.begin(), out->rows.end(), [](const CostRow& a, const CostRow& b) {
-    return std::tie(a.comm_name, a.comm_id, a.op, a.size_class) <
-           std::tie(b.comm_name, b.comm_id, b.op, b.size_class);
+    return std::tie(a.comm_name, a.members, a.comm_id, a.op, a.size_class) <
+           std::tie(b.comm_name, b.members, b.comm_id, b.op, b.size_class);
   });
   for (size_t i = 0; i < names.size(); ++i) {
     if (read[i] != 0) out->ranks.push_back(t.ranks[i]);

@@ -11,16 +11,22 @@
 #include <string>
 #include <vector>
 
+#include "exporters/comm_instances.h"
 #include "exporters/ring_source.h"
 #include "trace/record.h"
 
 namespace ncclscope::exporters {
 
-// One communicator x operation x size class (size_classes.h), over every rank seen.
+// One communicator x operation x size class (size_classes.h), over every rank seen: calls of
+// any count and datatype whose bytes fall in the class are one row.
 struct CostRow {
   uint64_t comm_id = 0;
   std::string comm_name;  // the communicator's name, or its id in hex when it has none
-  int nranks = -1;        // -1 when no rank's comm table said
+  // Which of the communicators of that name: `tp (ranks 2,3)` (CommInstance::label), and its
+  // members' global ranks.
+  std::string comm_label;
+  std::vector<int> members;
+  int nranks = -1;  // -1 when no rank's comm table said
   trace::OpType op = trace::OpType::kUnknown;
   size_t size_class = 0;
   uint64_t calls = 0;  // completed operations, every rank's counted
@@ -58,7 +64,11 @@ struct RankRow {
 };
 
 struct CostTable {
-  std::vector<CostRow> rows;        // by communicator name, then operation, then size class
+  // By communicator name, then members, then operation, then size class.
+  std::vector<CostRow> rows;
+  // Every communicator a file's comm table or records name, by id (FindCommInstance), with or
+  // without a row: what the report names the communicators waiting on an operation by.
+  std::vector<CommInstance> comms;
   std::vector<RankRow> ranks;       // by global rank (unknown last), then pid
   std::vector<std::string> errors;  // files that could not be read, one line each
   size_t files = 0;                 // ring files read

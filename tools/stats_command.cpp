@@ -1,11 +1,13 @@
-// `ncclscope stats DIR [--json | --csv] [--job ID]`: what each collective cost, per communicator x
-// operation x message-size class (calls, time p50/p90/p99, nccl-tests' algBw and busBw, the
-// slowest rank and its lateness), then one line per rank (exporters/cost_table.h).
+// `ncclscope stats DIR [--json | --csv] [--job ID]`: what each collective cost, per communicator
+// (named by its members: `tp (ranks 2,3)`) x operation x message-size class (calls, time
+// p50/p90/p99, nccl-tests' algBw and busBw, the slowest rank and its lateness), then one line per
+// rank (exporters/cost_table.h).
 // Exit code: 0, or 3 when there is nothing to read (no directory, no readable ring file).
 #include <sys/stat.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -49,17 +51,20 @@ std::string Slowest(const CostRow& r) {
 }
 
 void PrintText(const CostTable& t) {
-  // Communicators of one name (a split's colours) are told apart by their id's first digits.
+  // Communicators of one name (a split's colours) are told apart by their members, as the report
+  // names them; the id's first digits are analyze's `comm tp (3f2a9c1b…)`.
+  size_t width = 16;
+  for (const CostRow& r : t.rows) width = std::max(width, r.comm_label.size());
   std::cout << fmt::format(
-      "{:<16} {:<8} {:<14} {:<9} {:>7} {:<6} {:>10} {:>10} {:>10} {:>9} {:>9}  {}\n",
-      "communicator", "id", "operation", "size", "calls", "timing", "p50", "p90", "p99", "algBw",
-      "busBw", "slowest rank (lateness)");
+      "{:<{}} {:<8} {:<14} {:<9} {:>7} {:<6} {:>10} {:>10} {:>10} {:>9} {:>9}  {}\n",
+      "communicator", width, "id", "operation", "size", "calls", "timing", "p50", "p90", "p99",
+      "algBw", "busBw", "slowest rank (lateness)");
   for (const CostRow& r : t.rows) {
     std::cout << fmt::format(
-        "{:<16} {:<8} {:<14} {:<9} {:>7} {:<6} {:>10} {:>10} {:>10} {:>9.2f} {:>9.2f}  {}\n",
-        r.comm_name, fmt::format("{:016x}", r.comm_id).substr(0, 8), trace::OpTypeName(r.op),
-        exporters::kSizeClasses[r.size_class], r.calls, r.timing, Seconds(r.p50_s),
-        Seconds(r.p90_s), Seconds(r.p99_s), r.algbw_gbs, r.busbw_gbs, Slowest(r));
+        "{:<{}} {:<8} {:<14} {:<9} {:>7} {:<6} {:>10} {:>10} {:>10} {:>9.2f} {:>9.2f}  {}\n",
+        r.comm_label, width, fmt::format("{:016x}", r.comm_id).substr(0, 8),
+        trace::OpTypeName(r.op), exporters::kSizeClasses[r.size_class], r.calls, r.timing,
+        Seconds(r.p50_s), Seconds(r.p90_s), Seconds(r.p99_s), r.algbw_gbs, r.busbw_gbs, Slowest(r));
   }
   std::cout << "(timing device: the kernels' GPU time as CUPTI measured it, NCCLSCOPE_CUPTI=1; "
                "host: call entry to device completion; bandwidths in GB/s, nccl-tests' "
@@ -83,6 +88,8 @@ void PrintJson(const CostTable& t) {
     w.BeginObject();
     w.Key("comm").String(r.comm_name);
     w.Key("comm_id").String(fmt::format("{:016x}", r.comm_id));
+    w.Key("label").String(r.comm_label);
+    w.Key("members").IntArray(r.members);
     w.Key("nranks").Int(r.nranks);
     w.Key("op").String(trace::OpTypeName(r.op));
     w.Key("size_class").String(exporters::kSizeClasses[r.size_class]);
@@ -134,16 +141,16 @@ std::string CsvField(const std::string& s) {
 
 void PrintCsv(const CostTable& t) {
   std::cout << "comm,comm_id,nranks,op,size_class,calls,bytes,p50_s,p90_s,p99_s,mean_s,"
-               "algbw_gbs,busbw_gbs,slowest_rank,slowest_lateness_s,timing,device_calls\n";
+               "algbw_gbs,busbw_gbs,slowest_rank,slowest_lateness_s,timing,device_calls,label\n";
   for (const CostRow& r : t.rows) {
     std::cout << fmt::format(
-        "{},{:016x},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},{},{}\n",
+        "{},{:016x},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},{},{},{}\n",
         CsvField(r.comm_name), r.comm_id, r.nranks, trace::OpTypeName(r.op),
         CsvField(exporters::kSizeClasses[r.size_class]), r.calls, r.bytes, r.p50_s, r.p90_s,
         r.p99_s, r.mean_s, r.algbw_gbs, r.busbw_gbs,
         r.slowest_rank >= 0 ? std::to_string(r.slowest_rank) : "",
         r.slowest_rank >= 0 ? fmt::format("{:.9g}", r.slowest_lateness_s) : "", r.timing,
-        r.device_calls);
+        r.device_calls, CsvField(r.comm_label));
   }
 }
 

@@ -199,7 +199,7 @@ std::string StatsSection(const CostTable& t, const hd::Verdict* incident) {
   std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < order.size() && i < kTableRows; ++i) {
     const CostRow& r = *order[i];
-    rows.push_back({r.comm_name, trace::OpTypeName(r.op), kSizeClasses[r.size_class],
+    rows.push_back({r.comm_label, trace::OpTypeName(r.op), kSizeClasses[r.size_class],
                     std::to_string(r.calls), r.timing, Seconds(r.p50_s), Seconds(r.p90_s),
                     Seconds(r.p99_s), fmt::format("{:.2f}", r.algbw_gbs),
                     fmt::format("{:.2f}", r.busbw_gbs),
@@ -257,15 +257,23 @@ std::string StatsSection(const CostTable& t, const hd::Verdict* incident) {
   return out;
 }
 
-std::string ProgressSection(const hd::Analysis& a) {
+// The communicator as the cost table names it (`dp (ranks 1,3)`): the four dp of a job split in
+// four wait on the same operation number, and only their members tell them apart.
+std::string WaitingCommLabel(const hd::WaitingOn& w, const CostTable& t) {
+  const CommInstance* c = FindCommInstance(t.comms, w.comm_id);
+  // Not found only when a live job created it between the analysis' read and the table's.
+  return c != nullptr ? c->label : w.comm_name;
+}
+
+std::string ProgressSection(const hd::Analysis& a, const CostTable& t) {
   std::string out = "<h2 id=\"progress\">Where each communicator stands</h2>\n";
   if (a.waiting.empty()) return out + "<p>No communicator waits on an operation.</p>\n";
   std::vector<std::vector<std::string>> rows;
   for (const hd::WaitingOn& w : a.waiting) {
     if (rows.size() == kTableRows) break;
-    rows.push_back({w.comm_name, fmt::format("{} #{}", w.op, w.seq), RankList(w.completed),
-                    RankList(w.issued), RankList(w.not_issued), std::to_string(w.unseen),
-                    Seconds(w.since_s)});
+    rows.push_back({WaitingCommLabel(w, t), fmt::format("{} #{}", w.op, w.seq),
+                    RankList(w.completed), RankList(w.issued), RankList(w.not_issued),
+                    std::to_string(w.unseen), Seconds(w.since_s)});
   }
   out += Table({"communicator", "operation", "completed on", "issued, waiting", "not issued by",
                 "unseen", "since"},
@@ -357,7 +365,7 @@ bool WriteReport(RingSource& source, const ReportInputs& in, const std::string& 
   page += VerdictsSection(a);
   page += TimelineSection(source, a, facts.world);
   page += StatsSection(*in.costs, incident);
-  page += ProgressSection(a);
+  page += ProgressSection(a, *in.costs);
   page += MetadataSection(facts, in);
   page += "</body></html>\n";
 

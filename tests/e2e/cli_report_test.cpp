@@ -1,8 +1,8 @@
 // `ncclscope report` on a real emulated job that lost a rank, opened in a real headless browser
 // (Debian's chromium): the page loads without console errors, the verdict's headline and the cost
-// table are in its DOM, and a screenshot is kept as an artifact of the test run
-// (build/test-artifacts/report.png). Without chromium the browser part is skipped, saying so;
-// scripts/install-deps.sh installs it, so CI always runs it.
+// table are in its DOM, each communicator of a split named by its members, and a screenshot is kept
+// as an artifact of the test run (build/test-artifacts/report.png). Without chromium the browser
+// part is skipped, saying so; scripts/install-deps.sh installs it, so CI always runs it.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -60,6 +60,23 @@ TEST(CliReport, ThePageOfAJobThatLostARankLoadsInABrowserAndNamesTheVerdict) {
   std::stringstream html;
   html << in.rdbuf();
   ASSERT_NE(html.str().find("<h2 id=\"verdicts\">"), std::string::npos);
+  // The scenario's tp of ranks 0,1 and of 2,3 both ran their first allreduce before the kill:
+  // two cost rows, each naming its communicator by its members, and every communicator that
+  // waits is named so too.
+  const std::string text = html.str();
+  const size_t stats = text.find("<h2 id=\"stats\">");
+  const size_t progress = text.find("<h2 id=\"progress\">");
+  const size_t facts = text.find("<h2 id=\"job\">");
+  ASSERT_TRUE(stats < progress && progress < facts);
+  EXPECT_NE(text.find("<td>tp (ranks 0,1)</td><td>allreduce</td>", stats), std::string::npos);
+  EXPECT_NE(text.find("<td>tp (ranks 2,3)</td><td>allreduce</td>", stats), std::string::npos);
+  size_t waiting = 0;
+  for (size_t at = text.find("<tr><td>", progress); at < facts;
+       at = text.find("<tr><td>", at + 1), ++waiting) {
+    const std::string cell = text.substr(at, text.find("</td>", at) - at);
+    EXPECT_NE(cell.find(" (ranks "), std::string::npos) << cell;
+  }
+  EXPECT_GT(waiting, 0u) << "the survivors wait for the killed rank";
 
   const std::string chromium = Chromium();
   if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh)";

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "exporters/cost_table.h"
 #include "exporters/node_aggregator.h"
@@ -183,6 +184,65 @@ TEST_F(CostTableTest, CommunicatorsAndSizeClassesAreSeparateRows) {
     }
   }
   EXPECT_EQ(world_allreduce, 2);  // <=64KiB and <=16MiB
+}
+
+// A split makes several communicators of one name (tp of ranks 0,1 and of 2,3); each row says
+// which by its members, in the correlator's rank notation, in the order of the members.
+TEST_F(CostTableTest, CommunicatorsOfOneNameAreToldApartByTheirMembers) {
+  JobBuilder job(4);
+  const uint64_t world = job.Comm("world", {0, 1, 2, 3});
+  const uint64_t tp_high = job.Comm("tp", {2, 3}, world, 1);
+  const uint64_t tp_low = job.Comm("tp", {0, 1}, world, 1);
+  for (int r = 0; r < 4; ++r) {
+    const uint64_t tp = r < 2 ? tp_low : tp_high;
+    // Any count and datatype of one size class is one row.
+    job.Coll(r, tp, OpType::kAllReduce, 0.1, Done::kCompleted, 256, kFloat32);
+    job.Coll(r, tp, OpType::kAllReduce, 0.2, Done::kCompleted, 1000, kFloat16);
+    job.Coll(r, world, OpType::kAllGather, 0.3, Done::kCompleted);
+  }
+  const CostTable t = Table(job.Build());
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.rows[0].comm_label, "tp (ranks 0,1)");
+  EXPECT_EQ(t.rows[0].comm_id, tp_low);
+  EXPECT_EQ(t.rows[0].members, (std::vector<int>{0, 1}));
+  EXPECT_EQ(t.rows[0].calls, 4u);
+  EXPECT_EQ(t.rows[1].comm_label, "tp (ranks 2,3)");
+  EXPECT_EQ(t.rows[1].comm_id, tp_high);
+  EXPECT_EQ(t.rows[1].members, (std::vector<int>{2, 3}));
+  EXPECT_EQ(t.rows[2].comm_label, "world (ranks 0-3)");
+  for (const CostRow& r : t.rows)
+    EXPECT_EQ(r.comm_name, r.comm_label.substr(0, r.comm_name.size()));
+  // Every communicator of the files, by id, rows or not.
+  ASSERT_EQ(t.comms.size(), 3u);
+  const exporters::CommInstance* high = exporters::FindCommInstance(t.comms, tp_high);
+  ASSERT_NE(high, nullptr);
+  EXPECT_EQ(high->label, "tp (ranks 2,3)");
+  EXPECT_EQ(exporters::FindCommInstance(t.comms, 42), nullptr);
+}
+
+// Two communicators of one name over the same ranks (one re-created) still read differently, and
+// members without a file are counted.
+TEST_F(CostTableTest, ACommunicatorsLabelIsUniqueAndCountsItsUnseenMembers) {
+  JobBuilder job(3);
+  const uint64_t world = job.Comm("world", {0, 1, 2});
+  const uint64_t first = job.Comm("tp", {0, 1}, world, 1);
+  const uint64_t again = job.Comm("tp", {0, 1}, world, 2);
+  for (int r = 0; r < 3; ++r) job.Coll(r, world, OpType::kAllReduce, 0.1, Done::kCompleted);
+  for (int r = 0; r < 2; ++r) {
+    job.Coll(r, first, OpType::kAllReduce, 0.2, Done::kCompleted);
+    job.Coll(r, again, OpType::kAllReduce, 0.3, Done::kCompleted);
+  }
+  job.RemoveFile(2);
+  const CostTable t = Table(job.Build());
+  ASSERT_EQ(t.rows.size(), 3u);
+  const std::string a = t.rows[0].comm_label, b = t.rows[1].comm_label;
+  EXPECT_NE(a, b);
+  for (const std::string& label : {a, b}) {
+    EXPECT_EQ(label.rfind("tp (ranks 0,1, id ", 0), 0u) << label;
+    EXPECT_EQ(label.size(), std::string("tp (ranks 0,1, id 01234567)").size()) << label;
+  }
+  EXPECT_EQ(t.rows[2].comm_label, "world (ranks 0,1; 1 unseen)");
+  EXPECT_EQ(t.rows[2].members, (std::vector<int>{0, 1}));
 }
 
 // One implementation: for the same records, the table's calls, bytes and summed durations per

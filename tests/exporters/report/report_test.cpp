@@ -82,12 +82,40 @@ TEST_F(ReportTest, AHungJobsPageNamesTheCulpritAndDrawsTheStuckOperation) {
   EXPECT_NE(page.find("allreduce #3 (never completed)"), std::string::npos);
   EXPECT_NE(page.find("class=\"verdict\""), std::string::npos);  // the mark on rank 1's row
   // The cost table and the communicator's progress.
-  EXPECT_NE(page.find("<td>world</td><td>allreduce</td>"), std::string::npos);
+  EXPECT_NE(page.find("<td>world (ranks 0-3)</td><td>allreduce</td>"), std::string::npos);
   EXPECT_NE(page.find("not issued by"), std::string::npos);
   // The job's facts.
   EXPECT_NE(page.find("<td>/traces/job 7</td>"), std::string::npos);
   EXPECT_NE(page.find("<td>world size</td><td>4</td>"), std::string::npos);
   EXPECT_NE(page.find("ncclscope test, 2023-11-14 22:15:21 UTC"), std::string::npos);
+}
+
+// Two tp of a split (ranks 0,1 and 2,3), each waiting in its allreduce #2 for one member: every
+// row of both tables names which tp it is by its members.
+TEST_F(ReportTest, CommunicatorsOfOneNameAreNamedByTheirMembers) {
+  JobBuilder job(4);
+  const uint64_t world = job.Comm("world", {0, 1, 2, 3});
+  const uint64_t tp_low = job.Comm("tp", {0, 1}, world, 1);
+  const uint64_t tp_high = job.Comm("tp", {2, 3}, world, 1);
+  for (int r = 0; r < 4; ++r) {
+    const uint64_t tp = r < 2 ? tp_low : tp_high;
+    job.Coll(r, tp, OpType::kAllReduce, 0.1, Done::kCompleted);
+    if (r == 0 || r == 2) job.Coll(r, tp, OpType::kAllReduce, 0.2, Done::kPending);
+  }
+  job.HeartbeatAll(120.0);
+  const std::string page = Page(job.Build());
+  const size_t stats = page.find("id=\"stats\"");
+  const size_t progress = page.find("id=\"progress\"");
+  ASSERT_NE(stats, std::string::npos);
+  ASSERT_NE(progress, std::string::npos);
+  for (const char* tp : {"tp (ranks 0,1)", "tp (ranks 2,3)"}) {
+    SCOPED_TRACE(tp);
+    const std::string cost_row = std::string("<td>") + tp + "</td><td>allreduce</td>";
+    EXPECT_NE(page.find(cost_row, stats), std::string::npos);
+    const std::string waiting_row = std::string("<td>") + tp + "</td><td>allreduce #2</td>";
+    EXPECT_NE(page.find(waiting_row, progress), std::string::npos);
+  }
+  EXPECT_EQ(page.find("<td>tp</td>"), std::string::npos);
 }
 
 TEST_F(ReportTest, ThePageIsOneFileWithoutScriptsOrFetches) {
@@ -110,6 +138,11 @@ TEST_F(ReportTest, HostileNamesAreEscaped) {
   const std::string page = Page(HungJob("<script>alert(1)</script>\xff&"));
   EXPECT_EQ(page.find("<script>"), std::string::npos);
   EXPECT_NE(page.find("&lt;script&gt;alert(1)&lt;/script&gt;\xEF\xBF\xBD&amp;"), std::string::npos);
+  // The name as both tables label the communicator.
+  const std::string label =
+      "<td>&lt;script&gt;alert(1)&lt;/script&gt;\xEF\xBF\xBD&amp; (ranks 0-3)</td>";
+  EXPECT_NE(page.find(label + "<td>allreduce</td>"), std::string::npos);
+  EXPECT_NE(page.find(label + "<td>allreduce #3</td>"), std::string::npos);
 }
 
 TEST(Html, EscapesMarkupAndReplacesInvalidUtf8) {
