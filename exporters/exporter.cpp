@@ -50,8 +50,10 @@ int RunExporter(const ExporterOptions& options) {
   }
   // The job correlator is made once the port is known; the collectable reads it through this.
   auto collectable = std::make_shared<MetricsCollectable>(&aggregator, &verdicts);
-  // The ranks /metrics shows, for correlators on other machines (docs/digest.md).
-  DigestCache digest(&source, probe.get(), {});
+  // The ranks /metrics shows, for correlators on other machines (docs/digest.md), with this
+  // exporter's id: what tells its own digest from another's with the same host name.
+  const uint64_t instance = DrawInstanceId();
+  DigestCache digest(&source, probe.get(), {}, instance);
 
   std::string error;
   const auto endpoint =
