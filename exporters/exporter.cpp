@@ -72,6 +72,7 @@ int RunExporter(const ExporterOptions& options) {
     job_options.fetch_timeout_s = options.peer_timeout_s;
     job_options.analyze = analyze;
     job_options.job = options.job;
+    job_options.instance = instance;
     job_options.verdict_path =
         options.job_verdict_file.value_or(options.dir + "/" + kJobVerdictFile);
     job = std::make_unique<JobCorrelator>(&source, probe.get(), std::move(job_options));
