@@ -49,6 +49,7 @@ struct DigestHeader {
   int64_t built_at_ns = 0;              // when the ring files were read (wall clock)
   int64_t produced_at_ns = 0;           // when the bytes leave (StampProducedAt replaces it)
   std::vector<std::string> unreadable;  // this node's ring files that could not be read
+  uint64_t instance = 0;                // the producing exporter's id (DrawInstanceId); 0 none
 };
 
 // The serialized NodeDigest. Every RankFile must have been built by RankFileBuilder or a cut.

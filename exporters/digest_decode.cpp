@@ -413,7 +413,7 @@ bool DecodeNodeDigest(std::string_view bytes, const std::string& source, int64_t
                 std::to_string(bounds.max_unreadable));
   }
   DecodedDigest result;
-  result.header = {d.job_id(), d.host(), d.built_at_ns(), d.produced_at_ns(), {}};
+  result.header = {d.job_id(), d.host(), d.built_at_ns(), d.produced_at_ns(), {}, d.instance()};
   for (const std::string& line : d.unreadable()) {
     if (!dec.StringOk(line, "unreadable-file line")) return fail(dec.why);
     result.header.unreadable.push_back(line);

@@ -181,6 +181,7 @@ std::string EncodeNodeDigest(const DigestHeader& header, const std::vector<Diges
   d.set_produced_at_ns(header.produced_at_ns);
   d.set_built_at_ns(header.built_at_ns);
   for (const std::string& line : header.unreadable) d.add_unreadable(line);
+  d.set_instance(header.instance);
   for (const DigestRank& rank : ranks) {
     const RankFile& f = *rank.file;
     pb::RankDigest* r = d.add_ranks();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exporters/digest_fetch.h"
+#include "exporters/source_clashes.h"
 #include "hang_detector/job_index.h"
 
 namespace ncclscope::exporters {
@@ -25,6 +26,7 @@ struct SourceReport {
   bool ok = false;         // fetched and decoded
   std::string error;       // why not, when not ok
   std::string host;        // the host the digest says it comes from
+  uint64_t instance = 0;   // its producing exporter's id (digest.proto); 0 none
   std::vector<int> ranks;  // the global ranks it holds (known ones), sorted
   double round_trip_s = 0;
 };
@@ -39,6 +41,18 @@ struct DigestJob {
   std::vector<std::string> source_errors;  // one line per source that failed
   // For stderr: other jobs' ranks left out (trace::JobChoice::Note), ranks reached twice.
   std::vector<std::string> notes;
+  // Host names and ranks two sources claim (source_clashes.h); each line is also one of the
+  // index's notes (the analysis' input report).
+  std::vector<SourceProblem> problems;
+};
+
+// The ring files a job view reads itself, and what they say of their node.
+struct LocalFiles {
+  std::vector<hang_detector::RankFile> files;
+  std::vector<std::string> errors;  // one line per file that could not be read
+  // Its label, host and instance (the exporter's own; "ring files of DIR" and 0 for analyze),
+  // ranks and file hosts; `local` is set by the assembly.
+  SourceFacts facts;
 };
 
 // Returns false with *error when the --from values cannot be expanded or local_dir cannot be
@@ -48,12 +62,11 @@ bool AssembleDigestJob(const std::vector<std::string>& from, const DigestJobOpti
                        DigestJob* job, std::string* error);
 
 // The second half of AssembleDigestJob, for callers that fetch themselves (the exporter's job
-// correlator): `fetched` digests plus `local` rank files (read by the caller; `local_errors` its
-// lines about files it could not read), keeping `job_id`'s ranks (empty: the newest heartbeat's).
-// Fills *job as AssembleDigestJob does. Thread-safe.
-void AssembleFetchedJob(std::vector<hang_detector::RankFile> local,
-                        std::vector<std::string> local_errors,
-                        const std::vector<FetchedDigest>& fetched, const std::string& job_id,
-                        size_t max_bytes, DigestJob* job);
+// correlator): `fetched` digests plus `local` rank files (read by the caller), keeping `job_id`'s
+// ranks (empty: the newest heartbeat's). A rank two sources hold from different processes is kept
+// from one (ResolveRankClashes); host names two producers claim are found (FindHostClashes,
+// `local.facts` taking part). Fills *job as AssembleDigestJob does. Thread-safe.
+void AssembleFetchedJob(LocalFiles local, const std::vector<FetchedDigest>& fetched,
+                        const std::string& job_id, size_t max_bytes, DigestJob* job);
 
 }  // namespace ncclscope::exporters

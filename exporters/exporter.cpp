@@ -50,8 +50,10 @@ int RunExporter(const ExporterOptions& options) {
   }
   // The job correlator is made once the port is known; the collectable reads it through this.
   auto collectable = std::make_shared<MetricsCollectable>(&aggregator, &verdicts);
-  // The ranks /metrics shows, for correlators on other machines (docs/digest.md).
-  DigestCache digest(&source, probe.get(), {});
+  // The ranks /metrics shows, for correlators on other machines (docs/digest.md), with this
+  // exporter's id: what tells its own digest from another's with the same host name.
+  const uint64_t instance = DrawInstanceId();
+  DigestCache digest(&source, probe.get(), {}, instance);
 
   std::string error;
   const auto endpoint =
@@ -70,6 +72,7 @@ int RunExporter(const ExporterOptions& options) {
     job_options.fetch_timeout_s = options.peer_timeout_s;
     job_options.analyze = analyze;
     job_options.job = options.job;
+    job_options.instance = instance;
     job_options.verdict_path =
         options.job_verdict_file.value_or(options.dir + "/" + kJobVerdictFile);
     job = std::make_unique<JobCorrelator>(&source, probe.get(), std::move(job_options));

@@ -21,10 +21,14 @@ constexpr double kNsPerS = 1e9;
 // Only the header of a ring: which rank wrote it.
 class RankOf final : public trace::RingVisitor {
  public:
-  void BeginFile(const trace::RingInfo& info) override { rank = info.global_rank; }
+  void BeginFile(const trace::RingInfo& info) override {
+    rank = info.global_rank;
+    host = info.host;
+  }
   void Records(const trace::StoredRecord* /*batch*/, size_t /*n*/) override {}
   void EndFile(const trace::RingInfo& /*info*/) override {}
   int rank = -1;
+  std::string host;
 };
 
 int64_t SteadyNs() {
@@ -83,20 +87,42 @@ void JobCorrelator::Discover() {
   status_.discovery_errors = std::move(errors);
 }
 
-NodeKey JobCorrelator::OwnKey() {
+NodeKey JobCorrelator::OwnKey(SourceFacts* facts) {
   NodeKey key;
   key.host = probe_->ThisHost();
+  key.instance = options_.instance;
+  *facts = {};
+  facts->label = "this node's ring files";
+  facts->host = key.host;
+  facts->instance = options_.instance;
+  std::set<int> ranks;
+  std::set<std::string> hosts;
   std::string error;
   for (const std::string& name : local_->List(&error)) {
     RankOf r;
     std::string why;
     // From the newest possible index: the header and no record.
-    if (!local_->Visit(name, std::numeric_limits<uint64_t>::max(), &r, &why) || r.rank < 0) {
-      continue;
-    }
+    if (!local_->Visit(name, std::numeric_limits<uint64_t>::max(), &r, &why)) continue;
+    if (!r.host.empty()) hosts.insert(r.host);
+    if (r.rank < 0) continue;
+    ranks.insert(r.rank);
     if (key.lowest_rank < 0 || r.rank < key.lowest_rank) key.lowest_rank = r.rank;
   }
+  facts->ranks.assign(ranks.begin(), ranks.end());
+  facts->file_hosts.assign(hosts.begin(), hosts.end());
   return key;
+}
+
+bool JobCorrelator::IsSelf(const SourceReport& report) const {
+  // A digest without an id (an older producer) can be told by its host name only.
+  if (report.instance != 0 && options_.instance != 0) return report.instance == options_.instance;
+  return report.host == probe_->ThisHost();
+}
+
+void JobCorrelator::Warn(const std::vector<SourceProblem>& problems) {
+  for (const SourceProblem& p : problems) {
+    if (said_.insert(p.key).second) std::cerr << "ncclscope exporter: warning: " << p.line << "\n";
+  }
 }
 
 void JobCorrelator::ReadLocal(std::vector<hang_detector::RankFile>* files,
@@ -123,7 +149,8 @@ std::shared_ptr<const hang_detector::Analysis> JobCorrelator::Cycle() {
     Discover();
     discovered_at_ns_ = now;
   }
-  const NodeKey self = OwnKey();
+  SourceFacts own;
+  const NodeKey self = OwnKey(&own);
   const auto views = [this] {
     std::vector<PeerView> v;
     v.reserve(peers_.size());
@@ -134,9 +161,9 @@ std::shared_ptr<const hang_detector::Analysis> JobCorrelator::Cycle() {
 
   // Fetches `which` peers (their digest, or /healthz) and notes what each answered; the digests
   // come back assembled (job->per_source in the order of `which`).
-  const auto look = [this](const std::vector<size_t>& which, bool digest,
-                           std::vector<hang_detector::RankFile> local,
-                           std::vector<std::string> local_errors, DigestJob* job) {
+  const auto look = [this, &own](const std::vector<size_t>& which, bool digest,
+                                 std::vector<hang_detector::RankFile> local,
+                                 std::vector<std::string> local_errors, DigestJob* job) {
     std::vector<DigestSource> sources;
     for (const size_t i : which) {
       sources.push_back(
@@ -146,7 +173,7 @@ std::shared_ptr<const hang_detector::Analysis> JobCorrelator::Cycle() {
     fetch.timeout_s = options_.fetch_timeout_s;
     const std::vector<FetchedDigest> fetched = FetchDigests(sources, fetch);
     if (digest) {
-      AssembleFetchedJob(std::move(local), std::move(local_errors), fetched, options_.job,
+      AssembleFetchedJob({std::move(local), std::move(local_errors), own}, fetched, options_.job,
                          fetch.max_bytes, job);
     }
     const double wall_s = static_cast<double>(trace::RealtimeNs()) / kNsPerS;
@@ -158,8 +185,10 @@ std::shared_ptr<const hang_detector::Analysis> JobCorrelator::Cycle() {
         ok = r.ok;
         if (ok) {
           p.view.key.host = r.host;
+          p.view.key.instance = r.instance;
           p.view.key.lowest_rank = r.ranks.empty() ? -1 : r.ranks.front();
-          p.view.self = r.host == probe_->ThisHost();
+          p.view.self = IsSelf(r);
+          p.ranks = r.ranks;
         }
       }
       p.view.reachable = ok;
@@ -185,6 +214,8 @@ std::shared_ptr<const hang_detector::Analysis> JobCorrelator::Cycle() {
     correlate = ShouldCorrelate(self, views());
   }
   std::shared_ptr<hang_detector::Analysis> analysis;
+  DigestJob job;
+  bool assembled = false;
   if (correlate) {
     std::vector<size_t> all;
     for (size_t i = 0; i < peers_.size(); ++i) {
@@ -193,8 +224,8 @@ std::shared_ptr<const hang_detector::Analysis> JobCorrelator::Cycle() {
     std::vector<hang_detector::RankFile> files;
     std::vector<std::string> errors;
     ReadLocal(&files, &errors);
-    DigestJob job;
     look(all, true, std::move(files), std::move(errors), &job);
+    assembled = true;
     // A peer's place learnt only now (its first answer) may put it before this node.
     correlate = ShouldCorrelate(self, views());
     if (correlate && job.index) {
@@ -224,8 +255,23 @@ std::shared_ptr<const hang_detector::Analysis> JobCorrelator::Cycle() {
     role_said_ = true;
     was_correlating_ = correlate;
   }
+  // What clashes: every peer's digest was just read, or else what the peers' last digests said of
+  // their host names (a serving node reads no peer's ranks after it has placed them).
+  std::vector<SourceProblem> problems = std::move(job.problems);
+  if (!assembled) {
+    std::vector<SourceFacts> facts = {own};
+    facts[0].local = true;
+    for (const Peer& p : peers_) {
+      if (p.view.self || p.view.key.host.empty()) continue;
+      facts.push_back(
+          {p.url.base + "/digest", p.view.key.host, p.view.key.instance, false, p.ranks, {}});
+    }
+    problems = FindHostClashes(facts);
+  }
+  Warn(problems);
   JobStatus status;
   status.correlating = correlate;
+  status.clashes = problems.size();
   for (const Peer& p : peers_) {
     if (!p.view.self) status.peers.push_back(p.metrics);
   }

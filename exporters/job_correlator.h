@@ -9,16 +9,20 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "exporters/peer_election.h"
 #include "exporters/peer_sources.h"
 #include "exporters/ring_source.h"
+#include "exporters/source_clashes.h"
 #include "hang_detector/correlator.h"
 #include "hang_detector/process_probe.h"
 
 namespace ncclscope::exporters {
+
+struct SourceReport;  // digest_job.h
 
 struct JobCorrelatorOptions {
   PeerPlan peers;
@@ -29,6 +33,9 @@ struct JobCorrelatorOptions {
   // Where the correlating exporter writes the job view (analyze --json's document) whenever its
   // verdicts change: atomically, mode 0600. Empty: nowhere.
   std::string verdict_path;
+  // The instance id this exporter's /digest carries (DrawInstanceId): its own digest is the one
+  // with it. 0: recognised by host name alone.
+  uint64_t instance = 0;
 };
 
 // One peer as /metrics shows it.
@@ -47,6 +54,10 @@ struct JobStatus {
   int ranks_seen = 0;              // of the job view (correlating only)
   int world_size = -1;
   std::vector<std::string> discovery_errors;  // the last lookup's, one line each
+  // Host names and ranks two sources claim (source_clashes.h), as the last cycle found them: the
+  // correlating exporter's from its fetch of every peer, a serving one's from what the peers'
+  // digests said of their hosts.
+  size_t clashes = 0;
 };
 
 class JobCorrelator {
@@ -65,9 +76,15 @@ class JobCorrelator {
     PeerUrl url;
     PeerView view;
     PeerMetrics metrics;
+    std::vector<int> ranks;  // from its last digest
   };
   void Discover();
-  NodeKey OwnKey();
+  // This node's place, and what it says of itself to the clash checks (its host name, instance,
+  // ranks and the host names its ring files carry).
+  NodeKey OwnKey(SourceFacts* facts);
+  bool IsSelf(const SourceReport& report) const;
+  // Says each problem not said before on stderr, once.
+  void Warn(const std::vector<SourceProblem>& problems);
   void ReadLocal(std::vector<hang_detector::RankFile>* files, std::vector<std::string>* errors);
   void WriteVerdict(const hang_detector::Analysis& analysis);
 
@@ -78,8 +95,9 @@ class JobCorrelator {
   int64_t discovered_at_ns_ = 0;
   bool role_said_ = false;
   bool was_correlating_ = false;
-  std::string written_key_;  // what the verdict file holds, so it is rewritten only on a change
-  std::string write_error_;  // the last failure said on stderr, so it is said once
+  std::string written_key_;     // what the verdict file holds, so it is rewritten only on a change
+  std::string write_error_;     // the last failure said on stderr, so it is said once
+  std::set<std::string> said_;  // keys of the clashes said on stderr
   mutable std::mutex mutex_;
   JobStatus status_;  // under mutex_
 };

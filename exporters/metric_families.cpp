@@ -323,7 +323,8 @@ void AddVerdictFamilies(const NodeView& view, std::vector<MetricFamily>* out) {
 
 // The exporter's part in the job view: its role, and the peers it looked at.
 void AddPeerFamilies(const JobView& job, std::vector<MetricFamily>* out) {
-  Rows role, up, last, fetch;
+  Rows role, up, last, fetch, clashes;
+  clashes.Set({}, static_cast<double>(job.clashes));
   role.Set({"correlating"}, job.correlating ? 1 : 0);
   role.Set({"serving"}, job.correlating ? 0 : 1);
   for (const PeerRow& p : job.peers) {
@@ -345,6 +346,11 @@ void AddPeerFamilies(const JobView& job, std::vector<MetricFamily>* out) {
   out->push_back(Family("ncclscope_peer_fetch_seconds",
                         "Duration of the last fetch of the peer's digest (or health check)",
                         MetricType::Gauge, {"peer"}, fetch));
+  out->push_back(Family("ncclscope_peer_clashes",
+                        "Problems among the job view's sources: another exporter calling itself "
+                        "by this exporter's host name, ranks two sources hold from different "
+                        "processes (each said once on stderr)",
+                        MetricType::Gauge, {}, clashes));
 }
 
 void AddNodeFamilies(const NodeView& view, std::vector<MetricFamily>* out) {

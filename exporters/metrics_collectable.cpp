@@ -31,6 +31,7 @@ std::vector<prometheus::MetricFamily> MetricsCollectable::Collect() const {
       jv.world_size = job.analysis->input.world_size;
     }
     jv.incidents = job.incidents;
+    jv.clashes = status.clashes;
     for (const PeerMetrics& p : status.peers) {
       if (p.looked_at) jv.peers.push_back({p.label, p.up, p.last_success_s, p.fetch_s});
     }

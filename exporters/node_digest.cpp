@@ -1,5 +1,6 @@
 #include "exporters/node_digest.h"
 
+#include <random>
 #include <utility>
 
 #include "exporters/digest_codec.h"
@@ -16,9 +17,16 @@ bool SameHost(const std::string& file_host, const std::string& this_host) {
 
 }  // namespace
 
+uint64_t DrawInstanceId() {
+  std::random_device device;
+  uint64_t id = 0;
+  while (id == 0) id = (uint64_t{device()} << 32) ^ device();
+  return id;
+}
+
 std::string BuildNodeDigest(RingSource* source, const hang_detector::ProcessProbe& probe,
                             int64_t now_wall_ns, const hang_detector::DigestLimits& limits,
-                            NodeDigestStats* stats) {
+                            NodeDigestStats* stats, uint64_t instance) {
   const auto t0 = std::chrono::steady_clock::now();
   NodeDigestStats local;
   NodeDigestStats& st = stats != nullptr ? *stats : local;
@@ -27,6 +35,7 @@ std::string BuildNodeDigest(RingSource* source, const hang_detector::ProcessProb
   header.host = probe.ThisHost();
   header.built_at_ns = now_wall_ns;
   header.produced_at_ns = now_wall_ns;
+  header.instance = instance;
   std::string error;
   const std::vector<std::string> names = source->List(&error);
   if (!error.empty()) header.unreadable.push_back(error);
@@ -64,8 +73,9 @@ std::string BuildNodeDigest(RingSource* source, const hang_detector::ProcessProb
 }
 
 DigestCache::DigestCache(RingSource* source, const hang_detector::ProcessProbe* probe,
-                         hang_detector::DigestLimits limits, std::chrono::milliseconds max_age)
-    : source_(source), probe_(probe), limits_(limits), max_age_(max_age) {}
+                         hang_detector::DigestLimits limits, uint64_t instance,
+                         std::chrono::milliseconds max_age)
+    : source_(source), probe_(probe), limits_(limits), instance_(instance), max_age_(max_age) {}
 
 std::string DigestCache::Get() {
   std::string bytes;
@@ -73,7 +83,7 @@ std::string DigestCache::Get() {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto now = std::chrono::steady_clock::now();
     if (!have_ || now - built_ >= max_age_) {
-      bytes_ = BuildNodeDigest(source_, *probe_, trace::RealtimeNs(), limits_);
+      bytes_ = BuildNodeDigest(source_, *probe_, trace::RealtimeNs(), limits_, nullptr, instance_);
       built_ = now;
       have_ = true;
     }

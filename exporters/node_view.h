@@ -106,6 +106,7 @@ struct JobView {
   int ranks_seen = -1;  // -1: no job analysis (serving, or none yet)
   int world_size = -1;
   std::vector<PeerRow> peers;  // the peers looked at in the last cycle
+  size_t clashes = 0;          // host names and ranks two sources claim (source_clashes.h)
 };
 
 struct NodeView {

@@ -7,7 +7,8 @@ bool Before(const NodeKey& a, const NodeKey& b) {
   const bool b_has = b.lowest_rank >= 0;
   if (a_has != b_has) return a_has;
   if (a.lowest_rank != b.lowest_rank) return a.lowest_rank < b.lowest_rank;
-  return a.host < b.host;
+  if (a.host != b.host) return a.host < b.host;
+  return a.instance < b.instance;
 }
 
 bool ShouldCorrelate(const NodeKey& self, const std::vector<PeerView>& peers) {

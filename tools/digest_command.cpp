@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "exporters/digest_codec.h"
+#include "exporters/digest_fetch.h"
 #include "exporters/digest_file.h"
 #include "exporters/node_digest.h"
 #include "exporters/ring_source.h"
@@ -28,11 +29,34 @@ struct DigestCliOptions {
   std::string job;
 };
 
+// Another producer's digest where this one wrote its own: two nodes write one file (alike host
+// names make `-o /shared/job/$(hostname).digest` one name), each hiding the other's ranks from
+// `analyze --from`. Said once.
+void SayIfReplaced(const DigestCliOptions& o, uint64_t instance, bool* said) {
+  if (*said) return;
+  const std::vector<exporters::FetchedDigest> read =
+      exporters::FetchDigests({{exporters::DigestSource::Kind::kFile, o.out}}, {});
+  exporters::DecodedDigest other;
+  std::string why;
+  if (!read[0].ok ||
+      !exporters::DecodeNodeDigest(read[0].bytes, o.out, read[0].received_at_ns, &other, &why) ||
+      other.header.instance == 0 || other.header.instance == instance) {
+    return;
+  }
+  std::cerr << "ncclscope digest: warning: " << o.out << " was replaced by another producer (host "
+            << other.header.host << ", " << other.files.size()
+            << " rank(s)) since this one wrote it: two nodes write one file, each hiding the "
+               "other's ranks; give each node its own file (NCCLSCOPE_HOST set per node, -o "
+               "DIR/$NCCLSCOPE_HOST.digest)\n";
+  *said = true;
+}
+
 // One digest written (or printed); false after saying why on stderr.
 bool WriteOnce(const DigestCliOptions& o, exporters::RingSource* source,
-               const hang_detector::ProcessProbe& probe) {
+               const hang_detector::ProcessProbe& probe, uint64_t instance) {
   exporters::NodeDigestStats stats;
-  std::string bytes = exporters::BuildNodeDigest(source, probe, trace::RealtimeNs(), {}, &stats);
+  std::string bytes =
+      exporters::BuildNodeDigest(source, probe, trace::RealtimeNs(), {}, &stats, instance);
   for (const std::string& line : stats.unreadable) {
     std::cerr << "ncclscope digest: " << line << "\n";
   }
@@ -72,7 +96,8 @@ int Run(const DigestCliOptions& o) {
   }
   const auto probe = hang_detector::MakeLinuxProcessProbe();
   exporters::DirRingSource source(o.dir, o.this_host_only ? probe->ThisHost() : "", o.job);
-  if (o.every_s <= 0) return WriteOnce(o, &source, *probe) ? 0 : 3;
+  const uint64_t instance = exporters::DrawInstanceId();
+  if (o.every_s <= 0) return WriteOnce(o, &source, *probe, instance) ? 0 : 3;
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
@@ -81,8 +106,10 @@ int Run(const DigestCliOptions& o) {
   const timespec period{
       static_cast<time_t>(o.every_s),
       static_cast<long>((o.every_s - static_cast<double>(static_cast<time_t>(o.every_s))) * 1e9)};
-  for (;;) {
-    if (!WriteOnce(o, &source, *probe)) return 3;
+  bool said = false;
+  for (bool first = true;; first = false) {
+    if (!first) SayIfReplaced(o, instance, &said);
+    if (!WriteOnce(o, &source, *probe, instance)) return 3;
     if (sigtimedwait(&stop, nullptr, &period) > 0) return 0;
   }
 }

@@ -4,15 +4,18 @@
 // What a user notices: the same headline verdict (class, communicator, sequence number, culprits)
 // as `ncclscope analyze` of the whole directory; the same through digest files on a shared
 // directory (`ncclscope digest`); an exporter that cannot be reached is named in the input and
-// the rest still answers; nothing reachable at all is exit code 3 with the reasons.
+// the rest still answers; nothing reachable at all is exit code 3 with the reasons; a digest file
+// that two nodes write (alike host names) is said by the writer whose digest was replaced.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/e2e/cli.h"
@@ -213,6 +216,35 @@ TEST(DigestSources, NothingReachableIsExitCode3WithEveryReason) {
   const ProcessResult h = RunProcess({Cli(), "analyze", "--from", hosts}, {}, 60);
   EXPECT_EQ(h.exit_code, 3);
   EXPECT_NE(h.err.find(hosts + ":2: 'node 2:9478' is not host[:port]"), std::string::npos) << h.err;
+}
+
+TEST(DigestFiles, AFileTwoNodesWriteIsSaidByTheWriterReplaced) {
+  // Two nodes with one host name both write `-o /shared/<job>/$(hostname).digest`: each replaces
+  // the other's ranks. The writer that keeps rewriting finds another producer's digest in its
+  // file and says so, once.
+  ScratchDir scratch;
+  const std::string a = scratch / "a", b = scratch / "b", file = scratch / "node.digest";
+  fs::create_directories(a);
+  fs::create_directories(b);
+  BackgroundProcess writer({Cli(), "digest", a, "-o", file, "--every", "0.2"},
+                           scratch / "writer.log");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(file) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(fs::exists(file)) << writer.Output();
+  const ProcessResult other = RunProcess({Cli(), "digest", b, "-o", file}, {}, 60);
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  const std::string said =
+      "ncclscope digest: warning: " + file + " was replaced by another producer (host ";
+  while (writer.Output().find(said) == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const std::string out = writer.Output();
+  EXPECT_NE(out.find(said), std::string::npos) << out;
+  EXPECT_NE(out.find("two nodes write one file"), std::string::npos) << out;
+  EXPECT_NE(out.find("-o DIR/$NCCLSCOPE_HOST.digest"), std::string::npos) << out;
 }
 
 }  // namespace

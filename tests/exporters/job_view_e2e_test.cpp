@@ -5,7 +5,10 @@
 //   `ncclscope analyze` names from every file; the other exporter only serves;
 // - an exporter that stops answering is shown unreachable, its ranks unseen (never dead, never
 //   culprits); when it answers again its ranks come back;
-// - when the correlating exporter goes, the other one takes over.
+// - when the correlating exporter goes, the other one takes over;
+// - exporters started without their node's name (both call themselves this machine) are told
+//   apart: each warns once with the NCCLSCOPE_HOST it needs, and the job view still names the
+//   culprit from all 8 ranks.
 // Every wait polls for the condition with a generous deadline: nothing asserts how fast.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -59,13 +62,14 @@ int FreePort() {
 }
 
 // `ncclscope exporter` of one simulated node: its host name (the process checks treat its ranks
-// as local), its directory, its port, and its peer.
+// as local; empty: none, so it takes this machine's), its directory, its port, and its peer.
 std::unique_ptr<BackgroundProcess> StartExporter(const std::string& host, const std::string& dir,
                                                  int port, int peer_port, const std::string& log) {
   auto p = std::make_unique<BackgroundProcess>(
-      std::vector<std::string>{"env", "NCCLSCOPE_HOST=" + host, Cli(), "exporter", "--dir", dir,
-                               "--listen", "127.0.0.1:" + std::to_string(port), "--peers",
-                               "127.0.0.1:" + std::to_string(peer_port)},
+      std::vector<std::string>{
+          "env", host.empty() ? "--unset=NCCLSCOPE_HOST" : "NCCLSCOPE_HOST=" + host, Cli(),
+          "exporter", "--dir", dir, "--listen", "127.0.0.1:" + std::to_string(port), "--peers",
+          "127.0.0.1:" + std::to_string(peer_port)},
       log);
   EXPECT_EQ(p->WaitForPort(60), port) << p->Output();
   return p;
@@ -110,23 +114,29 @@ std::vector<std::string> JobCulprits(const std::string& text) {
   return ranks;
 }
 
-TEST(JobView, TheNodeOfRankZeroCorrelatesAndTheOtherTakesOver) {
-  ScratchDir scratch;
-  // The catalogue's stuck-before with its culprit moved to rank 5, on the second node.
+// `ncclscope sim --nodes 2` of the catalogue's stuck-before with its culprit moved to rank 5, on
+// the second node; the launcher kills the hung job after 5 s and its files stay, as after a real
+// hang. Sets the two nodes' directories (node0: ranks 0-3, node1: ranks 4-7).
+void SimStuckAtRank5(const ScratchDir& scratch, std::string* node0, std::string* node1) {
   std::ifstream in(ScenarioPath("stuck-before.json"));
   nlohmann::json scenario = nlohmann::json::parse(in);
   scenario["faults"][0]["ranks"] = {5};
   const std::string scenario_path = scratch / "stuck-rank5.json";
   std::ofstream(scenario_path) << scenario.dump();
   const std::string base = scratch / "trace";
-  // The launcher kills the hung job after 5 s; its files stay, as after a real hang.
   const ProcessResult sim = RunProcess({Cli(), "sim", "--ranks", "8", "--nodes", "2", "--scenario",
                                         scenario_path, "--dir", base, "--timeout", "5"},
                                        {{"NCCLSCOPE_RING_RECORDS", "4096"}}, 120);
   std::smatch m;
   ASSERT_TRUE(std::regex_search(sim.out, m, std::regex("job (sim-[0-9a-f]+)"))) << sim.out;
-  const std::string node0 = base + "/" + m[1].str() + "/node0";
-  const std::string node1 = base + "/" + m[1].str() + "/node1";
+  *node0 = base + "/" + m[1].str() + "/node0";
+  *node1 = base + "/" + m[1].str() + "/node1";
+}
+
+TEST(JobView, TheNodeOfRankZeroCorrelatesAndTheOtherTakesOver) {
+  ScratchDir scratch;
+  std::string node0, node1;
+  ASSERT_NO_FATAL_FAILURE(SimStuckAtRank5(scratch, &node0, &node1));
 
   // What `ncclscope analyze` says of every file in one directory: the true culprit.
   const std::string whole = scratch / "whole";
@@ -231,6 +241,69 @@ TEST(JobView, TheNodeOfRankZeroCorrelatesAndTheOtherTakesOver) {
   EXPECT_EQ(Value(text, "ncclscope_peer_up{peer=\"127.0.0.1:" + std::to_string(p0) + "\"}"), 0)
       << text;
   EXPECT_EQ(Value(text, R"(ncclscope_ranks_seen{scope="job"})"), 4) << text;
+}
+
+size_t Count(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+TEST(JobView, ExportersWithoutTheirNodesNameAreToldApartAndSaySo) {
+  ScratchDir scratch;
+  std::string node0, node1;
+  ASSERT_NO_FATAL_FAILURE(SimStuckAtRank5(scratch, &node0, &node1));
+  // No NCCLSCOPE_HOST: both exporters call themselves this machine, while their ring files name
+  // node0 and node1. Each used to take the other's digest for its own, correlate alone and see
+  // four ranks, silently.
+  int p0 = FreePort(), p1 = FreePort();
+  auto e0 = StartExporter("", node0, p0, p1, scratch / "e0.log");
+  auto e1 = StartExporter("", node1, p1, p0, scratch / "e1.log");
+
+  std::string last;
+  std::string text = WaitFor(
+      p0,
+      [](const std::string& t) {
+        return Value(t, R"(ncclscope_ranks_seen{scope="job"})") == 8.0 && !JobCulprits(t).empty() &&
+               Value(t, "ncclscope_peer_clashes") == 1.0;
+      },
+      &last);
+  ASSERT_FALSE(text.empty()) << "no 8-rank job view on node0's exporter:\n" << last << e0->Output();
+  EXPECT_TRUE(Role(text, "correlating")) << text;
+  EXPECT_EQ(JobCulprits(text), std::vector<std::string>{"5"}) << text;
+  text = WaitFor(
+      p1,
+      [](const std::string& t) {
+        return Role(t, "serving") && Value(t, "ncclscope_peer_clashes") == 1.0;
+      },
+      &last);
+  ASSERT_FALSE(text.empty()) << "node1's exporter never served, or never saw the clash:\n"
+                             << last << e1->Output();
+  EXPECT_EQ(Sum(text, "ncclscope_verdict", {{"scope", "job"}}), 0) << "one correlator:\n" << text;
+
+  // One line each, naming the peer and the value that fixes it; said once, not every cycle.
+  const std::string out0 = e0->Output(), out1 = e1->Output();
+  const std::string clash0 =
+      "ncclscope exporter: warning: host name clash: http://127.0.0.1:" + std::to_string(p1) +
+      "/digest is another exporter calling itself";
+  EXPECT_EQ(Count(out0, clash0), 1u) << out0;
+  EXPECT_NE(out0.find("start this one with NCCLSCOPE_HOST=node0, the host its ring files name"),
+            std::string::npos)
+      << out0;
+  EXPECT_EQ(Count(out1, "warning: host name clash: http://127.0.0.1:" + std::to_string(p0)), 1u)
+      << out1;
+  EXPECT_NE(out1.find("NCCLSCOPE_HOST=node1"), std::string::npos) << out1;
+
+  // The job view tells the SRE too: a line of its input report.
+  std::ifstream vf(node0 + "/verdict-job.json");
+  const nlohmann::json written = nlohmann::json::parse(vf, nullptr, false);
+  ASSERT_FALSE(written.is_discarded());
+  EXPECT_EQ(written["input"]["ranks_seen"], 8) << written["input"];
+  bool noted = false;
+  for (const auto& n : written["input"]["notes"]) {
+    noted = noted || n.get<std::string>().find("host name clash") != std::string::npos;
+  }
+  EXPECT_TRUE(noted) << written["input"];
 }
 
 TEST(JobView, BadPeerValuesAreAnErrorNamingTheOption) {

@@ -204,6 +204,19 @@ TEST(PeerElection, TheFirstReachableNodeCorrelates) {
       << "a peer whose place is unknown is not before it";
 }
 
+TEST(PeerElection, ExportersSharingAHostNameAndRanksElectOneByInstance) {
+  // Two exporters without their node's name read one shared directory: same lowest rank, same
+  // host. Each sees the other as a peer (different instance ids); exactly one correlates.
+  const NodeKey a{0, "buildbox", 7}, b{0, "buildbox", 9};
+  EXPECT_TRUE(Before(a, b));
+  EXPECT_FALSE(Before(b, a));
+  EXPECT_NE(ShouldCorrelate(a, {PeerView{b, true, false}}),
+            ShouldCorrelate(b, {PeerView{a, true, false}}));
+  // Sharing the name, not the ranks: the order is the ranks', as ever.
+  EXPECT_TRUE(ShouldCorrelate({0, "buildbox", 9}, {PeerView{{4, "buildbox", 7}, true, false}}));
+  EXPECT_FALSE(ShouldCorrelate({4, "buildbox", 7}, {PeerView{{0, "buildbox", 9}, true, false}}));
+}
+
 TEST(PeerElection, WhatANonCorrelatingNodeLooksAt) {
   const NodeKey self{4, "node1"};
   EXPECT_EQ(LookAt(self, {{-1, ""}, false, false}), Look::kDigest);
