@@ -108,7 +108,8 @@ int Analyze(const AnalyzeCliOptions& o) {
   const auto t1 = std::chrono::steady_clock::now();
   hd::AnalyzeOptions options = CorrelatorOptions(o, probe.get());
   exporters::AdjustForInput(*input, &options);
-  const hd::Analysis a = hd::Analyze(*index, options);
+  hd::Analysis a = hd::Analyze(*index, options);
+  exporters::NameRecordsAsInput(*input, &a);
   const auto t2 = std::chrono::steady_clock::now();
   Print(o, a, 2, input->fr != nullptr);
   if (o.timing && input->fr != nullptr) {
