@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -27,6 +28,7 @@ using RowKey = std::tuple<uint64_t, uint32_t, size_t>;  // comm, op, size class
 struct RowAcc {
   std::vector<double> durations;
   std::vector<double> device_durations;  // of the calls CUPTI timed
+  std::vector<double> event_durations;   // of the calls torch's CUDA events timed
   uint64_t bytes = 0;
   std::map<uint32_t, std::pair<double, uint64_t>> lateness;  // by file: sum, samples
 };
@@ -88,6 +90,7 @@ class FileCosts final : public TailEvents {
     ++rank.calls;
     rank.seconds += seconds;
     if (r.seq > 0) rows_of_ops_.emplace(std::make_pair(r.comm_id, r.seq), key);
+    last_completed_ = {record.index, key};
     const int64_t start = starts_.StartOf(r);
     if (trace::IsCollective(static_cast<trace::OpType>(r.op)) && r.seq > 0) {
       totals_->collectives[{r.comm_id, r.seq}].push_back(
@@ -100,6 +103,15 @@ class FileCosts final : public TailEvents {
     const trace::RecordData& r = record.data;
     if (r.comm_id == 0 || r.seq == 0 || r.aux == 0 || r.send_buffer <= r.aux) return;
     kernel_seconds_[{r.comm_id, r.seq}] = static_cast<double>(r.send_buffer - r.aux) / kNsPerS;
+  }
+  // One operation's device time between the CUDA events torch recorded around it: aux names the
+  // operation's record, count the time in ns. It follows its completed operation's record, so
+  // only the newest completed operation is remembered for it.
+  void EventDuration(const trace::StoredRecord& record) override {
+    if (!last_completed_ || last_completed_->first != record.data.aux) return;
+    totals_->rows[last_completed_->second].event_durations.push_back(
+        static_cast<double>(record.data.count) / kNsPerS);
+    last_completed_.reset();
   }
   // After the file was read: each of its operations' kernel times into its row. A rank's
   // device_compute records are in its own file, so what is kept lasts one file.
@@ -134,6 +146,8 @@ class FileCosts final : public TailEvents {
   // This file's completed operations with a sequence number, and its kernel times, by (comm, seq).
   std::map<std::pair<uint64_t, uint64_t>, RowKey> rows_of_ops_;
   std::map<std::pair<uint64_t, uint64_t>, double> kernel_seconds_;
+  // The record index and row of the operation completed last, for its event_duration.
+  std::optional<std::pair<uint64_t, RowKey>> last_completed_;
 };
 
 // The nearest-rank quantile q of sorted values (the smallest value with at least q of them at or
@@ -204,9 +218,13 @@ CostRow MakeRow(const Totals& t, const std::vector<CommInstance>& comms, const R
   }
   row.calls = acc.durations.size();
   row.device_calls = acc.device_durations.size();
+  row.event_calls = acc.event_durations.size();
   if (row.calls > 0 && row.device_calls == row.calls) {
     acc.durations.swap(acc.device_durations);
     row.timing = "device";
+  } else if (row.calls > 0 && row.event_calls == row.calls) {
+    acc.durations.swap(acc.event_durations);
+    row.timing = "event";
   }
   std::sort(acc.durations.begin(), acc.durations.end());
   row.bytes = acc.bytes;

@@ -35,9 +35,15 @@ struct CostRow {
   // device_compute records of their own communicator and sequence number; a kernel launched for
   // a whole group is not split among its operations).
   uint64_t device_calls = 0;
+  // Of those, the ones whose device time torch's CUDA events measured (event_duration records:
+  // a Flight Recorder dump's duration_ms, TORCH_NCCL_ENABLE_TIMING=1; a coalesced group's sends
+  // and receives are not split among its operations).
+  uint64_t event_calls = 0;
   // Where the times below come from: "device" when every call's kernel time is known (its GPU
-  // start to end), else "host" (call entry to device completion as the host saw it,
-  // OperationSeconds: what /metrics' duration histogram holds).
+  // start to end), else "event" when every call's CUDA-event time is, else "host" (call entry to
+  // device completion as the host saw it, OperationSeconds: what /metrics' duration histogram
+  // holds; from a Flight Recorder dump, time_created_ns to time_discovered_completed_ns, when
+  // torch's watchdog noticed the completion, not when the work ended).
   const char* timing = "host";
   double p50_s = 0, p90_s = 0, p99_s = 0, mean_s = 0;
   // nccl-tests' bandwidths in GB/s (1e9 bytes), from the same times: algBw = bytes / total time

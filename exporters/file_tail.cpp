@@ -92,6 +92,10 @@ class FileTail::Visitor final : public trace::RingVisitor {
       events_->DeviceCompute(r);
       return;
     }
+    if (r.data.op == static_cast<uint32_t>(trace::OpType::kEventDuration)) {
+      events_->EventDuration(r);
+      return;
+    }
     if (r.data.op == static_cast<uint32_t>(trace::OpType::kNumerics)) {
       events_->Numerics(r);
       return;

@@ -16,7 +16,8 @@
 namespace ncclscope::exporters {
 
 // What a Poll found, in writer order. Only operations (collectives, send/recv), the names of
-// their NVTX contexts, accel_stall, device_compute and numerics records are reported.
+// their NVTX contexts, accel_stall, device_compute, event_duration and numerics records are
+// reported.
 class TailEvents {
  public:
   virtual ~TailEvents() = default;
@@ -40,6 +41,9 @@ class TailEvents {
   // A device_compute record (trace/record.h): how long one NCCL kernel ran on the GPU, as CUPTI
   // saw it, written after the operation completed. Not an operation: nothing else is told of it.
   virtual void DeviceCompute(const trace::StoredRecord& /*record*/) {}
+  // An event_duration record (trace/record.h): an operation's device time as torch's CUDA events
+  // measured it, from a Flight Recorder dump. Not an operation: nothing else is told of it.
+  virtual void EventDuration(const trace::StoredRecord& /*record*/) {}
   // A numerics record (trace/numerics_record.h): what NCCLSCOPE_NUMERICS found in one sampled
   // collective, written after it completed. Not an operation: nothing else is told of it.
   virtual void Numerics(const trace::StoredRecord& /*record*/) {}

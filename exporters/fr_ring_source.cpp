@@ -12,6 +12,7 @@ std::vector<std::string> FrRingSource::List(std::string* error) {
   std::vector<std::string> paths;
   std::lock_guard<std::mutex> lock(mutex_);
   files_.clear();
+  unreadable_.clear();
   last_dump_ns_ = 0;
   for (flight_recorder::FrDumpFile& f : listing.dumps) {
     paths.push_back(f.path);
@@ -41,7 +42,11 @@ bool FrRingSource::Visit(const std::string& name, uint64_t first, trace::RingVis
     facts = {name, it->second.rank, last_dump_ns_};
   }
   flight_recorder::FrDump dump;
-  if (!flight_recorder::ReadFrDumpFile(name, &dump, error)) return false;
+  if (!flight_recorder::ReadFrDumpFile(name, &dump, error)) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    unreadable_[name] = facts.global_rank;
+    return false;
+  }
   flight_recorder::FrRecords converted = flight_recorder::RecordsFromFrDump(dump, facts);
   dump = {};
   visitor->BeginFile(converted.info);
@@ -55,8 +60,48 @@ bool FrRingSource::Visit(const std::string& name, uint64_t first, trace::RingVis
   }
   visitor->EndFile(converted.info);
   std::lock_guard<std::mutex> lock(mutex_);
+  unreadable_.erase(name);
   headers_[name] = std::move(converted.info);
   notes_[name] = std::move(converted.notes);
+  return true;
+}
+
+std::vector<int> FrRingSource::UnreadableRanks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<int> ranks;
+  for (const auto& [path, rank] : unreadable_) ranks.push_back(rank);
+  return ranks;
+}
+
+bool FrRingSource::NamesOf(int rank, const std::vector<uint64_t>& indices,
+                           std::vector<std::optional<EntryNames>>* out, std::string* error) const {
+  out->assign(indices.size(), std::nullopt);
+  flight_recorder::FrFileFacts facts;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = std::find_if(files_.begin(), files_.end(),
+                                 [rank](const auto& f) { return f.second.rank == rank; });
+    if (it == files_.end()) {
+      *error = dir_ + ": no Flight Recorder dump of rank " + std::to_string(rank);
+      return false;
+    }
+    facts = {it->first, rank, last_dump_ns_};
+  }
+  flight_recorder::FrDump dump;
+  if (!flight_recorder::ReadFrDumpFile(facts.path, &dump, error)) return false;
+  // The same conversion as Visit's, so the indices are the ones the analysis saw.
+  const flight_recorder::FrRecords converted = flight_recorder::RecordsFromFrDump(dump, facts);
+  const auto& records = converted.records;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const auto at = std::lower_bound(
+        records.begin(), records.end(), indices[i],
+        [](const trace::StoredRecord& r, uint64_t index) { return r.index < index; });
+    if (at == records.end() || at->index != indices[i]) continue;
+    const int32_t entry = converted.entry_of[static_cast<size_t>(at - records.begin())];
+    if (entry < 0) continue;
+    const flight_recorder::FrEntry& e = dump.entries[static_cast<size_t>(entry)];
+    (*out)[i] = EntryNames{e.record_id, e.p2p_seq_id, e.is_p2p};
+  }
   return true;
 }
 

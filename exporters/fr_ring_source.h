@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,19 @@ class FrRingSource final : public RingSource {
   // (fr_records.h notes, each with its file), one line each, for the input report.
   std::vector<std::string> Notes() const override;
   std::string FileKind() const override { return "Flight Recorder dump(s)"; }
+  // The ranks (from the file names) whose dump failed its last visit.
+  std::vector<int> UnreadableRanks() const override;
+
+  // How the dump names the records at `indices` (writer indices of Visit) of `rank`'s dump: the
+  // entry each stands for, or nullopt for a record made up in reading it (profiler_attach) or an
+  // index it has not. Decodes that dump again; false with *error when it cannot. Thread-safe.
+  struct EntryNames {
+    int64_t record_id = -1;
+    int64_t p2p_seq_id = 0;
+    bool is_p2p = false;
+  };
+  bool NamesOf(int rank, const std::vector<uint64_t>& indices,
+               std::vector<std::optional<EntryNames>>* out, std::string* error) const;
 
  private:
   std::string dir_;
@@ -37,6 +51,7 @@ class FrRingSource final : public RingSource {
   int64_t last_dump_ns_ = 0;
   std::vector<std::string> skipped_;
   std::map<std::string, std::vector<std::string>> notes_;  // by path
+  std::map<std::string, int> unreadable_;                  // path -> rank, failed visits
 };
 
 }  // namespace ncclscope::exporters

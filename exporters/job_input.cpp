@@ -1,5 +1,6 @@
 #include "exporters/job_input.h"
 
+#include "exporters/fr_evidence.h"
 #include "hang_detector/parallel_compact.h"
 #include "trace/ring_reader.h"
 
@@ -50,7 +51,7 @@ std::optional<hang_detector::JobIndex> IndexSource(RingSource& source, int threa
       });
   return hang_detector::JobIndex::FromFiles(std::move(compacted.readable),
                                             std::move(compacted.errors), source.Notes(),
-                                            source.FileKind());
+                                            source.FileKind(), source.UnreadableRanks());
 }
 
 std::optional<hang_detector::JobIndex> IndexJobInput(const JobInput& input, const std::string& dir,
@@ -67,6 +68,10 @@ void AdjustForInput(const JobInput& input, hang_detector::AnalyzeOptions* option
   options->job_ended = true;
   options->snapshot = true;
   options->probe = nullptr;
+}
+
+void NameRecordsAsInput(const JobInput& input, hang_detector::Analysis* analysis) {
+  if (input.fr != nullptr) NameFrEntries(*input.fr, analysis);
 }
 
 }  // namespace ncclscope::exporters

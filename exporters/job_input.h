@@ -50,4 +50,8 @@ std::optional<hang_detector::JobIndex> IndexJobInput(const JobInput& input, cons
 // but also on request from a healthy job, so a wait is confirmed by its length, not by the dump.
 void AdjustForInput(const JobInput& input, hang_detector::AnalyzeOptions* options);
 
+// After hang_detector::Analyze of `input`: Flight Recorder dumps name their records by record_id
+// and torch's p2p_seq_id, which the analysis gets (fr_evidence.h); ring files need nothing.
+void NameRecordsAsInput(const JobInput& input, hang_detector::Analysis* analysis);
+
 }  // namespace ncclscope::exporters

@@ -27,6 +27,9 @@ class RingSource {
   // complete once every file was visited).
   virtual std::string FileKind() const { return "ring file(s)"; }
   virtual std::vector<std::string> Notes() const { return {}; }
+  // Global ranks whose file is there but could not be read, where the file's name says whose it
+  // is (a ring file's does not); complete once every file was visited.
+  virtual std::vector<int> UnreadableRanks() const { return {}; }
 };
 
 // The *.ring files of a directory, mapped read-only (never blocks or disturbs the writers). A file

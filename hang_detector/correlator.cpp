@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <iterator>
 
 #include "hang_detector/detectors.h"
 #include "hang_detector/job_index.h"
@@ -19,7 +20,10 @@ void FillInput(const JobIndex& index, const Context& ctx, InputReport* in) {
   in->file_kind = index.file_kind();
   in->world_size = index.world_size();
   in->unreadable = index.errors();
-  in->missing_ranks = index.missing_ranks();
+  in->unreadable_ranks = index.unreadable_ranks();
+  std::set_difference(index.missing_ranks().begin(), index.missing_ranks().end(),
+                      in->unreadable_ranks.begin(), in->unreadable_ranks.end(),
+                      std::back_inserter(in->missing_ranks));
   // What the index ignored as implausible (world sizes, sequence numbers beyond the ring).
   in->notes = index.notes();
   in->post_mortem = ctx.post_mortem;
@@ -49,7 +53,12 @@ void FillInput(const JobIndex& index, const Context& ctx, InputReport* in) {
     in->notes.push_back(
         "several files claim the same rank (a restarted job in the same directory?)");
   }
-  if (ctx.post_mortem) {
+  if (ctx.post_mortem && ctx.options.snapshot) {
+    // Flight Recorder dumps carry no heartbeat: the newest dump is the last sign of the job.
+    in->notes.push_back(
+        "the files are a snapshot: times are relative to when the last rank wrote its file (the "
+        "newest file's modification time)");
+  } else if (ctx.post_mortem) {
     in->notes.push_back(
         "no writer process is alive: times are relative to the job's last heartbeat");
   }

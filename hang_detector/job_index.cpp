@@ -90,11 +90,20 @@ JobIndex::JobIndex(const trace::TraceSet& set) {
 }
 
 JobIndex JobIndex::FromFiles(std::vector<RankFile> files, std::vector<std::string> errors,
-                             std::vector<std::string> notes, std::string file_kind) {
+                             std::vector<std::string> notes, std::string file_kind,
+                             std::vector<int> unreadable_ranks) {
   JobIndex index;
   index.errors_ = std::move(errors);
   index.file_kind_ = std::move(file_kind);
   index.Build(std::move(files));
+  // Only ranks still without a readable file: another file of the rank may have been read.
+  std::sort(unreadable_ranks.begin(), unreadable_ranks.end());
+  for (const int r : unreadable_ranks) {
+    if (std::binary_search(index.missing_ranks_.begin(), index.missing_ranks_.end(), r) &&
+        (index.unreadable_ranks_.empty() || index.unreadable_ranks_.back() != r)) {
+      index.unreadable_ranks_.push_back(r);
+    }
+  }
   index.notes_.insert(index.notes_.end(), std::make_move_iterator(notes.begin()),
                       std::make_move_iterator(notes.end()));
   return index;

@@ -112,9 +112,12 @@ class JobIndex {
   // Indexes files compacted elsewhere: ring files of this node together with ranks decoded from
   // other nodes' digests. `errors` lists what could not be had (unreachable nodes, bad digests).
   // `file_kind` names what the files are in the input report; `notes` are added to notes().
+  // `unreadable_ranks`: ranks whose file is there but could not be read, where its name says
+  // whose it is (a Flight Recorder dump's).
   static JobIndex FromFiles(std::vector<RankFile> files, std::vector<std::string> errors,
                             std::vector<std::string> notes = {},
-                            std::string file_kind = "ring file(s)");
+                            std::string file_kind = "ring file(s)",
+                            std::vector<int> unreadable_ranks = {});
 
   const std::vector<RankFile>& files() const { return files_; }
   const std::vector<CommModel>& comms() const { return comms_; }
@@ -124,6 +127,8 @@ class JobIndex {
   int world_size() const { return world_size_; }
   // Ranks of 0..world_size-1 with no readable file.
   const std::vector<int>& missing_ranks() const { return missing_ranks_; }
+  // Of those, the ones whose file is there but could not be read (sorted).
+  const std::vector<int>& unreadable_ranks() const { return unreadable_ranks_; }
   // What the index ignored (files of another job, implausible world sizes, sequence numbers), one
   // line each, for the input report.
   const std::vector<std::string>& notes() const { return notes_; }
@@ -153,6 +158,7 @@ class JobIndex {
   std::unordered_map<uint64_t, uint32_t> comm_index_;
   std::vector<InitCall> inits_;
   std::vector<int> missing_ranks_;
+  std::vector<int> unreadable_ranks_;
   int world_size_ = -1;
   uint64_t unplaced_ = 0;
   uint64_t implausible_seqs_ = 0;

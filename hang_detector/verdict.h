@@ -44,6 +44,9 @@ struct Evidence {
   uint64_t record_index = 0;
   bool has_record = true;  // false for evidence from a header (heartbeat, pid, missing file)
   std::string text;
+  // Read from a PyTorch Flight Recorder dump: the record_id of the entry the record stands for,
+  // which is how the dump names it (record_index is the reader's own numbering). -1 otherwise.
+  int64_t fr_record_id = -1;
 };
 
 struct Verdict {
@@ -102,6 +105,11 @@ struct Verdict {
   };
   std::vector<Place> where;  // culprits first, at most kMaxPlaces per role, most ranks first
   static constexpr size_t kMaxPlaces = 4;
+  // Read from Flight Recorder dumps, a send or receive at issue: torch's p2p_seq_id of it on rank
+  // fr_p2p_rank. seq counts the sends (receives) between that rank and one peer; torch's counter
+  // counts every p2p operation of the process group on that rank. 0 / -1 otherwise.
+  int64_t fr_p2p_seq_id = 0;
+  int fr_p2p_rank = -1;
 };
 
 // A hang-class verdict that is confirmed: the only kind anything may act on (abort, page).
@@ -132,7 +140,8 @@ struct InputReport {
   int ranks_seen = 0;                   // distinct ranks with data (files and digests)
   int digest_ranks = 0;                 // of `files`, those read from another node's digest
   std::vector<std::string> unreadable;  // one line per file that could not be read
-  std::vector<int> missing_ranks;       // ranks of the job with no ring file
+  std::vector<int> missing_ranks;       // ranks of the job with no file
+  std::vector<int> unreadable_ranks;    // ranks whose file is there but could not be read
   std::vector<int> wrapped_ranks;       // ranks whose oldest records were overwritten
   std::vector<int> torn_ranks;     // ranks with records mid-write (or the writer died mid-record)
   std::vector<int> dropped_ranks;  // ranks that dropped records or communicators

@@ -28,6 +28,10 @@ void WriteVerdict(JsonWriter& w, const Verdict& v) {
   w.Key("comm_name").String(v.comm_name);
   w.Key("op").String(v.op);
   w.Key("seq").UInt(v.seq);
+  if (v.fr_p2p_seq_id > 0) {
+    w.Key("fr_p2p_seq_id").Int(v.fr_p2p_seq_id);
+    w.Key("fr_p2p_rank").Int(v.fr_p2p_rank);
+  }
   w.Key("culprits").IntArray(v.culprits);
   w.Key("victims").IntArray(v.victims);
   // Members without data here: ranges, as they may be a whole other half of the job.
@@ -77,6 +81,7 @@ void WriteVerdict(JsonWriter& w, const Verdict& v) {
     w.Key("rank").Int(e.rank);
     w.Key("text").String(e.text);
     if (e.has_record) w.Key("record_index").UInt(e.record_index);
+    if (e.fr_record_id >= 0) w.Key("fr_record_id").Int(e.fr_record_id);
     w.EndObject();
   }
   w.EndArray();
@@ -151,6 +156,7 @@ std::string Render(const Analysis& a, int indent, double resolved_after_s) {
   w.Key("missing_rank_count").Int(static_cast<int64_t>(in.missing_ranks.size()));
   w.Key("missing_rank_ranges");
   WriteRanges(w, in.missing_ranks);
+  w.Key("unreadable_ranks").IntArray(in.unreadable_ranks);
   w.Key("wrapped_ranks").IntArray(in.wrapped_ranks);
   w.Key("torn_ranks").IntArray(in.torn_ranks);
   w.Key("dropped_ranks").IntArray(in.dropped_ranks);

@@ -98,6 +98,10 @@ std::string VerdictHeadline(const Verdict& v) {
            std::string(id).substr(0, 8) + "…)";
   }
   if (!v.op.empty()) out += " " + v.op + (v.seq != 0 ? " #" + std::to_string(v.seq) : "");
+  if (v.fr_p2p_seq_id > 0) {
+    out += " (p2p_seq_id " + std::to_string(v.fr_p2p_seq_id) + " on rank " +
+           std::to_string(v.fr_p2p_rank) + ")";
+  }
   out += ": " + v.summary;
   if (v.tie) out += " [tie: " + Ranks(v.culprits) + "]";
   if (!v.stall.stage.empty()) {
@@ -140,7 +144,11 @@ std::string RenderText(const Analysis& a, bool verbose) {
     if (!v.activity.empty()) out += "  culprit now: " + v.activity + "\n";
     for (const Evidence& e : v.evidence) {
       out += "  rank " + Ranks({e.rank});
-      if (e.has_record) out += " record " + std::to_string(e.record_index);
+      if (e.fr_record_id >= 0) {
+        out += " record_id " + std::to_string(e.fr_record_id);
+      } else if (e.has_record) {
+        out += " record " + std::to_string(e.record_index);
+      }
       out += ": " + e.text + "\n";
     }
   }
@@ -164,6 +172,9 @@ std::string RenderText(const Analysis& a, bool verbose) {
              " ranks";
   }
   if (!in.missing_ranks.empty()) input += "; no file for ranks " + RankRanges(in.missing_ranks);
+  if (!in.unreadable_ranks.empty()) {
+    input += "; unreadable file for ranks " + RankRanges(in.unreadable_ranks);
+  }
   if (!in.wrapped_ranks.empty()) input += "; wrapped: " + RankRanges(in.wrapped_ranks);
   if (!in.torn_ranks.empty()) input += "; torn records: " + RankRanges(in.torn_ranks);
   if (!in.dropped_ranks.empty()) input += "; dropped records: " + RankRanges(in.dropped_ranks);

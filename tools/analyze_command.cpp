@@ -110,6 +110,7 @@ int Analyze(const AnalyzeCliOptions& o) {
   hd::AnalyzeOptions options = CorrelatorOptions(o, probe.get());
   exporters::AdjustForInput(*input, &options);
   hd::Analysis a = hd::Analyze(*index, options);
+  exporters::NameRecordsAsInput(*input, &a);
   // A hang the job's watchdog confirmed is one fact: never shown as a suspect again.
   if (input->fr == nullptr) hd::ApplyRecordedIncident(o.dir, options.now_wall_ns, &a);
   const auto t2 = std::chrono::steady_clock::now();

@@ -56,7 +56,8 @@ int Run(const ReportCliOptions& o) {
   analyze.now_wall_ns = trace::RealtimeNs();
   analyze.probe = probe.get();
   exporters::AdjustForInput(*input, &analyze);
-  const hd::Analysis analysis = hd::Analyze(*index, analyze);
+  hd::Analysis analysis = hd::Analyze(*index, analyze);
+  exporters::NameRecordsAsInput(*input, &analysis);
 
   exporters::RingSource& source = *input->source;
   exporters::CostTable costs;

@@ -50,7 +50,7 @@ std::string Slowest(const CostRow& r) {
   return fmt::format("{} (+{})", r.slowest_rank, Seconds(r.slowest_lateness_s));
 }
 
-void PrintText(const CostTable& t) {
+void PrintText(const CostTable& t, bool flight_recorder) {
   // Communicators of one name (a split's colours) are told apart by their members, as the report
   // names them; the id's first digits are analyze's `comm tp (3f2a9c1b…)`.
   size_t width = 16;
@@ -66,9 +66,18 @@ void PrintText(const CostTable& t) {
         trace::OpTypeName(r.op), exporters::kSizeClasses[r.size_class], r.calls, r.timing,
         Seconds(r.p50_s), Seconds(r.p90_s), Seconds(r.p99_s), r.algbw_gbs, r.busbw_gbs, Slowest(r));
   }
-  std::cout << "(timing device: the kernels' GPU time as CUPTI measured it, NCCLSCOPE_CUPTI=1; "
-               "host: call entry to device completion; bandwidths in GB/s, nccl-tests' "
-               "formulas)\n\n";
+  if (flight_recorder) {
+    // time_discovered_completed_ns is when torch's watchdog next looked, after the work ended.
+    std::cout << "(timing event: the device time torch's CUDA events measured, duration_ms, "
+                 "TORCH_NCCL_ENABLE_TIMING=1; host: time_created_ns to "
+                 "time_discovered_completed_ns, when torch's watchdog noticed the completion, "
+                 "which can be long after the work ended; bandwidths in GB/s, nccl-tests' "
+                 "formulas)\n\n";
+  } else {
+    std::cout << "(timing device: the kernels' GPU time as CUPTI measured it, NCCLSCOPE_CUPTI=1; "
+                 "host: call entry to device completion; bandwidths in GB/s, nccl-tests' "
+                 "formulas)\n\n";
+  }
   std::cout << fmt::format("{:>5} {:<20} {:>8} {:>8} {:>11} {:>8}  {}\n", "rank", "host", "pid",
                            "calls", "time", "pending", "mean lateness");
   for (const RankRow& r : t.ranks) {
@@ -95,6 +104,7 @@ void PrintJson(const CostTable& t) {
     w.Key("size_class").String(exporters::kSizeClasses[r.size_class]);
     w.Key("calls").UInt(r.calls);
     w.Key("device_calls").UInt(r.device_calls);
+    w.Key("event_calls").UInt(r.event_calls);
     w.Key("timing").String(r.timing);
     w.Key("bytes").UInt(r.bytes);
     w.Key("p50_s").Double(r.p50_s);
@@ -141,16 +151,17 @@ std::string CsvField(const std::string& s) {
 
 void PrintCsv(const CostTable& t) {
   std::cout << "comm,comm_id,nranks,op,size_class,calls,bytes,p50_s,p90_s,p99_s,mean_s,"
-               "algbw_gbs,busbw_gbs,slowest_rank,slowest_lateness_s,timing,device_calls,label\n";
+               "algbw_gbs,busbw_gbs,slowest_rank,slowest_lateness_s,timing,device_calls,label,"
+               "event_calls\n";
   for (const CostRow& r : t.rows) {
     std::cout << fmt::format(
-        "{},{:016x},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},{},{},{}\n",
+        "{},{:016x},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},{},{},{},{}\n",
         CsvField(r.comm_name), r.comm_id, r.nranks, trace::OpTypeName(r.op),
         CsvField(exporters::kSizeClasses[r.size_class]), r.calls, r.bytes, r.p50_s, r.p90_s,
         r.p99_s, r.mean_s, r.algbw_gbs, r.busbw_gbs,
         r.slowest_rank >= 0 ? std::to_string(r.slowest_rank) : "",
         r.slowest_rank >= 0 ? fmt::format("{:.9g}", r.slowest_lateness_s) : "", r.timing,
-        r.device_calls, CsvField(r.comm_label));
+        r.device_calls, CsvField(r.comm_label), r.event_calls);
   }
 }
 
@@ -186,7 +197,7 @@ int Run(const StatsOptions& o) {
   } else if (o.csv) {
     PrintCsv(t);
   } else {
-    PrintText(t);
+    PrintText(t, input->fr != nullptr);
   }
   return 0;
 }

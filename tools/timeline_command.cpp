@@ -59,7 +59,9 @@ std::optional<hd::Analysis> Verdicts(const TimelineCliOptions& o,
   options.now_wall_ns = trace::RealtimeNs();
   options.probe = probe.get();
   exporters::AdjustForInput(input, &options);
-  return hd::Analyze(*index, options);
+  hd::Analysis analysis = hd::Analyze(*index, options);
+  exporters::NameRecordsAsInput(input, &analysis);
+  return analysis;
 }
 
 // --around verdict (the first verdict about an operation) or --around SEQ (of --comm): 0, or the

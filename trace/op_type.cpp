@@ -96,6 +96,8 @@ const char* OpTypeName(OpType op) {
       return "accel_stall";
     case OpType::kNumerics:
       return "numerics";
+    case OpType::kEventDuration:
+      return "event_duration";
   }
   return "unknown";
 }
@@ -122,6 +124,7 @@ bool IsProbeWritten(OpType op) {
     case OpType::kNvtxRangeName:
     case OpType::kAccelStall:
     case OpType::kNumerics:
+    case OpType::kEventDuration:
       return true;
     default:
       return false;

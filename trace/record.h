@@ -68,6 +68,9 @@ enum class OpType : uint16_t {
   // Written by NCCLSCOPE_NUMERICS when a sampled collective completed: what its NaN/Inf scan of
   // the input and its hash of the output found (trace/numerics_record.h).
   kNumerics = 101,
+  // Never written by the probe: made by reading a PyTorch Flight Recorder dump taken with
+  // TORCH_NCCL_ENABLE_TIMING, the device time torch's CUDA events measured around one operation.
+  kEventDuration = 102,
 };
 
 // Stable lower-case name ("allreduce", "send", ...); "unknown" for values this build does not know.
@@ -75,7 +78,8 @@ const char* OpTypeName(OpType op);
 bool IsCollective(OpType op);
 bool IsP2P(OpType op);
 // Written by the probe about operations, communicators or itself (profiler, CUPTI, NVTX names,
-// ncclscope's own kernels), not for a call the application made.
+// ncclscope's own kernels), or made up about an operation by a reader of another tool's trace
+// (event_duration), not for a call the application made.
 bool IsProbeWritten(OpType op);
 
 // Record flags.
@@ -167,6 +171,12 @@ inline constexpr bool IsPending(int64_t t_device_done_ns) {
 //                all of them, written by the background thread when that changes:
 //                aux = mask of channels started, count = mask of channels stopped (bit c =
 //                channel c; NCCL has at most 64), t_device_done_ns untracked
+//   event_duration  one operation's device time as torch measured it between the CUDA events it
+//                records around the operation on its stream (a Flight Recorder entry's duration_ms;
+//                never in a ring file ncclscope wrote): aux = the writer index of the operation's
+//                record, count = the time in ns, comm_id, seq and peer the operation's, redop its
+//                OpType; t_enter_ns = t_exit_ns = the operation's completion, t_device_done_ns
+//                untracked
 //   profiler_mask  aux = the activation mask the probe now asks NCCL for, count = why
 //                (kMaskWhy* below); comm_id 0
 //

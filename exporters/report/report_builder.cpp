@@ -332,6 +332,7 @@ std::string MetadataSection(const JobFacts& f, const ReportInputs& in) {
       {"hosts", fmt::format("{}: {}", f.hosts.size(), hosts)},
       {"NCCL", versions.empty() ? "unknown" : versions},
       {"ranks without a file", RankList(input.missing_ranks)},
+      {"ranks whose file could not be read", RankList(input.unreadable_ranks)},
       {"ranks whose ring wrapped", RankList(input.wrapped_ranks)},
       {"unreadable files", std::to_string(input.unreadable.size())},
       {"report", fmt::format("ncclscope {}, {}", in.version, WallTime(in.generated_ns))},

@@ -92,6 +92,61 @@ TEST(CliFrImport, ARankThatNeverJoinedIsTheCulprit) {
   EXPECT_EQ(v["comm_name"], "default_pg") << v.dump(2);
 }
 
+// Every evidence line names the FR entry by its record_id, however many records reading the dump
+// made up (with timing: an attach per group, a device start and a device time per op).
+std::vector<int64_t> EvidenceRecordIds(const nlohmann::json& verdict, int rank) {
+  std::vector<int64_t> ids;
+  for (const nlohmann::json& e : verdict["evidence"]) {
+    if (e["rank"] == rank && e.contains("fr_record_id")) ids.push_back(e["fr_record_id"]);
+  }
+  return ids;
+}
+
+TEST(CliFrImport, EvidenceNamesEntriesByTheirRecordIdWithTimingOn) {
+  ScratchDir dir;
+  FrJob job(4, kT0, "2.10", /*timing=*/true);
+  job.Collectives(1, 20, FrState::kCompleted, 0);             // record_ids 0-19
+  job.Collectives(21, 21, FrState::kStarted, 20, {0, 1, 2});  // record_id 20
+  ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
+  const nlohmann::json a = Analyze(dir.path(), 2);
+  ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
+  const nlohmann::json& v = a["verdicts"][0];
+  EXPECT_EQ(v["culprits"], nlohmann::json::array({3})) << v.dump(2);
+  EXPECT_EQ(EvidenceRecordIds(v, 0), std::vector<int64_t>{20}) << v.dump(2);
+  EXPECT_EQ(EvidenceRecordIds(v, 3), std::vector<int64_t>{19}) << v.dump(2);
+  const ProcessResult text = RunCli({"analyze", dir.path()});
+  EXPECT_NE(text.out.find("rank 0 record_id 20:"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("rank 3 record_id 19:"), std::string::npos) << text.out;
+}
+
+TEST(CliFrImport, EvidenceNamesEntriesByTheirRecordIdInAnOnlyActiveDump) {
+  // TORCH_INCLUDE_ONLY_ACTIVE=1 (getCollectiveTrace's onlyActive): completed entries are left
+  // out, so the dump starts at the waiting op; with timing on, pg_status still says what started.
+  ScratchDir dir;
+  FrJob job(4, kT0, "2.10", /*timing=*/true);
+  job.Collectives(1, 20, FrState::kCompleted, 0);
+  job.Collectives(21, 21, FrState::kScheduled, 20, {0, 1, 2});
+  job.Collectives(21, 21, FrState::kStarted, 20, {3});
+  job.Add(3, "nccl:all_reduce", 22, 0, FrState::kScheduled, 21);  // rank 3 went on alone
+  for (int r = 0; r < 4; ++r) {
+    std::erase_if(job.dump(r).entries,
+                  [](const flight_recorder::FrEntry& e) { return e.state == FrState::kCompleted; });
+  }
+  ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
+  const nlohmann::json a = Analyze(dir.path(), 2);
+  ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
+  bool cited = false;
+  for (const nlohmann::json& v : a["verdicts"]) {
+    for (int r = 0; r < 3; ++r) {
+      for (const int64_t id : EvidenceRecordIds(v, r)) {
+        EXPECT_EQ(id, 20) << v.dump(2);
+        cited = true;
+      }
+    }
+  }
+  EXPECT_TRUE(cited) << a.dump(2);
+}
+
 TEST(CliFrImport, JsonAndPickleDumpsOfOneJobAreReadTogether) {
   // _dump_nccl_trace_json from some ranks (a control-plane scrape), pickles from the others.
   ScratchDir dir;
@@ -117,6 +172,36 @@ TEST(CliFrImport, ARankThatIssuedAnotherOperationIsADesync) {
   ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
   EXPECT_EQ(a["verdicts"][0]["class"], "desync");
   EXPECT_EQ(a["verdicts"][0]["culprits"], nlohmann::json::array({2}));
+}
+
+TEST(CliFrImport, TimesAreSaidToCountFromTheNewestDumpNotAHeartbeat) {
+  ScratchDir dir;
+  FrJob job(4, kT0);
+  job.Collectives(1, 20, FrState::kCompleted, 0);
+  job.Collectives(21, 21, FrState::kScheduled, 20, {0, 1, 2});
+  ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
+  const ProcessResult r = RunCli({"analyze", dir.path()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.out.find("heartbeat"), std::string::npos) << r.out;  // FR dumps have none
+  EXPECT_NE(r.out.find("times are relative to when the last rank wrote its file (the newest "
+                       "file's modification time)"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(CliFrImport, AnUnreadableDumpIsSaidToBeUnreadableNotMissing) {
+  ScratchDir dir;
+  FrJob job(4, kT0);
+  job.Collectives(1, 20, FrState::kCompleted, 0);
+  job.Collectives(21, 21, FrState::kScheduled, 20, {0, 1, 2});
+  ASSERT_TRUE(job.Write(dir.path(), kDumpedAt, /*skip=*/{3}));
+  std::ofstream(dir / "nccl_trace_rank_3") << R"({"version": "2.10", "pg_config": )";  // cut off
+  const nlohmann::json a = Analyze(dir.path(), 2);
+  EXPECT_EQ(a["input"]["missing_rank_count"], 0) << a["input"].dump(2);
+  EXPECT_EQ(a["input"]["unreadable_ranks"], nlohmann::json::array({3})) << a["input"].dump(2);
+  const ProcessResult r = RunCli({"analyze", dir.path()});
+  EXPECT_NE(r.out.find("unreadable file for ranks 3"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("no file for ranks"), std::string::npos) << r.out;
 }
 
 TEST(CliFrImport, AMissingDumpIsNamedAndTheOthersAreNotBlamed) {
@@ -178,6 +263,54 @@ TEST(CliFrImport, AReceiveWithoutItsSendNamesTheSender) {
   const nlohmann::json a = Analyze(dir.path(), 2);
   ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
   EXPECT_EQ(a["verdicts"][0]["culprits"], nlohmann::json::array({0})) << a.dump(2);
+}
+
+TEST(CliFrImport, AReceiveWithoutItsSendShowsTorchsP2pSeqIdToo) {
+  // torch numbers every p2p op of a group on a rank (ProcessGroupNCCL's seqP2P_, bumped in
+  // pointToPoint): rank 1's second receive from rank 0 is its 3rd p2p op, after a send to 2.
+  // ncclscope numbers per peer: it is receive #2 from rank 0.
+  ScratchDir dir;
+  FrJob job(3, kT0);
+  job.Add(0, "nccl:send 0->1", 0, 1, FrState::kCompleted, 1);
+  job.Add(1, "nccl:recv 1<-0", 0, 1, FrState::kCompleted, 1);
+  job.Add(1, "nccl:send 1->2", 0, 2, FrState::kCompleted, 2);
+  job.Add(2, "nccl:recv 2<-1", 0, 1, FrState::kCompleted, 2);
+  job.Add(1, "nccl:recv 1<-0", 0, 3, FrState::kScheduled, 3);  // rank 0 never sent it
+  ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
+  const nlohmann::json a = Analyze(dir.path(), 2);
+  ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
+  const nlohmann::json& v = a["verdicts"][0];
+  EXPECT_EQ(v["op"], "recv") << v.dump(2);
+  EXPECT_EQ(v["seq"], 2) << v.dump(2);
+  EXPECT_EQ(v["fr_p2p_seq_id"], 3) << v.dump(2);
+  EXPECT_EQ(v["fr_p2p_rank"], 1) << v.dump(2);
+  EXPECT_NE(v["headline"].get<std::string>().find("recv #2 (p2p_seq_id 3 on rank 1)"),
+            std::string::npos)
+      << v.dump(2);
+}
+
+TEST(CliFrImport, StatsTimeOpsByTorchsCudaEventsWhereTheDumpsHaveThem) {
+  // time_discovered_completed_ns is when the watchdog noticed (5 ms after the call here);
+  // duration_ms is the device time (3.5 ms).
+  for (const bool timing : {false, true}) {
+    ScratchDir dir;
+    FrJob job(2, kT0, "2.10", timing);
+    job.Collectives(1, 10, FrState::kCompleted, 0);
+    ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
+    const ProcessResult stats = RunCli({"stats", dir.path(), "--json"});
+    ASSERT_EQ(stats.exit_code, 0) << stats.err;
+    const nlohmann::json t = nlohmann::json::parse(stats.out);
+    ASSERT_EQ(t["rows"].size(), 1u) << t.dump(2);
+    const nlohmann::json& row = t["rows"][0];
+    EXPECT_EQ(row["timing"], timing ? "event" : "host") << row.dump(2);
+    EXPECT_EQ(row["event_calls"], timing ? 20 : 0) << row.dump(2);
+    EXPECT_NEAR(row["p50_s"].get<double>(), timing ? FrJob::kDurationMs * 1e-3 : 5e-3, 1e-6)
+        << row.dump(2);
+    const ProcessResult text = RunCli({"stats", dir.path()});
+    EXPECT_NE(text.out.find("time_discovered_completed_ns, when torch's watchdog noticed"),
+              std::string::npos)
+        << text.out;
+  }
 }
 
 TEST(CliFrImport, StatsAndTimelineReadDumpsToo) {

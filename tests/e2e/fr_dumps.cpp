@@ -15,8 +15,8 @@ namespace ncclscope::testing {
 using flight_recorder::FrEntry;
 using flight_recorder::FrState;
 
-FrJob::FrJob(int ranks, int64_t t0_ns, const std::string& version)
-    : t0_ns_(t0_ns), dumps_(ranks), next_record_id_(ranks, 0) {
+FrJob::FrJob(int ranks, int64_t t0_ns, const std::string& version, bool timing)
+    : t0_ns_(t0_ns), timing_(timing), dumps_(ranks), next_record_id_(ranks, 0) {
   std::vector<int> all(ranks);
   for (int r = 0; r < ranks; ++r) all[r] = r;
   for (flight_recorder::FrDump& d : dumps_) {
@@ -47,6 +47,16 @@ FrEntry& FrJob::Add(int rank, const std::string& profiling_name, int64_t coll_se
     e.time_discovered_completed_ns = e.time_created_ns + 5'000'000;
     e.retired = true;
   }
+  if (timing_ && state != FrState::kScheduled) {
+    e.time_discovered_started_ns = e.time_created_ns + 1'000'000;
+    if (state == FrState::kCompleted) e.duration_ms = kDurationMs;
+  }
+  // The op's own frame, then the training loop's, which every entry shares.
+  const std::string op = profiling_name.substr(profiling_name.find(':') + 1);
+  e.frames = std::vector<flight_recorder::FrFrame>{
+      {op.substr(0, op.find(' ')), "torch/distributed/distributed_c10d.py", 2707},
+      {"train_step", "/job/train.py", 41},
+      {"<module>", "/job/train.py", 90}};
   e.timeout_ms = 600000;
   e.is_p2p = profiling_name.find("send") != std::string::npos ||
              profiling_name.find("recv") != std::string::npos;
@@ -60,6 +70,10 @@ FrEntry& FrJob::Add(int rank, const std::string& profiling_name, int64_t coll_se
     if (state == FrState::kCompleted) {
       d.pg_status[0].last_completed_collective =
           std::max(d.pg_status[0].last_completed_collective, coll_seq);
+    }
+    if (timing_ && state != FrState::kScheduled) {
+      d.pg_status[0].last_started_collective =
+          std::max(d.pg_status[0].last_started_collective, coll_seq);
     }
   }
   return d.entries.back();

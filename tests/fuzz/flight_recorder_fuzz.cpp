@@ -1,6 +1,7 @@
 // Fuzz target: any bytes offered as a PyTorch Flight Recorder dump are parsed as a pickle and
 // decoded as a dump, or refused with a reason; never a crash, a hang or unbounded memory.
-// Seeds: dumps of every supported version written by PickleWriter, one with stack frames.
+// Seeds: dumps of every supported version written by PickleWriter, one with stack frames that its
+// entries share (one memoized dict each, as torch writes them).
 #include <cstddef>
 #include <cstdint>
 #include <string>

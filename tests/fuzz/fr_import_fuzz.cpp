@@ -2,7 +2,9 @@
 // way `ncclscope analyze DIR` takes them (pickle or JSON by content, the dump decoder, the mapping
 // onto ring records, the job index and the correlator, beside a well-formed dump of rank 0):
 // never a crash, a hang or unbounded memory, and the records keep the ring reader's guarantees
-// (indices strictly growing, what is pending carries its own slot's marker).
+// (indices strictly growing, what is pending carries its own slot's marker), each names an entry
+// of the dump (what an analysis cites is named by that entry's record_id) and a device time names
+// the op record right before it (what `stats` joins it to).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -47,6 +49,10 @@ FrDump SeedDump(int rank, bool hang, bool timing) {
     e.state = done ? FrState::kCompleted : (timing ? FrState::kStarted : FrState::kScheduled);
     if (done) e.time_discovered_completed_ns = e.time_created_ns + 500;
     if (timing) e.time_discovered_started_ns = e.time_created_ns + 5;
+    if (timing && done) e.duration_ms = 0.0004;
+    // Stacks sharing their caller's frame: memoized dicts in the pickle, as torch writes them.
+    e.frames = std::vector<FrFrame>{{p2p ? "send" : "all_reduce", "distributed_c10d.py", 2707},
+                                    {"train_step", "/job/train.py", 41}};
     e.timeout_ms = 600000;
     e.is_p2p = p2p;
     d.entries.push_back(e);
@@ -82,11 +88,30 @@ std::optional<FrDump> Decode(const uint8_t* data, size_t size) {
 hang_detector::RankFile Index(const FrDump& dump, int rank) {
   const FrRecords r =
       RecordsFromFrDump(dump, {"rank" + std::to_string(rank), rank, kT0 + 10'000'000'000});
+  if (r.entry_of.size() != r.records.size()) __builtin_trap();
   for (size_t i = 0; i < r.records.size(); ++i) {
+    const trace::RecordData& d = r.records[i].data;
     if (i > 0 && r.records[i].index <= r.records[i - 1].index) __builtin_trap();
-    const int64_t done = r.records[i].data.t_device_done_ns;
+    const int64_t done = d.t_device_done_ns;
     if (trace::IsPending(done) && done != trace::PendingMarker(r.records[i].index))
       __builtin_trap();
+    const int32_t entry = r.entry_of[i];
+    const bool attach = d.op == static_cast<uint32_t>(trace::OpType::kProfilerAttach);
+    if (attach != (entry < 0) || entry >= static_cast<int64_t>(dump.entries.size()))
+      __builtin_trap();
+    if (d.op == static_cast<uint32_t>(trace::OpType::kEventDuration)) {
+      // Its op is the nearest earlier operation record (a device start may lie between).
+      size_t op = i;
+      while (op > 0 &&
+             !trace::IsCollective(static_cast<trace::OpType>(r.records[op - 1].data.op)) &&
+             !trace::IsP2P(static_cast<trace::OpType>(r.records[op - 1].data.op))) {
+        --op;
+      }
+      if (op == 0 || r.records[op - 1].index != d.aux || r.entry_of[op - 1] != entry ||
+          r.records[op - 1].data.t_device_done_ns <= 0) {
+        __builtin_trap();
+      }
+    }
   }
   hang_detector::RankFile file;
   hang_detector::RankFileBuilder builder(&file);

@@ -61,10 +61,14 @@ extern "C" void FuzzSeeds(std::vector<std::string>* seeds) {
   for (const char* version : {"2.2", "2.4", "2.7", "2.10"}) {
     PickleValue tree = t::SampleDumpTree(version);
     seeds->push_back(WritePickle(tree));
-    // Entry 1 gets entry 0's frames, so that the layouts share them through the memo.
+    // The dump as EncodeFrDump writes it: the frame both entries have is one shared dict.
+    seeds->push_back(WritePickle(EncodeFrDump(t::SampleDump(version))));
+    // Entry 1 gets all of entry 0's frames, so that the layouts share the whole list too.
     PickleList* entries = tree.AsDict()->items.back().second.AsList();  // written last
     const PickleValue frames = *entries->items[0].AsDict()->Find("frames");
-    entries->items[1].AsDict()->items.emplace_back(std::string("frames"), frames);
+    for (auto& [key, value] : entries->items[1].AsDict()->items) {
+      if (std::get<std::string>(key) == "frames") value = frames;
+    }
     seeds->push_back(t::WriteMemoLayoutPickle(tree, t::MemoLayout::kTorch, false));
     seeds->push_back(t::WriteMemoLayoutPickle(tree, t::MemoLayout::kCPython, true));
   }

@@ -2,7 +2,7 @@
 // request (pickle by default; JSON from _dump_nccl_trace_json), decoded from and encoded to the
 // value tree of pickle_value.h. Keys, types and order follow torch's dumper
 // (torch/csrc/distributed/c10d/FlightRecorderDetail.hpp, getCollectiveTrace/getPgConfig/
-// getPgStatus/dump_dict) and the reference notes (shared/reference/flight-recorder.md, 1.2, 2.3).
+// getPgStatus/dump_dict).
 #pragma once
 
 #include <cstdint>
@@ -106,8 +106,11 @@ struct FrDump {
 std::optional<FrDump> DecodeFrDump(const PickleValue& root, std::string* error);
 
 // The value tree torch would pickle for `dump`, with the keys of dump.version in torch's order;
-// absent optional values are left out (duration_ms, frames) or None (time_discovered_*). The
-// version must parse (ParseFrVersion); an unparsable one is written as is with 2.10's keys. Pure.
+// absent optional values are left out (duration_ms, frames) or None (time_discovered_*). A frame
+// that appears more than once in the dump (equal name, file and line) is one shared dict, as
+// torch's dumper shares each symbolized frame (WritePickle then memoizes it as torch's Pickler
+// does). The version must parse (ParseFrVersion); an unparsable one is written as is with 2.10's
+// keys. Pure.
 PickleValue EncodeFrDump(const FrDump& dump);
 
 }  // namespace ncclscope::flight_recorder

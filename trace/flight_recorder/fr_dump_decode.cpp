@@ -255,8 +255,7 @@ bool DecodeFrames(DictReader& r, const std::string& where, std::string* error, F
   return true;
 }
 
-bool DecodeEntry(const PickleValue& v, size_t index, FrVersion version, std::string* error,
-                 FrEntry* e) {
+bool DecodeEntry(const PickleValue& v, size_t index, std::string* error, FrEntry* e) {
   const std::string where = Item("entries", index);
   const PickleDict* d = v.AsDict();
   if (d == nullptr) {
@@ -264,7 +263,6 @@ bool DecodeEntry(const PickleValue& v, size_t index, FrVersion version, std::str
     return false;
   }
   DictReader r(*d, where, error);
-  const bool v2_3 = version >= fr_versions::kStatusAndDtypes;
   return r.Int("record_id", true, &e->record_id) && r.Int("pg_id", true, &e->pg_id) &&
          DecodeProcessGroup(r, e) && r.OptionalStr("thread_name", &e->thread_name) &&
          r.OptionalStr("thread_id", &e->thread_id) &&
@@ -274,13 +272,13 @@ bool DecodeEntry(const PickleValue& v, size_t index, FrVersion version, std::str
          r.Int("time_created_ns", true, &e->time_created_ns) &&
          r.OptionalFloat("duration_ms", &e->duration_ms) &&
          r.Sizes("input_sizes", true, &e->input_sizes) &&
-         r.StrList("input_dtypes", v2_3, &e->input_dtypes) &&
+         r.StrList("input_dtypes", true, &e->input_dtypes) &&
          r.Sizes("output_sizes", true, &e->output_sizes) &&
-         r.StrList("output_dtypes", v2_3, &e->output_dtypes) && DecodeState(r, &e->state) &&
+         r.StrList("output_dtypes", true, &e->output_dtypes) && DecodeState(r, &e->state) &&
          r.OptionalTime("time_discovered_started_ns", true, &e->time_discovered_started_ns) &&
          r.OptionalTime("time_discovered_completed_ns", true, &e->time_discovered_completed_ns) &&
-         r.Bool("retired", true, &e->retired) && r.Int("timeout_ms", v2_3, &e->timeout_ms) &&
-         r.Bool("is_p2p", v2_3, &e->is_p2p) && DecodeFrames(r, where, error, e);
+         r.Bool("retired", true, &e->retired) && r.Int("timeout_ms", true, &e->timeout_ms) &&
+         r.Bool("is_p2p", true, &e->is_p2p) && DecodeFrames(r, where, error, e);
 }
 
 bool DecodePgConfig(const PickleValue& v, std::string* error, std::vector<FrPgConfig>* out) {
@@ -372,7 +370,7 @@ std::optional<FrDump> DecodeFrDump(const PickleValue& root, std::string* error) 
   const PickleValue* pg_config = r.Get("pg_config", true);
   if (pg_config == nullptr || !DecodePgConfig(*pg_config, err, &dump.pg_config))
     return std::nullopt;
-  const bool status_required = *version >= fr_versions::kStatusAndDtypes;
+  const bool status_required = *version >= fr_versions::kPgStatus;
   const PickleValue* pg_status = r.Get("pg_status", status_required);
   if (pg_status == nullptr && status_required) return std::nullopt;
   if (pg_status != nullptr && !DecodePgStatus(*pg_status, err, &dump.pg_status))
@@ -386,7 +384,7 @@ std::optional<FrDump> DecodeFrDump(const PickleValue& root, std::string* error) 
     }
     dump.entries.resize(list->items.size());
     for (size_t i = 0; i < list->items.size(); ++i) {
-      if (!DecodeEntry(list->items[i], i, *version, err, &dump.entries[i])) return std::nullopt;
+      if (!DecodeEntry(list->items[i], i, err, &dump.entries[i])) return std::nullopt;
     }
   }
   return dump;

@@ -1,11 +1,22 @@
 // EncodeFrDump: FrDump -> the value tree torch pickles, keys in the order torch inserts them
 // (FlightRecorderDetail.hpp: getCollectiveTrace for an entry, dump_dict for the top level).
 #include "trace/flight_recorder/fr_dump.h"
+
+#include <map>
+#include <tuple>
+
 #include "trace/flight_recorder/fr_dump_versions.h"
 
 namespace ncclscope::flight_recorder {
 
 namespace {
+
+struct FrameLess {
+  bool operator()(const FrFrame& a, const FrFrame& b) const {
+    return std::tie(a.name, a.filename, a.line) < std::tie(b.name, b.filename, b.line);
+  }
+};
+using FrameUses = std::map<FrFrame, size_t, FrameLess>;
 
 PickleValue Sizes(const std::vector<std::vector<int64_t>>& sizes) {
   PickleList outer;
@@ -41,8 +52,7 @@ void Put(PickleDict* d, const char* key, PickleValue value) {
   d->items.emplace_back(std::string(key), std::move(value));
 }
 
-PickleValue Entry(const FrEntry& e, FrVersion v) {
-  const bool v2_3 = v >= fr_versions::kStatusAndDtypes;
+PickleValue Entry(const FrEntry& e, FrVersion v, const FrameUses& frame_uses) {
   PickleDict d;
   if (e.frames) {
     PickleList frames;
@@ -51,6 +61,7 @@ PickleValue Entry(const FrEntry& e, FrVersion v) {
       Put(&fd, "name", f.name);
       Put(&fd, "filename", f.filename);
       Put(&fd, "line", f.line);
+      fd.shared = frame_uses.at(f) > 1;
       frames.items.emplace_back(std::move(fd));
     }
     Put(&d, "frames", std::move(frames));
@@ -69,17 +80,15 @@ PickleValue Entry(const FrEntry& e, FrVersion v) {
   Put(&d, "time_created_ns", e.time_created_ns);
   if (e.duration_ms) Put(&d, "duration_ms", *e.duration_ms);
   Put(&d, "input_sizes", Sizes(e.input_sizes));
-  if (v2_3) Put(&d, "input_dtypes", Strs(e.input_dtypes));
+  Put(&d, "input_dtypes", Strs(e.input_dtypes));
   Put(&d, "output_sizes", Sizes(e.output_sizes));
-  if (v2_3) Put(&d, "output_dtypes", Strs(e.output_dtypes));
+  Put(&d, "output_dtypes", Strs(e.output_dtypes));
   Put(&d, "state", FrStateName(e.state));
   Put(&d, "time_discovered_started_ns", OptionalTime(e.time_discovered_started_ns));
   Put(&d, "time_discovered_completed_ns", OptionalTime(e.time_discovered_completed_ns));
   Put(&d, "retired", e.retired);
-  if (v2_3) {
-    Put(&d, "timeout_ms", e.timeout_ms);
-    Put(&d, "is_p2p", e.is_p2p);
-  }
+  Put(&d, "timeout_ms", e.timeout_ms);
+  Put(&d, "is_p2p", e.is_p2p);
   return d;
 }
 
@@ -103,7 +112,7 @@ PickleValue EncodeFrDump(const FrDump& dump) {
   } else if (v >= fr_versions::kNcclVersionKey) {
     Put(&top, "nccl_version", dump.comm_lib_version);
   }
-  if (v >= fr_versions::kStatusAndDtypes) {
+  if (v >= fr_versions::kPgStatus) {
     PickleDict pg_status;
     for (const FrPgStatus& s : dump.pg_status) {
       PickleDict st;
@@ -114,9 +123,16 @@ PickleValue EncodeFrDump(const FrDump& dump) {
     }
     Put(&top, "pg_status", std::move(pg_status));
   }
+  // torch's dumper holds each distinct frame once and puts that one dict into every entry whose
+  // stack has it; its Pickler memoizes a dict held more than once (shared below).
+  FrameUses frame_uses;
+  for (const FrEntry& e : dump.entries) {
+    if (!e.frames) continue;
+    for (const FrFrame& f : *e.frames) ++frame_uses[f];
+  }
   PickleList entries;
   entries.items.reserve(dump.entries.size());
-  for (const FrEntry& e : dump.entries) entries.items.push_back(Entry(e, v));
+  for (const FrEntry& e : dump.entries) entries.items.push_back(Entry(e, v, frame_uses));
   Put(&top, "entries", std::move(entries));
   return top;
 }

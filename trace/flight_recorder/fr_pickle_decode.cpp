@@ -11,7 +11,6 @@
 #include <string_view>
 #include <vector>
 
-#include "trace/flight_recorder/fr_dump_versions.h"
 #include "trace/flight_recorder/pickle_flat_reader.h"
 
 namespace ncclscope::flight_recorder {
@@ -94,11 +93,8 @@ uint8_t SlotOf(std::string_view key) {
 
 class EntryReader {
  public:
-  EntryReader(const FlatPickle& p, FrVersion version, bool keep_frames)
-      : p_(p),
-        v2_3_(version >= fr_versions::kStatusAndDtypes),
-        keep_frames_(keep_frames),
-        frame_checked_(keep_frames ? 0 : p.nodes.size(), 0) {}
+  EntryReader(const FlatPickle& p, bool keep_frames)
+      : p_(p), keep_frames_(keep_frames), frame_checked_(keep_frames ? 0 : p.nodes.size(), 0) {}
 
   bool Entry(const Val& v, FrEntry* e);
 
@@ -208,7 +204,6 @@ class EntryReader {
   bool Frames(const Val* v, FrEntry* e);
 
   const FlatPickle& p_;
-  const bool v2_3_;
   const bool keep_frames_;
   // Without keep_frames, a frame dict shared through the memo is checked once: 1 when it passed.
   std::vector<uint8_t> frame_checked_;
@@ -290,13 +285,13 @@ bool EntryReader::Entry(const Val& v, FrEntry* e) {
          Int(at[kTimeCreatedNs], true, &e->time_created_ns) &&
          OptionalFloat(at[kDurationMs], &e->duration_ms) &&
          Sizes(at[kInputSizes], &e->input_sizes) &&
-         StrList(at[kInputDtypes], v2_3_, &e->input_dtypes) &&
+         StrList(at[kInputDtypes], true, &e->input_dtypes) &&
          Sizes(at[kOutputSizes], &e->output_sizes) &&
-         StrList(at[kOutputDtypes], v2_3_, &e->output_dtypes) && State(at[kState], &e->state) &&
+         StrList(at[kOutputDtypes], true, &e->output_dtypes) && State(at[kState], &e->state) &&
          OptionalTime(at[kStartedNs], &e->time_discovered_started_ns) &&
          OptionalTime(at[kCompletedNs], &e->time_discovered_completed_ns) &&
-         Bool(at[kRetired], true, &e->retired) && Int(at[kTimeoutMs], v2_3_, &e->timeout_ms) &&
-         Bool(at[kIsP2p], v2_3_, &e->is_p2p) && Frames(at[kFrames], e);
+         Bool(at[kRetired], true, &e->retired) && Int(at[kTimeoutMs], true, &e->timeout_ms) &&
+         Bool(at[kIsP2p], true, &e->is_p2p) && Frames(at[kFrames], e);
 }
 
 // The dump, or nullopt where DecodeFrDump might say otherwise (the caller then asks it).
@@ -326,8 +321,7 @@ std::optional<FrDump> DecodeFlat(const FlatPickle& p, bool keep_frames) {
   if (!dump) return std::nullopt;
   if (entries == nullptr) return dump;
   if (entries->kind != Kind::kList) return std::nullopt;
-  const std::optional<FrVersion> version = ParseFrVersion(dump->version);
-  EntryReader reader(p, *version, keep_frames);
+  EntryReader reader(p, keep_frames);
   const auto list = p.Items(*entries);
   dump->entries.resize(list.size());
   for (size_t i = 0; i < list.size(); ++i) {

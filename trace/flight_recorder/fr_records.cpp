@@ -172,7 +172,7 @@ class Converter {
       r.peer = g.comm_rank;
       r.t_enter_ns = r.t_exit_ns = out_.info.start_monotonic_ns;
       ++added_;
-      Push(r, first_index_);
+      Push(r, first_index_, -1);
     }
   }
 
@@ -185,10 +185,22 @@ class Converter {
     return r;
   }
 
-  void Push(const RecordData& r, uint64_t at_least) {
+  void Push(const RecordData& r, uint64_t at_least, int32_t entry) {
     const uint64_t index =
         std::max(at_least, out_.records.empty() ? first_index_ : out_.records.back().index + 1);
     out_.records.push_back({index, r});
+    out_.entry_of.push_back(entry);
+  }
+
+  int32_t PosOf(const FrEntry& e) const { return static_cast<int32_t>(&e - dump_.entries.data()); }
+
+  // duration_ms is a float from the file: only a plausible one (not negative, under a day) is
+  // used, in ns.
+  static std::optional<int64_t> DurationNs(const FrEntry& e) {
+    if (!e.duration_ms || !(*e.duration_ms >= 0) || !(*e.duration_ms < 86'400'000.0)) {
+      return std::nullopt;
+    }
+    return static_cast<int64_t>(*e.duration_ms * 1e6);
   }
 
   // The index an entry's record gets: its record_id, moved on by the records added before it.
@@ -257,11 +269,10 @@ class Converter {
         PlausibleTime(r->t_enter_ns != 0 ? r->t_enter_ns : state.time_created_ns);
     if (state.state == FrState::kCompleted) {
       int64_t done = PlausibleTime(state.time_discovered_completed_ns.value_or(0));
-      // duration_ms is a float from the file: only a plausible one (under a day) is added.
-      if (done <= 0 && state.duration_ms && *state.duration_ms >= 0 &&
-          *state.duration_ms < 86'400'000.0 && state.time_created_ns > 0 &&
+      const std::optional<int64_t> duration = DurationNs(state);
+      if (done <= 0 && duration && state.time_created_ns > 0 &&
           state.time_created_ns < INT64_MAX / 2) {
-        done = state.time_created_ns + static_cast<int64_t>(*state.duration_ms * 1e6);
+        done = state.time_created_ns + *duration;
       }
       r->t_device_done_ns = std::max(done, r->t_enter_ns);
     } else {
@@ -284,8 +295,9 @@ class Converter {
     r.t_enter_ns = e.time_created_ns;
     const uint64_t index = std::max(IndexOf(e), NextIndex());
     Times(state, &r, index);
-    Push(r, index);
+    Push(r, index, PosOf(e));
     if (timing) Start(OpType::kDeviceStart, r, state);
+    Duration(r, index, state);
   }
 
   void P2p(Group& g, const FrEntry& e, const FrOpName& name, const FrEntry& state,
@@ -310,8 +322,10 @@ class Converter {
     }
     const uint64_t index = std::max(IndexOf(e), NextIndex());
     Times(state, &r, index);
-    Push(r, index);
+    Push(r, index, PosOf(e));
     if (timing && r.seq != 0) Start(OpType::kP2pDeviceStart, r, state);
+    // A coalesced group's events surround the whole group: not one send's or receive's time.
+    if (group_id == 0) Duration(r, index, state);
   }
 
   // The start FR discovered for an op (state started, or completed with its start seen).
@@ -331,7 +345,25 @@ class Converter {
       r.peer = 0;  // channel: FR has none
     }
     ++added_;
-    Push(r, NextIndex());
+    Push(r, NextIndex(), out_.entry_of.back());
+  }
+
+  // The device time torch measured for the op just pushed at `op_index` (duration_ms: set when a
+  // timed op completed), as an event_duration record right after it.
+  void Duration(const RecordData& op, uint64_t op_index, const FrEntry& state) {
+    const std::optional<int64_t> ns = DurationNs(state);
+    if (!ns || state.state != FrState::kCompleted || op.t_device_done_ns <= 0) return;
+    RecordData r = Blank(trace::kDoneUntracked);
+    r.op = static_cast<uint32_t>(OpType::kEventDuration);
+    r.comm_id = op.comm_id;
+    r.seq = op.seq;
+    r.peer = op.peer;
+    r.redop = static_cast<int32_t>(op.op);
+    r.aux = op_index;
+    r.count = static_cast<uint64_t>(*ns);
+    r.t_enter_ns = r.t_exit_ns = op.t_device_done_ns;
+    ++added_;
+    Push(r, NextIndex(), out_.entry_of.back());
   }
 
   uint64_t NextIndex() const {

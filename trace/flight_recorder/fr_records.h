@@ -11,6 +11,9 @@
 //                 else seq 0 (not matched across ranks) and a note
 //   times         time_created_ns is both entry and exit; completion = time_discovered_completed
 //                 (else created + duration_ms, else created); scheduled or started = pending
+//   device time   with timing on, an op's duration_ms (torch's CUDA events around it) becomes an
+//                 event_duration record after the op's (trace/record.h); a coalesced group's
+//                 time is not split among its sends and receives
 //   device starts with timing on (a discovered start anywhere in the dump): a profiler_attach per
 //                 communicator first, and a device_start (p2p_device_start) for each op whose
 //                 start FR discovered, so "its kernel never started" can be said; without timing
@@ -38,6 +41,11 @@ struct FrFileFacts {
 struct FrRecords {
   trace::RingInfo info;
   std::vector<trace::StoredRecord> records;
+  // Per record, the position in the dump's entries of the entry it stands for (an op's device
+  // start and device time: the op's; a coalesced group's collective: its closing entry), or -1
+  // for a profiler_attach. The record indices are the reader's, not FR's record_id: made-up
+  // records take indices too, so whoever names a record to a user names this entry's record_id.
+  std::vector<int32_t> entry_of;
   // What could not be mapped, one line each ("pg 3: p2p of this group began before the dump's
   // oldest entry: its sends and receives are not matched across ranks").
   std::vector<std::string> notes;

@@ -30,6 +30,11 @@ struct PickleTuple {
 using PickleKey = std::variant<std::string, int64_t>;
 struct PickleDict {
   std::vector<std::pair<PickleKey, PickleValue>> items;
+  // A layout hint for the writer, not part of the value (== ignores it): the dict is one object
+  // held in several places, as torch's Flight Recorder dumper holds a stack frame every entry with
+  // it shares. WritePickle writes the first of equal shared dicts and memoizes it, the others are
+  // BINGETs of it. The reader leaves it false.
+  bool shared = false;
   bool operator==(const PickleDict&) const;
   // The value under a str key, or nullptr. Linear: FR dicts are small or read once in order.
   const PickleValue* Find(std::string_view key) const;

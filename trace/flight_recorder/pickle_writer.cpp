@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "trace/flight_recorder/pickle_opcodes.h"
 
@@ -67,13 +69,7 @@ class Writer {
 
   void Str(const std::string& s) {
     if (auto it = strings_.find(s); it != strings_.end()) {
-      if (it->second <= std::numeric_limits<uint8_t>::max()) {
-        Op(op::kBinGet);
-        Le(static_cast<uint8_t>(it->second));
-      } else {
-        Op(op::kLongBinGet);
-        Le(it->second);
-      }
+      Get(it->second);
       return;
     }
     Op(op::kBinUnicode);
@@ -135,6 +131,10 @@ class Writer {
         break;
       }
       case PickleValue::Kind::kDict:
+        if (v.AsDict()->shared) {
+          SharedDict(*v.AsDict());
+          break;
+        }
         Op(op::kEmptyDict);
         Op(op::kMark);
         for (const auto& [key, value] : v.AsDict()->items) {
@@ -150,8 +150,38 @@ class Writer {
     }
   }
 
+  // Pickler::pushIValue: a container held more than once is written once, then BINPUT after it
+  // is filled; later references are BINGETs. Equal shared dicts stand for the one object.
+  void SharedDict(const PickleDict& d) {
+    PickleDict plain = d;
+    plain.shared = false;
+    // The text is a hash key only: a float printed alike is told apart by ==.
+    auto& same_text = shared_[DescribePickleValue(plain)];
+    for (const auto& [seen, id] : same_text) {
+      if (seen == plain) {
+        Get(id);
+        return;
+      }
+    }
+    Value(plain);
+    same_text.emplace_back(std::move(plain), memo_next_);
+    MemoPut();
+  }
+
+  void Get(uint32_t id) {
+    if (id <= std::numeric_limits<uint8_t>::max()) {
+      Op(op::kBinGet);
+      Le(static_cast<uint8_t>(id));
+    } else {
+      Op(op::kLongBinGet);
+      Le(id);
+    }
+  }
+
   std::string out_;
   std::unordered_map<std::string, uint32_t> strings_;
+  // Shared dicts written so far and their memo ids, by DescribePickleValue.
+  std::unordered_map<std::string, std::vector<std::pair<PickleDict, uint32_t>>> shared_;
   uint32_t memo_next_ = 0;
 };
 

@@ -125,11 +125,14 @@ TEST(FrWriteTest, BadPrefixesAndUnwritableDirectoriesAreRefusedWithTheReason) {
   EXPECT_TRUE(written.empty());
 }
 
-// The keys each version has, as torch's dumper writes them (reference flight-recorder.md 2.3).
+// The keys each version has, as torch's dumper writes them: input_dtypes, output_dtypes,
+// timeout_ms and is_p2p in every version (2.2's NCCLTraceBuffer::getCollectiveTrace in
+// c10d/NCCLUtils.hpp writes them), pg_status from 2.3, the NCCL version from 2.7
+// (FlightRecorder.hpp dump_dict), the thread from 2.10.
 TEST(FrWriteTest, EachVersionHasItsKeys) {
   struct Want {
     const char* version;
-    bool dtypes;      // 2.3 on
+    bool pg_status;   // 2.3 on
     bool nccl_key;    // "nccl_version" in 2.7 ...
     bool comm_lib;    // ... "comm_lib_version" from 2.10
     bool thread_key;  // 2.10 on
@@ -147,11 +150,14 @@ TEST(FrWriteTest, EachVersionHasItsKeys) {
     EXPECT_EQ(*top->Find("version")->AsStr(), w.version);
     EXPECT_EQ(top->Find("nccl_version") != nullptr, w.nccl_key) << w.version;
     EXPECT_EQ(top->Find("comm_lib_version") != nullptr, w.comm_lib) << w.version;
+    EXPECT_EQ(top->Find("pg_status") != nullptr, w.pg_status) << w.version;
     const auto* entries = top->Find("entries")->AsList();
     ASSERT_NE(entries, nullptr);
     ASSERT_FALSE(entries->items.empty());
     const auto* entry = entries->items[0].AsDict();
-    EXPECT_EQ(entry->Find("input_dtypes") != nullptr, w.dtypes) << w.version;
+    for (const char* key : {"input_dtypes", "output_dtypes", "timeout_ms", "is_p2p"}) {
+      EXPECT_NE(entry->Find(key), nullptr) << w.version << " " << key;
+    }
     EXPECT_EQ(entry->Find("thread_name") != nullptr, w.thread_key) << w.version;
     EXPECT_NE(entry->Find("profiling_name"), nullptr);
   }
@@ -161,7 +167,8 @@ bool HavePython() {
   return std::system("command -v python3 >/dev/null 2>&1") == 0;
 }
 
-// torch's analyzer loads each file with pickle.load (reference flight-recorder.md 2.3).
+// torch's analyzer loads each file with pickle.load (torch/distributed/flight_recorder/components/
+// loader.py, read_dump).
 TEST(FrWriteTest, CPythonsPickleLoadsTheDumps) {
   if (!HavePython()) GTEST_SKIP() << "python3 is not on PATH; the cross-check needs CPython";
   ncclscope::testing::TempDir tmp;

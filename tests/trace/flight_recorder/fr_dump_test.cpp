@@ -2,9 +2,14 @@
 // the entry and the key.
 #include <gtest/gtest.h>
 
+#include <span>
+#include <string_view>
+#include <vector>
+
 #include "tests/trace/flight_recorder/fr_sample_dumps.h"
 #include "tests/trace/flight_recorder/pickle_bytes.h"
 #include "trace/flight_recorder/fr_dump.h"
+#include "trace/flight_recorder/pickle_flat_reader.h"
 #include "trace/flight_recorder/pickle_reader.h"
 #include "trace/flight_recorder/pickle_writer.h"
 
@@ -185,23 +190,60 @@ TEST(FrDumpTest, VersionDecidesWhichKeysAreRequired) {
   Erase(&tree, "version");
   EXPECT_EQ(DecodeError(tree), "dump: missing key 'version'");
 
-  // 2.3's keys may be absent from a 2.2 dump, not from a 2.4 one.
+  // pg_status came with 2.3: a 2.2 dump may lack it, a 2.4 one not.
   tree = SampleDumpTree("2.4");
   Erase(&tree, "pg_status");
   EXPECT_EQ(DecodeError(tree), "dump: missing key 'pg_status'");
   tree = SampleDumpTree("2.4");
-  Erase(Entry(&tree, 1), "is_p2p");
-  EXPECT_EQ(DecodeError(tree), "entries[1]: missing key 'is_p2p'");
-  tree = SampleDumpTree("2.4");
-  Erase(Entry(&tree, 0), "input_dtypes");
-  EXPECT_EQ(DecodeError(tree), "entries[0]: missing key 'input_dtypes'");
-  tree = SampleDumpTree("2.4");
   Set(&tree, "version", "2.2");
   Erase(&tree, "pg_status");
-  Erase(Entry(&tree, 0), "input_dtypes");
-  Erase(Entry(&tree, 1), "is_p2p");
   std::string error;
   EXPECT_TRUE(DecodeFrDump(tree, &error).has_value()) << error;
+  // The dtypes, timeout_ms and is_p2p are older: 2.2's dumper writes them (c10d/NCCLUtils.hpp at
+  // version_val "2.2", NCCLTraceBuffer::getCollectiveTrace and getCollectiveTraceJson).
+  for (const char* version : {"2.2", "2.4"}) {
+    tree = SampleDumpTree(version);
+    Erase(Entry(&tree, 1), "is_p2p");
+    EXPECT_EQ(DecodeError(tree), "entries[1]: missing key 'is_p2p'") << version;
+    tree = SampleDumpTree(version);
+    Erase(Entry(&tree, 0), "input_dtypes");
+    EXPECT_EQ(DecodeError(tree), "entries[0]: missing key 'input_dtypes'") << version;
+    tree = SampleDumpTree(version);
+    Erase(Entry(&tree, 0), "timeout_ms");
+    EXPECT_EQ(DecodeError(tree), "entries[0]: missing key 'timeout_ms'") << version;
+  }
+}
+
+TEST(FrDumpTest, AFrameSeveralEntriesHaveIsOneObjectInThePickleAsInTorchs) {
+  // torch's dumper builds one dict per distinct frame and puts it in the list of every entry
+  // whose stack has it (FlightRecorderDetail.hpp, getCollectiveTrace: all_frames); its Pickler
+  // memoizes a dict held more than once (pickler.cpp, Pickler::pushIValue), so a reader gets one
+  // object. The sample's all_reduce and send share their caller's frame, not their own.
+  const std::string bytes = WritePickle(EncodeFrDump(SampleDump("2.10")));
+  flat::FlatPickle p;
+  std::string error;
+  ASSERT_EQ(flat::ReadFlatPickle(bytes.data(), bytes.size(), PickleLimits{}, &p, &error),
+            flat::FlatRead::kRead)
+      << error;
+  auto find = [&](const flat::Val& dict, std::string_view key) -> const flat::Val* {
+    const auto items = p.Items(dict);
+    for (size_t i = 0; i + 1 < items.size(); i += 2) {
+      if (p.Str(items[i]) == key) return &items[i + 1];
+    }
+    return nullptr;
+  };
+  const flat::Val* entries = find(p.root, "entries");
+  ASSERT_NE(entries, nullptr);
+  std::vector<std::span<const flat::Val>> frames;
+  for (const flat::Val& e : p.Items(*entries)) {
+    const flat::Val* f = find(e, "frames");
+    ASSERT_NE(f, nullptr);
+    frames.push_back(p.Items(*f));
+  }
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0][1].bits, frames[1][1].bits);  // train_step: one dict
+  EXPECT_NE(frames[0][0].bits, frames[1][0].bits);  // all_reduce, send: their own
+  EXPECT_EQ(*DecodeFrDump(*testing::Parse(bytes, &error), &error), SampleDump("2.10"));
 }
 
 TEST(FrDumpTest, EveryTruncationOfADumpIsRejectedWithItsOffset) {

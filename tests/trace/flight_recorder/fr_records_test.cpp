@@ -1,5 +1,5 @@
 // FR dump -> ring records (trace/flight_recorder/fr_records.h): what each documented corner of the
-// dump format (reference flight-recorder.md 1.2-1.4) becomes, as the correlator will read it.
+// dump format (torch's c10d FlightRecorderDetail.hpp) becomes, as the correlator will read it.
 #include "trace/flight_recorder/fr_records.h"
 
 #include <gtest/gtest.h>
@@ -215,6 +215,69 @@ TEST(FrRecordsTest, WithTimingStartsAreKnownAndTheirAbsenceMeansSomething) {
   for (size_t i = 1; i < r.records.size(); ++i) {
     EXPECT_GT(r.records[i].index, r.records[i - 1].index);
   }
+}
+
+TEST(FrRecordsTest, EveryRecordNamesTheEntryItStandsFor) {
+  // With timing the reader makes up records (an attach per group, a start and a device time per
+  // op), so record indices run ahead of FR's record_id; entry_of says which entry each is.
+  FrDump d = TwoRankDump();
+  d.entries = {Entry(7, "nccl:all_reduce", 1, 0, FrState::kCompleted, 0),
+               Entry(8, "nccl:all_reduce", 2, 0, FrState::kStarted, 10),
+               Entry(9, "nccl:all_reduce", 3, 0, FrState::kScheduled, 20)};
+  d.entries[0].time_discovered_started_ns = kT0 + 1 * kMs;
+  d.entries[0].duration_ms = 3.0;
+  d.entries[1].time_discovered_started_ns = kT0 + 11 * kMs;
+  const FrRecords r = Convert(d);
+  ASSERT_EQ(r.entry_of.size(), r.records.size());
+  std::vector<int64_t> ops;
+  for (size_t i = 0; i < r.records.size(); ++i) {
+    const auto op = static_cast<OpType>(r.records[i].data.op);
+    if (op == OpType::kProfilerAttach) {
+      EXPECT_EQ(r.entry_of[i], -1);
+      continue;
+    }
+    ASSERT_GE(r.entry_of[i], 0);
+    const FrEntry& e = d.entries[static_cast<size_t>(r.entry_of[i])];
+    EXPECT_EQ(static_cast<uint64_t>(e.collective_seq_id), r.records[i].data.seq);
+    if (op == OpType::kAllReduce) ops.push_back(e.record_id);
+  }
+  EXPECT_EQ(ops, (std::vector<int64_t>{7, 8, 9}));
+  // The shift the names make up for: #3's record is past FR's record_id 9.
+  EXPECT_GT(r.records.back().index, 9u);
+}
+
+TEST(FrRecordsTest, TimedOpsCarryTorchsDeviceTimeRightAfterTheirRecord) {
+  // duration_ms: the time between the CUDA events torch records around the op on its stream
+  // (FlightRecorderDetail.hpp, retire_id: getDurationFromEvent of its start and end events).
+  FrDump d = TwoRankDump();
+  d.entries = {Entry(0, "nccl:all_reduce", 1, 0, FrState::kCompleted, 0),
+               Entry(1, "nccl:send 0->1", 0, 1, FrState::kCompleted, 1),
+               Entry(2, "nccl:send 0->1", 0, 2, FrState::kScheduled, 2),
+               Entry(3, "nccl:recv 0<-1", 0, 3, FrState::kScheduled, 3),
+               Entry(4, "nccl:coalesced", 0, 3, FrState::kCompleted, 3)};
+  d.entries[0].duration_ms = 2.5;
+  d.entries[1].duration_ms = 0.25;
+  d.entries[2].duration_ms = 9.0;  // not completed: not a time (torch sets none then)
+  d.entries[4].duration_ms = 7.0;  // a group's: not one receive's
+  d.entries[4].is_p2p = true;
+  const FrRecords r = Convert(d);
+  std::vector<std::pair<uint64_t, uint64_t>> times;  // (op index, ns)
+  for (size_t i = 0; i < r.records.size(); ++i) {
+    const trace::RecordData& e = r.records[i].data;
+    if (e.op != static_cast<uint32_t>(OpType::kEventDuration)) continue;
+    ASSERT_GT(i, 0u);
+    const trace::StoredRecord& op = r.records[i - 1];
+    EXPECT_EQ(e.aux, op.index);
+    EXPECT_EQ(e.comm_id, op.data.comm_id);
+    EXPECT_EQ(e.seq, op.data.seq);
+    EXPECT_EQ(e.redop, static_cast<int32_t>(op.data.op));
+    EXPECT_EQ(e.t_device_done_ns, trace::kDoneUntracked);
+    EXPECT_EQ(r.entry_of[i], r.entry_of[i - 1]);
+    times.emplace_back(e.aux, e.count);
+  }
+  ASSERT_EQ(times.size(), 2u);
+  EXPECT_EQ(times[0].second, 2'500'000u);
+  EXPECT_EQ(times[1].second, 250'000u);
 }
 
 TEST(FrRecordsTest, EntriesOfAGroupThisRankIsNotInAreLeftOutWithANote) {

@@ -1,6 +1,6 @@
-// FR dumps of versions 2.2, 2.4, 2.7 and 2.10 written out by hand from the reference
-// (shared/reference/flight-recorder.md, 1.2 and 2.3) and torch's dumper
-// (c10d/FlightRecorderDetail.hpp, getCollectiveTrace and dump_dict: key order), each as the value
+// FR dumps of versions 2.2, 2.4, 2.7 and 2.10 written out by hand from torch's dumper
+// (c10d/NCCLUtils.hpp and FlightRecorderDetail.hpp, getCollectiveTrace and dump_dict: keys and
+// their order), each as the value
 // tree torch pickles and as the FrDump it means. Built without EncodeFrDump, so the tests compare
 // the codec with an independent statement of the format.
 #pragma once
@@ -18,7 +18,8 @@ namespace ncclscope::flight_recorder::testing {
 PickleDict D(std::initializer_list<std::pair<const char*, PickleValue>> items);
 
 // Two process groups, a status, and two entries: a completed all_reduce with a duration and
-// stack frames, and a scheduled send. `version` is one of "2.2", "2.4", "2.7", "2.10".
+// stack frames, and a scheduled send whose stack shares its caller's frame with the all_reduce.
+// `version` is one of "2.2", "2.4", "2.7", "2.10".
 PickleValue SampleDumpTree(const std::string& version);
 FrDump SampleDump(const std::string& version);
 

@@ -24,6 +24,19 @@ TEST(PickleWriterTest, WritesTorchsLayout) {
                    'h',  0, 'e', 'X', 1,   0, 0, 0, 'b', 'q', 1,   0x88, 'N', 0x86, 'u', '.'}));
 }
 
+TEST(PickleWriterTest, ASharedDictIsWrittenOnceAndMemoizedAfterItIsFilled) {
+  // Pickler::pushIValue: a container held by more than one reference is pushed, then BINPUT;
+  // every later reference is a BINGET. An equal dict that is not shared is written again.
+  PickleDict shared;
+  shared.items.emplace_back(std::string("a"), 1);
+  shared.shared = true;
+  PickleDict plain = shared;
+  plain.shared = false;
+  EXPECT_EQ(WritePickle(PickleList{{shared, shared, plain}}),
+            Bytes({0x80, 2,   ']', '(', '}', '(', 'X', 1,   0,   0, 0,   'a', 'q', 0,   'K',
+                   1,    'u', 'q', 1,   'h', 1,   '}', '(', 'h', 0, 'K', 1,   'u', 'e', '.'}));
+}
+
 TEST(PickleWriterTest, IntsTakeTheSmallestOfTorchsFourForms) {
   // Pickler::pushInt: BININT1 for 0..255, BININT2 for ..65535, BININT for int32, else LONG1 of 8.
   EXPECT_EQ(WritePickle(255), Bytes({0x80, 2, 'K', 255, '.'}));
