@@ -7,19 +7,37 @@
 namespace ncclscope::exporters {
 
 std::vector<std::string> FrRingSource::List(std::string* error) {
-  flight_recorder::FrDumpListing listing;
-  if (!flight_recorder::ListFrDumps(dir_, &listing, error)) return {};
+  std::vector<flight_recorder::FrDumpListing> listings(dirs_.size());
+  for (size_t i = 0; i < dirs_.size(); ++i) {
+    if (!flight_recorder::ListFrDumps(dirs_[i], &listings[i], error)) return {};
+  }
+  std::vector<flight_recorder::FrDumpFile> dumps;
+  std::vector<std::string> skipped;
+  for (flight_recorder::FrDumpListing& listing : listings) {
+    dumps.insert(dumps.end(), listing.dumps.begin(), listing.dumps.end());
+    skipped.insert(skipped.end(), listing.skipped.begin(), listing.skipped.end());
+  }
+  // A rank dumped in two directories: as within one (ListFrDumps), the newer dump is read.
+  std::stable_sort(dumps.begin(), dumps.end(), [](const auto& a, const auto& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.mtime_ns > b.mtime_ns;
+  });
   std::vector<std::string> paths;
   std::lock_guard<std::mutex> lock(mutex_);
   files_.clear();
   unreadable_.clear();
+  // The newest dump of the whole job: each node's ranks dump when the first rank signals them.
   last_dump_ns_ = 0;
-  for (flight_recorder::FrDumpFile& f : listing.dumps) {
+  for (flight_recorder::FrDumpFile& f : dumps) {
+    if (!paths.empty() && files_.at(paths.back()).rank == f.rank) {
+      skipped.push_back(f.path + ": a second dump of rank " + std::to_string(f.rank) +
+                        "; the newer one is read (" + paths.back() + ")");
+      continue;
+    }
     paths.push_back(f.path);
     last_dump_ns_ = std::max(last_dump_ns_, f.mtime_ns);
     files_[f.path] = std::move(f);
   }
-  skipped_ = std::move(listing.skipped);
+  skipped_ = std::move(skipped);
   return paths;
 }
 
@@ -30,7 +48,7 @@ bool FrRingSource::Visit(const std::string& name, uint64_t first, trace::RingVis
     std::lock_guard<std::mutex> lock(mutex_);
     const auto it = files_.find(name);
     if (it == files_.end()) {
-      *error = name + ": not a Flight Recorder dump of " + dir_;
+      *error = name + ": not a Flight Recorder dump listed";
       return false;
     }
     // A look at the header alone (trace::RingHeaderCollector) needs no second decode.

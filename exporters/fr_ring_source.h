@@ -1,4 +1,5 @@
-// A directory of PyTorch Flight Recorder dumps read as if it held ring files: each dump becomes the
+// A directory of PyTorch Flight Recorder dumps (or several, one job's, each node's own) read as if
+// it held ring files: each dump becomes the
 // header and records trace/flight_recorder/fr_records.h describes, so `analyze`, `timeline`,
 // `stats` and `report` read FR dumps with the code that reads ring files.
 #pragma once
@@ -20,8 +21,9 @@ namespace ncclscope::exporters {
 // dumped was alive; one that did not is missing, not dead. Thread-safe.
 class FrRingSource final : public RingSource {
  public:
-  explicit FrRingSource(std::string dir) : dir_(std::move(dir)) {}
-  // The dumps (by rank); *error when the directory cannot be listed.
+  explicit FrRingSource(std::string dir) : dirs_{std::move(dir)} {}
+  explicit FrRingSource(std::vector<std::string> dirs) : dirs_(std::move(dirs)) {}
+  // The dumps (by rank); *error when a directory cannot be listed.
   std::vector<std::string> List(std::string* error) override;
   bool Visit(const std::string& name, uint64_t first, trace::RingVisitor* visitor,
              std::string* error) override;
@@ -44,7 +46,7 @@ class FrRingSource final : public RingSource {
                std::vector<std::optional<EntryNames>>* out, std::string* error) const;
 
  private:
-  std::string dir_;
+  std::vector<std::string> dirs_;
   mutable std::mutex mutex_;
   std::map<std::string, flight_recorder::FrDumpFile> files_;  // by path, from the last List
   std::map<std::string, trace::RingInfo> headers_;            // decoded once: header-only visits

@@ -6,31 +6,38 @@
 
 namespace ncclscope::exporters {
 
-std::optional<JobInput> OpenJobInput(const std::string& dir, const std::string& job,
+std::optional<JobInput> OpenJobInput(const std::vector<std::string>& dirs, const std::string& job,
                                      std::string* error) {
-  std::string list_error;
-  const std::vector<std::string> rings = trace::ListRingFiles(dir, &list_error);
-  if (!list_error.empty()) {
-    *error = list_error;
-    return std::nullopt;
+  size_t rings = 0;
+  size_t dumps = 0;
+  std::vector<std::string> skipped;
+  for (const std::string& dir : dirs) {
+    std::string list_error;
+    rings += trace::ListRingFiles(dir, &list_error).size();
+    if (!list_error.empty()) {
+      *error = list_error;
+      return std::nullopt;
+    }
+    flight_recorder::FrDumpListing listing;
+    if (!flight_recorder::ListFrDumps(dir, &listing, error)) return std::nullopt;
+    dumps += listing.dumps.size();
+    skipped.insert(skipped.end(), listing.skipped.begin(), listing.skipped.end());
   }
-  flight_recorder::FrDumpListing dumps;
-  if (!flight_recorder::ListFrDumps(dir, &dumps, error)) return std::nullopt;
   JobInput input;
   // Without a dump, ring files as ever: a directory with neither gets the ring readers' own
   // account of it (no ring file, none readable), which callers extend with the dumps' absence.
-  if (!rings.empty() || dumps.dumps.empty()) {
-    input.notes = std::move(dumps.skipped);
-    input.source = std::make_unique<DirRingSource>(dir, "", job, /*keep_mapped=*/false);
-    if (!dumps.dumps.empty()) {
-      input.notes.push_back(std::to_string(dumps.dumps.size()) +
+  if (rings > 0 || dumps == 0) {
+    input.notes = std::move(skipped);
+    input.source = std::make_unique<DirRingSource>(dirs, "", job, /*keep_mapped=*/false);
+    if (dumps > 0) {
+      input.notes.push_back(std::to_string(dumps) +
                             " Flight Recorder dump(s) beside the ring files are not read: the "
                             "ring files hold what they do and more");
     }
     return input;
   }
   input.kind = JobInputKind::kFlightRecorder;
-  auto fr = std::make_unique<FrRingSource>(dir);
+  auto fr = std::make_unique<FrRingSource>(dirs);
   input.fr = fr.get();
   input.source = std::move(fr);
   return input;
@@ -54,11 +61,12 @@ std::optional<hang_detector::JobIndex> IndexSource(RingSource& source, int threa
                                             source.FileKind(), source.UnreadableRanks());
 }
 
-std::optional<hang_detector::JobIndex> IndexJobInput(const JobInput& input, const std::string& dir,
+std::optional<hang_detector::JobIndex> IndexJobInput(const JobInput& input,
+                                                     const std::vector<std::string>& dirs,
                                                      const std::string& job, int threads,
                                                      std::string* error) {
   if (input.kind == JobInputKind::kRingFiles) {
-    return hang_detector::JobIndex::FromDir(dir, {threads, job}, error);
+    return hang_detector::JobIndex::FromDirs(dirs, {threads, job}, error);
   }
   return IndexSource(*input.source, threads, error);
 }

@@ -1,4 +1,4 @@
-// What a directory handed to `analyze`, `timeline`, `stats` or `report` holds, found by content:
+// What the directories handed to `analyze`, `timeline`, `stats` or `report` hold, found by content:
 // ncclscope's ring files, or PyTorch Flight Recorder dumps (fr_ring_source.h). Ring files win
 // when both are there: they hold all a dump does and more.
 #pragma once
@@ -26,11 +26,11 @@ struct JobInput {
   std::vector<std::string> notes;
 };
 
-// The input of `dir` (`job` picks among ring files of several jobs, as DirRingSource does):
-// Flight Recorder dumps when it holds dumps and no ring file, else ring files (also when it holds
-// neither: the readers then say there is no ring file). nullopt with *error when the directory
-// cannot be listed.
-std::optional<JobInput> OpenJobInput(const std::string& dir, const std::string& job,
+// The input of `dirs`, one job's node directories read as one (`job` picks among ring files of
+// several jobs across all of them, as DirRingSource does): Flight Recorder dumps when they hold
+// dumps and no ring file, else ring files (also when they hold neither: the readers then say
+// there is no ring file). nullopt with *error when a directory cannot be listed.
+std::optional<JobInput> OpenJobInput(const std::vector<std::string>& dirs, const std::string& job,
                                      std::string* error);
 
 // Every file of `source` compacted and indexed as JobIndex::FromDir does for ring files (files
@@ -39,9 +39,10 @@ std::optional<JobInput> OpenJobInput(const std::string& dir, const std::string& 
 std::optional<hang_detector::JobIndex> IndexSource(RingSource& source, int threads,
                                                    std::string* error);
 
-// The index of an opened input: JobIndex::FromDir for ring files (the job chosen as `job` says),
-// IndexSource for dumps. nullopt with *error when the directory cannot be read.
-std::optional<hang_detector::JobIndex> IndexJobInput(const JobInput& input, const std::string& dir,
+// The index of an opened input: JobIndex::FromDirs for ring files (the job chosen as `job` says),
+// IndexSource for dumps. nullopt with *error when a directory cannot be read.
+std::optional<hang_detector::JobIndex> IndexJobInput(const JobInput& input,
+                                                     const std::vector<std::string>& dirs,
                                                      const std::string& job, int threads,
                                                      std::string* error);
 

@@ -23,11 +23,16 @@ void DirRingSource::Unmap(const Mapping& m) {
 }
 
 std::vector<std::string> DirRingSource::List(std::string* error) {
-  std::vector<std::string> files = trace::ListRingFiles(dir_, error);
-  if (!host_.empty()) {
-    const std::string prefix = dir_ + "/" + host_ + "-";
-    std::erase_if(files, [&prefix](const std::string& f) { return f.rfind(prefix, 0) != 0; });
+  std::vector<std::string> files;
+  for (const std::string& dir : dirs_) {
+    std::vector<std::string> listed = trace::ListRingFiles(dir, error);
+    if (!host_.empty()) {
+      const std::string prefix = dir + "/" + host_ + "-";
+      std::erase_if(listed, [&prefix](const std::string& f) { return f.rfind(prefix, 0) != 0; });
+    }
+    files.insert(files.end(), listed.begin(), listed.end());
   }
+  std::sort(files.begin(), files.end());  // searched below
   // A removed file's pages go back to the system only once nobody maps it.
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto it = mapped_.begin(); it != mapped_.end();) {
@@ -68,7 +73,11 @@ void DirRingSource::KeepOneJob(std::vector<std::string>* files) {
   const trace::JobChoice choice = trace::ChooseJob(readable, job_);
   const std::string note = choice.Note();
   if (note != said_) {
-    if (!note.empty()) std::cerr << "ncclscope exporter: " << dir_ << ": " << note << std::endl;
+    if (!note.empty()) {
+      std::cerr << "ncclscope exporter: " << dirs_.front()
+                << (dirs_.size() > 1 ? " (and " + std::to_string(dirs_.size() - 1) + " more)" : "")
+                << ": " << note << std::endl;
+    }
     said_ = note;
   }
   if (choice.LeftOut() == 0) return;

@@ -32,7 +32,8 @@ class RingSource {
   virtual std::vector<int> UnreadableRanks() const { return {}; }
 };
 
-// The *.ring files of a directory, mapped read-only (never blocks or disturbs the writers). A file
+// The *.ring files of a directory (or of several, the node directories of one job copied together
+// for a post-mortem, read as one), mapped read-only (never blocks or disturbs the writers). A file
 // stays mapped from one visit to the next while it is the same file (device, inode, size), so a
 // scrape touches only the pages written since the previous one instead of mapping and faulting
 // in 64 files again; a file that is gone from the listing is unmapped. With a host, only the files
@@ -47,7 +48,11 @@ class DirRingSource final : public RingSource {
   // and visits of different files run in parallel.
   explicit DirRingSource(std::string dir, std::string host = "", std::string job = "",
                          bool keep_mapped = true)
-      : dir_(std::move(dir)),
+      : DirRingSource(std::vector<std::string>{std::move(dir)}, std::move(host), std::move(job),
+                      keep_mapped) {}
+  // One job's files among those of every directory of `dirs` (the job chosen across all of them).
+  DirRingSource(std::vector<std::string> dirs, std::string host, std::string job, bool keep_mapped)
+      : dirs_(std::move(dirs)),
         host_(std::move(host)),
         job_(std::move(job)),
         keep_mapped_(keep_mapped) {}
@@ -72,7 +77,7 @@ class DirRingSource final : public RingSource {
   // Drops the files of other jobs than the one served from `files` (mutex_ held).
   void KeepOneJob(std::vector<std::string>* files);
 
-  std::string dir_;
+  std::vector<std::string> dirs_;
   std::string host_;
   std::string job_;
   bool keep_mapped_;

@@ -109,6 +109,12 @@ class JobIndex {
   // nullopt (and *error) only when the directory itself cannot be read. Thread-safe.
   static std::optional<JobIndex> FromDir(const std::string& dir, const IngestOptions& options,
                                          std::string* error);
+  // The same over the ring files of several directories as one job (the node directories of a
+  // job copied together for a post-mortem): one job chosen among all their files, two files of
+  // one rank both kept as within one directory. nullopt (and *error) when one directory cannot be
+  // read. Thread-safe.
+  static std::optional<JobIndex> FromDirs(const std::vector<std::string>& dirs,
+                                          const IngestOptions& options, std::string* error);
   // Indexes files compacted elsewhere: ring files of this node together with ranks decoded from
   // other nodes' digests. `errors` lists what could not be had (unreachable nodes, bad digests).
   // `file_kind` names what the files are in the input report; `notes` are added to notes().

@@ -21,11 +21,20 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
 
 std::optional<JobIndex> JobIndex::FromDir(const std::string& dir, const IngestOptions& options,
                                           std::string* error) {
-  std::string list_error;
-  const std::vector<std::string> paths = trace::ListRingFiles(dir, &list_error);
-  if (!list_error.empty()) {
-    *error = list_error;
-    return std::nullopt;
+  return FromDirs({dir}, options, error);
+}
+
+std::optional<JobIndex> JobIndex::FromDirs(const std::vector<std::string>& dirs,
+                                           const IngestOptions& options, std::string* error) {
+  std::vector<std::string> paths;
+  for (const std::string& dir : dirs) {
+    std::string list_error;
+    const std::vector<std::string> listed = trace::ListRingFiles(dir, &list_error);
+    if (!list_error.empty()) {
+      *error = list_error;
+      return std::nullopt;
+    }
+    paths.insert(paths.end(), listed.begin(), listed.end());
   }
   const auto t0 = std::chrono::steady_clock::now();
   CompactedFiles compacted =

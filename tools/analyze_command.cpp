@@ -1,5 +1,6 @@
-// `ncclscope analyze DIR [--json] [--watch]`: reads every ring file of a job (live or after it
-// died) and prints the correlator's verdicts; --watch re-analyses every second until the job ends.
+// `ncclscope analyze DIR... [--json] [--watch]`: reads every ring file of a job (live or after it
+// died; several directories: each node's, read as one job) and prints the correlator's verdicts;
+// --watch re-analyses every second until the job ends.
 // `ncclscope analyze --from SRC... [DIR]`: the same from node digests (exporters' /digest, digest
 // files, hostfiles; docs/digest.md), plus the ring files of DIR when given.
 // Exit code: 0 healthy, 1 straggler or numerics (nan-origin, corrupt-output), 2 hang/deadlock/
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -22,7 +24,10 @@
 #include "hang_detector/verdict_json.h"
 #include "hang_detector/verdict_text.h"
 #include "tools/commands.h"
+#include "tools/trace_dirs.h"
 #include "trace/clock.h"
+#include "trace/flight_recorder/fr_dir.h"
+#include "trace/ring_reader.h"
 #include "trace/trace_set.h"
 
 namespace ncclscope::tools {
@@ -31,7 +36,7 @@ namespace {
 namespace hd = hang_detector;
 
 struct AnalyzeCliOptions {
-  std::string dir;
+  std::vector<std::string> dirs;
   bool json = false;
   bool verbose = false;
   bool job_ended = false;
@@ -58,7 +63,8 @@ hd::AnalyzeOptions CorrelatorOptions(const AnalyzeCliOptions& o, const hd::Proce
 }
 
 // Why nothing could be analysed: no ring file at all, or only ones that cannot be read.
-std::string UnusableReason(const std::string& dir, const hd::Analysis& a, bool fr) {
+std::string UnusableReason(const std::vector<std::string>& dirs, const hd::Analysis& a, bool fr) {
+  const std::string dir = NameDirs(dirs);
   const std::vector<std::string>& bad = a.input.unreadable;
   if (bad.empty()) return dir + ": no ring file (*.ring) in it, nor a PyTorch Flight Recorder dump";
   std::string why = dir +
@@ -73,9 +79,10 @@ void Print(const AnalyzeCliOptions& o, const hd::Analysis& a, int indent, bool f
   // On stderr in both forms, so a script reading the JSON still sees why the exit code is 3.
   if (!a.usable) {
     std::cerr << "ncclscope analyze: "
-              << (o.from.empty() ? UnusableReason(o.dir, a, fr)
-                                 : "no rank in any digest" +
-                                       (o.dir.empty() ? "" : " nor ring file in " + o.dir))
+              << (o.from.empty()
+                      ? UnusableReason(o.dirs, a, fr)
+                      : "no rank in any digest" +
+                            (o.dirs.empty() ? "" : " nor ring file in " + NameDirs(o.dirs)))
               << "\n";
   }
   if (o.json) {
@@ -86,20 +93,20 @@ void Print(const AnalyzeCliOptions& o, const hd::Analysis& a, int indent, bool f
   std::cout.flush();
 }
 
-// Streams the directory into the compact index (JobIndex::FromDir): a 4096-rank job never has all
-// its full records in memory at once.
+// Streams the directories into the compact index (JobIndex::FromDirs): a 4096-rank job never has
+// all its full records in memory at once.
 // A directory of PyTorch Flight Recorder dumps (no ring file in it) is read the same way, as a
 // post-mortem (exporters/job_input.h).
 int Analyze(const AnalyzeCliOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   std::string error;
-  const std::optional<exporters::JobInput> input = exporters::OpenJobInput(o.dir, o.job, &error);
+  const std::optional<exporters::JobInput> input = exporters::OpenJobInput(o.dirs, o.job, &error);
   if (!input) {
     std::cerr << "ncclscope analyze: " << error << "\n";
     return 3;
   }
   const std::optional<hd::JobIndex> index =
-      exporters::IndexJobInput(*input, o.dir, o.job, o.read_threads, &error);
+      exporters::IndexJobInput(*input, o.dirs, o.job, o.read_threads, &error);
   if (!index) {
     std::cerr << "ncclscope analyze: " << error << "\n";
     return 3;
@@ -147,7 +154,7 @@ int AnalyzeFrom(const AnalyzeCliOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   exporters::DigestJobOptions options;
   options.fetch.timeout_s = o.fetch_timeout_s;
-  options.local_dir = o.dir;
+  options.local_dir = o.dirs.empty() ? "" : o.dirs.front();  // one at most (checked)
   options.job = o.job;
   exporters::DigestJob job;
   std::string error;
@@ -206,9 +213,10 @@ bool DirIsAbsent(const std::string& dir) {
 // the directory and its first ring file, so it can be started together with the job; exits 3 when
 // the directory cannot be read or holds only ring files that stay unreadable.
 int Watch(const AnalyzeCliOptions& o) {
+  const std::string& dir = o.dirs.front();  // exactly one (checked)
   // Flight Recorder dumps are written once, when the job failed: there is nothing to watch.
   std::string not_yet;
-  if (const auto input = exporters::OpenJobInput(o.dir, o.job, &not_yet);
+  if (const auto input = exporters::OpenJobInput(o.dirs, o.job, &not_yet);
       input && input->fr != nullptr) {
     return Analyze(o);
   }
@@ -220,11 +228,11 @@ int Watch(const AnalyzeCliOptions& o) {
   for (;;) {
     trace::TraceSet set;
     std::string error;
-    const bool readable = trace::ReadTraceDir(o.dir, &set, &error);
+    const bool readable = trace::ReadTraceDir(dir, &set, &error);
     set.job = o.job;
     // A directory the job has yet to create is waited for; one that exists but cannot be listed
     // (not a directory, no permission) will not get better.
-    if (!readable && !DirIsAbsent(o.dir)) {
+    if (!readable && !DirIsAbsent(dir)) {
       std::cerr << "ncclscope analyze: " << error << "\n";
       return 3;
     }
@@ -242,7 +250,7 @@ int Watch(const AnalyzeCliOptions& o) {
     }
     if (!readable || set.files.empty()) {
       if (!said_waiting) {
-        std::cerr << "ncclscope analyze: waiting for ring files in " << o.dir << "\n";
+        std::cerr << "ncclscope analyze: waiting for ring files in " << dir << "\n";
         said_waiting = true;
       }
       std::this_thread::sleep_for(
@@ -264,17 +272,81 @@ int Watch(const AnalyzeCliOptions& o) {
   }
 }
 
+// A --from value that is a trace directory rather than digests: a directory with no *.digest file
+// but ring files or Flight Recorder dumps (a node's directory copied for a post-mortem).
+bool IsTraceDir(const std::string& from) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(from, ec)) return false;
+  for (const auto& entry : std::filesystem::directory_iterator(from, ec)) {
+    if (entry.path().extension() == ".digest") return false;
+  }
+  std::string error;
+  if (!trace::ListRingFiles(from, &error).empty()) return true;
+  flight_recorder::FrDumpListing dumps;
+  return flight_recorder::ListFrDumps(from, &dumps, &error) && !dumps.dumps.empty();
+}
+
+// The directories and digest sources of one run checked; false when they cannot go together.
+bool CheckInputs(AnalyzeCliOptions* o) {
+  if (o->dirs.empty() && o->from.empty()) {
+    std::cerr << "ncclscope analyze: give a trace directory, or --from digest sources\n";
+    return false;
+  }
+  // A node's directory given as --from is read as the directory it is, with the others.
+  std::vector<std::string> digests;
+  for (const std::string& from : o->from) {
+    if (!IsTraceDir(from)) {
+      digests.push_back(from);
+      continue;
+    }
+    std::cerr << "ncclscope analyze: --from " << from
+              << ": a trace directory (no *.digest file in it): read as `ncclscope analyze " << from
+              << "` reads it\n";
+    o->dirs.push_back(from);
+  }
+  o->from = std::move(digests);
+  std::string error;
+  if (!EachDirOnce(o->dirs, &error)) {
+    std::cerr << "ncclscope analyze: " << error << "\n";
+    return false;
+  }
+  if (!o->from.empty() && o->watch) {
+    std::cerr << "ncclscope analyze: --watch reads a directory; with --from, run analyze "
+                 "again (each run fetches every digest anew)\n";
+    return false;
+  }
+  if (o->watch && o->dirs.size() > 1) {
+    // Ring files are coherent on their own node only: a live job's other nodes are read through
+    // their exporters.
+    std::cerr << "ncclscope analyze: --watch reads one directory; to follow a job across nodes "
+                 "while it runs, give --from its nodes' exporters or digests, and run analyze "
+                 "again\n";
+    return false;
+  }
+  if (!o->from.empty() && o->dirs.size() > 1) {
+    std::cerr << "ncclscope analyze: with digests (--from), the ring files of one directory at "
+                 "most are added (this host's); to correlate several nodes' directories, give "
+                 "them without digests: ncclscope analyze DIR DIR...\n";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void RegisterAnalyzeCommand(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
       "analyze", "Correlate the ranks of a job: hangs, desyncs, dead or frozen ranks, deadlocks");
   auto o = std::make_shared<AnalyzeCliOptions>();
-  cmd->add_option("dir", o->dir, "Trace directory (with --from: ring files of this host to add)");
+  cmd->add_option("dir", o->dirs,
+                  "Trace directory; or several, each node's of one job (copied for a "
+                  "post-mortem), read as one job; with --from: one, the ring files of this host "
+                  "to add");
   cmd->add_option("--from", o->from,
                   "Node digests to correlate instead of (or with) a directory: an exporter's URL "
                   "(http://host:port, /digest added), a digest file, a directory of *.digest "
-                  "files, or a hostfile of host[:port] lines; repeatable (docs/digest.md)")
+                  "files, or a hostfile of host[:port] lines; repeatable (docs/digest.md). A "
+                  "directory of ring files (no *.digest in it) is read as a trace directory")
       ->allow_extra_args(false);  // one value per --from: a DIR after it stays the directory
   cmd->add_option("--fetch-timeout", o->fetch_timeout_s,
                   "Seconds to connect to and fetch each digest; an exporter slower than that is "
@@ -311,12 +383,7 @@ void RegisterAnalyzeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->callback([=] {
-    if (o->dir.empty() && o->from.empty()) {
-      std::cerr << "ncclscope analyze: give a trace directory, or --from digest sources\n";
-      *exit_code = 3;
-    } else if (!o->from.empty() && o->watch) {
-      std::cerr << "ncclscope analyze: --watch reads a directory; with --from, run analyze "
-                   "again (each run fetches every digest anew)\n";
+    if (!CheckInputs(o.get())) {
       *exit_code = 3;
     } else if (!o->from.empty()) {
       *exit_code = AnalyzeFrom(*o);

@@ -1,17 +1,19 @@
-// `ncclscope dump DIR [--rank R] [--json]`: every record of every rank, with each file's header.
+// `ncclscope dump DIR... [--rank R] [--json]`: every record of every rank, with each file's header;
+// several directories (each node's of one job) in one rank order.
 #include <iostream>
 #include <memory>
 #include <span>
 
 #include "tools/commands.h"
 #include "tools/record_printer.h"
+#include "tools/trace_dirs.h"
 #include "trace/trace_set.h"
 
 namespace ncclscope::tools {
 namespace {
 
 struct DumpOptions {
-  std::string dir;
+  std::vector<std::string> dirs;
   int rank = -1;
   bool json = false;
   size_t tail = 0;  // 0 = every record
@@ -46,13 +48,20 @@ void PrintFile(const trace::RingSnapshot& file, const DumpOptions& o) {
 int Dump(const DumpOptions& o) {
   trace::TraceSet set;
   std::string error;
-  if (!trace::ReadTraceDir(o.dir, &set, &error)) {
+  if (!EachDirOnce(o.dirs, &error)) {
     std::cerr << "ncclscope dump: " << error << "\n";
     return 3;
   }
+  // Each directory's files are added to the set, which keeps all of them in rank order.
+  for (const std::string& dir : o.dirs) {
+    if (!trace::ReadTraceDir(dir, &set, &error)) {
+      std::cerr << "ncclscope dump: " << error << "\n";
+      return 3;
+    }
+  }
   for (const std::string& e : set.errors) std::cerr << "ncclscope dump: skipped " << e << "\n";
   if (set.files.empty()) {
-    std::cerr << "ncclscope dump: " << o.dir << ": no readable ring files\n";
+    std::cerr << "ncclscope dump: " << NameDirs(o.dirs) << ": no readable ring files\n";
     return 3;
   }
   bool printed = false;
@@ -62,7 +71,7 @@ int Dump(const DumpOptions& o) {
     printed = true;
   }
   if (!printed) {
-    std::cerr << "ncclscope dump: " << o.dir << ": no file of rank " << o.rank << "\n";
+    std::cerr << "ncclscope dump: " << NameDirs(o.dirs) << ": no file of rank " << o.rank << "\n";
     return 3;
   }
   std::cout.flush();
@@ -72,9 +81,12 @@ int Dump(const DumpOptions& o) {
 }  // namespace
 
 void RegisterDumpCommand(CLI::App& app, int* exit_code) {
-  auto* cmd = app.add_subcommand("dump", "Print every record of every rank in a trace directory");
+  auto* cmd = app.add_subcommand(
+      "dump", "Print every record of every rank in a trace directory (or several: each node's)");
   auto options = std::make_shared<DumpOptions>();
-  cmd->add_option("dir", options->dir, "Trace directory")->required();
+  cmd->add_option("dir", options->dirs,
+                  "Trace directory; or several, each node's of one job, in one rank order")
+      ->required();
   cmd->add_option("--rank", options->rank, "Only this global rank");
   cmd->add_option("--tail", options->tail, "Only the last N records of each rank");
   cmd->add_flag("--json", options->json, "JSON lines: header, comm and record objects");

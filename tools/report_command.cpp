@@ -17,6 +17,7 @@
 #include "hang_detector/job_index.h"
 #include "hang_detector/process_probe.h"
 #include "tools/commands.h"
+#include "tools/trace_dirs.h"
 #include "trace/clock.h"
 
 namespace ncclscope::tools {
@@ -27,26 +28,34 @@ namespace hd = hang_detector;
 constexpr int kUnusable = 3;
 
 struct ReportCliOptions {
-  std::string dir;
+  std::vector<std::string> dirs;
   std::string output;
   std::string job;
 };
 
 int Run(const ReportCliOptions& o) {
-  struct stat st {};
-  if (stat(o.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    std::cerr << "ncclscope report: " << o.dir << ": not a readable directory\n";
+  for (const std::string& dir : o.dirs) {
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      std::cerr << "ncclscope report: " << dir << ": not a readable directory\n";
+      return kUnusable;
+    }
+  }
+  std::string twice;
+  if (!EachDirOnce(o.dirs, &twice)) {
+    std::cerr << "ncclscope report: " << twice << "\n";
     return kUnusable;
   }
+  const std::string dirs = NameDirs(o.dirs);
   std::string error;
-  std::optional<exporters::JobInput> input = exporters::OpenJobInput(o.dir, o.job, &error);
+  std::optional<exporters::JobInput> input = exporters::OpenJobInput(o.dirs, o.job, &error);
   if (!input) {
     std::cerr << "ncclscope report: " << error << "\n";
     return kUnusable;
   }
   for (const std::string& note : input->notes) std::cerr << "ncclscope report: " << note << "\n";
   const std::optional<hd::JobIndex> index =
-      exporters::IndexJobInput(*input, o.dir, o.job, 2, &error);
+      exporters::IndexJobInput(*input, o.dirs, o.job, 2, &error);
   if (!index) {
     std::cerr << "ncclscope report: " << error << "\n";
     return kUnusable;
@@ -62,17 +71,17 @@ int Run(const ReportCliOptions& o) {
   exporters::RingSource& source = *input->source;
   exporters::CostTable costs;
   if (!exporters::BuildCostTable(source, &costs, &error)) {
-    std::cerr << "ncclscope report: " << o.dir << ": " << error << "\n";
+    std::cerr << "ncclscope report: " << dirs << ": " << error << "\n";
     return kUnusable;
   }
   exporters::report::ReportInputs inputs;
-  inputs.dir = o.dir;
+  inputs.dir = dirs;
   inputs.version = NCCLSCOPE_VERSION;
   inputs.analysis = &analysis;
   inputs.costs = &costs;
   inputs.generated_ns = trace::RealtimeNs();
   if (!exporters::report::WriteReport(source, inputs, o.output, &error)) {
-    std::cerr << "ncclscope report: " << o.dir << ": " << error << "\n";
+    std::cerr << "ncclscope report: " << dirs << ": " << error << "\n";
     return kUnusable;
   }
   std::cout << o.output << ": " << hd::StageName(analysis) << ", " << analysis.verdicts.size()
@@ -89,7 +98,9 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
       "report",
       "Write one self-contained HTML page about the job: verdicts and evidence, a timeline "
       "around the incident, what each collective cost, what each communicator waits on");
-  cmd->add_option("dir", o->dir, "Trace directory of the job")->required();
+  cmd->add_option("dir", o->dirs,
+                  "Trace directory of the job; or several, each node's, read as one job")
+      ->required();
   cmd->add_option("-o,--output", o->output, "HTML file to write (created 0600)")->required();
   cmd->add_option("--job", o->job,
                   "The job to read when the directory holds several (default: the newest "

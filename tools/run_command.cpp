@@ -1,5 +1,6 @@
-// `ncclscope run [--dir D] [--exporter[=PORT]] [--] CMD ARGS...`: runs any command with the probe
-// preloaded and, with --exporter (or NCCLSCOPE_EXPORTER), this node's metrics exporter next to it.
+// `ncclscope run [--dir D] [--exporter[=PORT]] [--subreaper] [--] CMD ARGS...`: runs any command
+// with the probe preloaded and, with --exporter (or NCCLSCOPE_EXPORTER), this node's metrics
+// exporter next to it; passes signals on to the command (run_supervisor.h).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "tools/commands.h"
+#include "tools/run_supervisor.h"
 #include "trace/job_layout.h"
 #include "trace/trace_dir.h"
 
@@ -105,10 +107,13 @@ std::string ListenAddress(const std::string& exporter) {
 
 // `ncclscope exporter` as a child of this launcher; -1 when it could not be started (the job runs
 // anyway: metrics are never worth a failed job).
-pid_t StartExporter(const std::string& dir, const std::string& job, const std::string& listen) {
+pid_t StartExporter(const std::string& dir, const std::string& job, const std::string& listen,
+                    const JobSupervisor& supervisor) {
   const std::string self = ExecutableDir() + "/ncclscope";
   pid_t pid = fork();
   if (pid == 0) {
+    // SIGTERM must reach it (StopExporter).
+    supervisor.RestoreInChild();
     // Not the job's: no probe in the exporter itself.
     unsetenv("LD_PRELOAD");
     // This node's ranks only: the directory may be shared by every node's launcher.
@@ -137,11 +142,16 @@ void StopExporter(pid_t exporter) {
   }
 }
 
-int Run(const std::string& dir_option, const std::string& exporter_option,
-        const std::vector<std::string>& command) {
+struct RunOptions {
+  std::string dir;
+  std::string exporter;
+  bool subreaper = false;
+};
+
+int Run(const RunOptions& options, const std::vector<std::string>& command) {
   if (command.empty()) {
     std::cerr << "ncclscope run: no command given (usage: ncclscope run [--dir D] "
-                 "[--exporter[=PORT]] -- CMD ARGS...)\n";
+                 "[--exporter[=PORT]] [--subreaper] -- CMD ARGS...)\n";
     return 3;
   }
   const std::string probe = ExecutableDir() + "/../lib/libncclscope.so";
@@ -150,7 +160,7 @@ int Run(const std::string& dir_option, const std::string& exporter_option,
               << " (build the ncclscope_probe target)\n";
     return 3;
   }
-  const TraceLayout layout = ChooseLayout(dir_option);
+  const TraceLayout layout = ChooseLayout(options.dir);
   const std::string& dir = layout.dir;
   std::string error;
   std::string made;  // equals dir
@@ -171,12 +181,14 @@ int Run(const std::string& dir_option, const std::string& exporter_option,
     setenv("NCCLSCOPE_JOB_ID", layout.job.c_str(), 1);
   }
   const char* exporter_env = getenv("NCCLSCOPE_EXPORTER");
-  const std::string exporter = !exporter_option.empty()  ? exporter_option
+  const std::string exporter = !options.exporter.empty() ? options.exporter
                                : exporter_env != nullptr ? exporter_env
                                                          : "";
-  const pid_t exporter_pid = !exporter.empty() && OwnsNodeExporter()
-                                 ? StartExporter(dir, layout.job, ListenAddress(exporter))
-                                 : -1;
+  // From here on a signal meant for the job waits for it instead of ending this process.
+  const JobSupervisor supervisor(options.subreaper);
+  pid_t exporter_pid = !exporter.empty() && OwnsNodeExporter()
+                           ? StartExporter(dir, layout.job, ListenAddress(exporter), supervisor)
+                           : -1;
   setenv("LD_PRELOAD", PreloadValue(probe).c_str(), 1);
   // The probe is NCCL's profiler plugin too (device start events); a user's choice is kept.
   setenv("NCCL_PROFILER_PLUGIN", probe.c_str(), 0);
@@ -195,6 +207,7 @@ int Run(const std::string& dir_option, const std::string& exporter_option,
     return 3;
   }
   if (child == 0) {
+    supervisor.RestoreInChild();
     std::vector<char*> argv;
     argv.reserve(command.size() + 1);
     for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
@@ -203,12 +216,7 @@ int Run(const std::string& dir_option, const std::string& exporter_option,
     std::cerr << "ncclscope run: cannot run '" << command[0] << "': " << strerror(errno) << "\n";
     _exit(127);
   }
-  // Like a shell, let the job receive Ctrl-C while we wait for it and report where it wrote.
-  signal(SIGINT, SIG_IGN);
-  signal(SIGTERM, SIG_IGN);
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int status = supervisor.Wait(child, &exporter_pid);
   // The job's ranks have ended: their last state was on /metrics while they ran, and the trace
   // stays in the directory for `ncclscope analyze`.
   StopExporter(exporter_pid);
@@ -231,11 +239,7 @@ void RegisterRunCommand(CLI::App& app, const std::vector<std::string>& after_dou
                         int* exit_code) {
   auto* cmd =
       app.add_subcommand("run", "Run a command with the probe preloaded (like nsys profile)");
-  struct Options {
-    std::string dir;
-    std::string exporter;
-  };
-  auto options = std::make_shared<Options>();
+  auto options = std::make_shared<RunOptions>();
   cmd->add_option("--dir", options->dir,
                   "Exact trace directory (default: $NCCLSCOPE_DIR, else "
                   "<base>/<job>/<host>: base $NCCLSCOPE_BASE_DIR or ./ncclscope, job from the "
@@ -245,15 +249,22 @@ void RegisterRunCommand(CLI::App& app, const std::vector<std::string>& after_dou
                 "Also serve this node's metrics while the job runs (ncclscope exporter): "
                 "--exporter listens on 0.0.0.0:9478, --exporter=PORT or =ADDR:PORT elsewhere "
                 "(default: $NCCLSCOPE_EXPORTER, empty: none)");
+  cmd->add_flag("--subreaper", options->subreaper,
+                "Reap every orphaned process the command leaves, as PID 1 does (which ncclscope "
+                "run does by itself when it is PID 1, a container's entry point)");
   // Everything from the first word that is not ours belongs to the command, even words that look
   // like our options.
   cmd->prefix_command();
   cmd->allow_extras();
-  cmd->footer("Usage: ncclscope run [--dir D] [--exporter[=PORT]] [--] CMD ARGS...");
+  cmd->footer(
+      "Usage: ncclscope run [--dir D] [--exporter[=PORT]] [--subreaper] [--] CMD ARGS...\n"
+      "SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 are passed on to the command, and SIGINT and SIGQUIT "
+      "unless the terminal sent them to the command as well; the exit code is the command's "
+      "(128 + signal when it was killed).");
   cmd->callback([=] {
     std::vector<std::string> command = cmd->remaining();
     command.insert(command.end(), after_double_dash.begin(), after_double_dash.end());
-    *exit_code = Run(options->dir, options->exporter, command);
+    *exit_code = Run(*options, command);
   });
 }
 

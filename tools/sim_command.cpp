@@ -17,7 +17,8 @@ void RegisterSimCommand(CLI::App& app, int* exit_code) {
                   "Trace directory (default: a new one under $TMPDIR)");
   cmd->add_option("--nodes", options->nodes,
                   "Split the ranks into N simulated nodes (equal contiguous blocks), each with "
-                  "its own host name (node0, ...) and trace directory <dir>/<job>/<host>")
+                  "its own host name (node0, ...) and trace directory <dir>/<job>/<host>; the job "
+                  "is $NCCLSCOPE_JOB_ID when set, else sim-<tag>, new for each run")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--no-probe", *no_probe, "Run without libncclscope.so preloaded");
   cmd->add_option("--timeout", options->timeout_s,

@@ -19,6 +19,7 @@
 #include "exporters/size_classes.h"
 #include "hang_detector/json_writer.h"
 #include "tools/commands.h"
+#include "tools/trace_dirs.h"
 #include "trace/nccl_names.h"
 
 namespace ncclscope::tools {
@@ -31,7 +32,7 @@ using exporters::RankRow;
 constexpr int kUnusable = 3;
 
 struct StatsOptions {
-  std::string dir;
+  std::vector<std::string> dirs;
   bool json = false;
   bool csv = false;
   std::string job;
@@ -166,13 +167,21 @@ void PrintCsv(const CostTable& t) {
 }
 
 int Run(const StatsOptions& o) {
-  struct stat st {};
-  if (stat(o.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    std::cerr << "ncclscope stats: " << o.dir << ": not a readable directory\n";
+  for (const std::string& dir : o.dirs) {
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      std::cerr << "ncclscope stats: " << dir << ": not a readable directory\n";
+      return kUnusable;
+    }
+  }
+  std::string twice;
+  if (!EachDirOnce(o.dirs, &twice)) {
+    std::cerr << "ncclscope stats: " << twice << "\n";
     return kUnusable;
   }
+  const std::string dirs = NameDirs(o.dirs);
   std::string error;
-  std::optional<exporters::JobInput> input = exporters::OpenJobInput(o.dir, o.job, &error);
+  std::optional<exporters::JobInput> input = exporters::OpenJobInput(o.dirs, o.job, &error);
   if (!input) {
     std::cerr << "ncclscope stats: " << error << "\n";
     return kUnusable;
@@ -180,13 +189,13 @@ int Run(const StatsOptions& o) {
   for (const std::string& note : input->notes) std::cerr << "ncclscope stats: " << note << "\n";
   CostTable t;
   if (!exporters::BuildCostTable(*input->source, &t, &error)) {
-    std::cerr << "ncclscope stats: " << o.dir << ": " << error << "\n";
+    std::cerr << "ncclscope stats: " << dirs << ": " << error << "\n";
     return kUnusable;
   }
   for (const std::string& e : t.errors) std::cerr << "ncclscope stats: " << e << "\n";
   for (const std::string& n : input->source->Notes()) std::cerr << "ncclscope stats: " << n << "\n";
   if (t.files == 0) {
-    std::cerr << "ncclscope stats: " << o.dir
+    std::cerr << "ncclscope stats: " << dirs
               << (input->fr != nullptr ? ": no readable Flight Recorder dump in it\n"
                                        : ": no readable ring file (*.ring) in it, nor a "
                                          "Flight Recorder dump\n");
@@ -210,7 +219,9 @@ void RegisterStatsCommand(CLI::App& app, int* exit_code) {
       "stats",
       "What each collective cost: per communicator x operation x size class, calls, time "
       "p50/p90/p99, algBw and busBw (nccl-tests), the slowest rank; then one line per rank");
-  cmd->add_option("dir", o->dir, "Trace directory of the job")->required();
+  cmd->add_option("dir", o->dirs,
+                  "Trace directory of the job; or several, each node's, read as one job")
+      ->required();
   auto* json = cmd->add_flag("--json", o->json, "Print JSON");
   cmd->add_flag("--csv", o->csv, "Print the communicator table as CSV")->excludes(json);
   cmd->add_option("--job", o->job,

@@ -22,6 +22,7 @@
 #include "hang_detector/job_index.h"
 #include "hang_detector/process_probe.h"
 #include "tools/commands.h"
+#include "tools/trace_dirs.h"
 #include "trace/clock.h"
 
 namespace ncclscope::tools {
@@ -34,7 +35,7 @@ constexpr int kBadOptions = 2;
 constexpr int kUnusable = 3;
 
 struct TimelineCliOptions {
-  std::string dir;
+  std::vector<std::string> dirs;
   std::string output;
   std::string format = "perfetto";
   std::string ranks;
@@ -52,7 +53,7 @@ std::optional<hd::Analysis> Verdicts(const TimelineCliOptions& o,
                                      const exporters::JobInput& input) {
   std::string error;
   const std::optional<hd::JobIndex> index =
-      exporters::IndexJobInput(input, o.dir, o.job, 2, &error);
+      exporters::IndexJobInput(input, o.dirs, o.job, 2, &error);
   if (!index) return std::nullopt;
   const auto probe = hd::MakeLinuxProcessProbe();
   hd::AnalyzeOptions options;
@@ -85,8 +86,8 @@ int Around(const TimelineCliOptions& o, const hd::Analysis* analysis,
       options->around_seq = v.seq;
       return 0;
     }
-    std::cerr << "ncclscope timeline: --around verdict: no verdict names an operation of " << o.dir
-              << "\n";
+    std::cerr << "ncclscope timeline: --around verdict: no verdict names an operation of "
+              << NameDirs(o.dirs) << "\n";
     return kUnusable;
   }
   uint64_t seq = 0;
@@ -106,11 +107,19 @@ int Around(const TimelineCliOptions& o, const hd::Analysis* analysis,
 }
 
 int Run(const TimelineCliOptions& o) {
-  struct stat st {};
-  if (stat(o.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    std::cerr << "ncclscope timeline: " << o.dir << ": not a readable directory\n";
+  for (const std::string& dir : o.dirs) {
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      std::cerr << "ncclscope timeline: " << dir << ": not a readable directory\n";
+      return kUnusable;
+    }
+  }
+  std::string twice;
+  if (!EachDirOnce(o.dirs, &twice)) {
+    std::cerr << "ncclscope timeline: " << twice << "\n";
     return kUnusable;
   }
+  const std::string dirs = NameDirs(o.dirs);
   tl::TimelineOptions options;
   std::string error;
   if (!o.ranks.empty() && !tl::ParseRankList(o.ranks, &options.ranks, &error)) {
@@ -124,7 +133,7 @@ int Run(const TimelineCliOptions& o) {
   options.comm = o.comm;
   options.from_s = o.from_s;
   options.to_s = o.to_s;
-  std::optional<exporters::JobInput> input = exporters::OpenJobInput(o.dir, o.job, &error);
+  std::optional<exporters::JobInput> input = exporters::OpenJobInput(o.dirs, o.job, &error);
   if (!input) {
     std::cerr << "ncclscope timeline: " << error << "\n";
     return kUnusable;
@@ -156,7 +165,7 @@ int Run(const TimelineCliOptions& o) {
   }
   tl::TimelineSummary summary;
   if (!tl::WriteTimeline(*input->source, options, sink.get(), &summary, &error)) {
-    std::cerr << "ncclscope timeline: " << o.dir << ": " << error << "\n";
+    std::cerr << "ncclscope timeline: " << dirs << ": " << error << "\n";
     return kUnusable;
   }
   for (const std::string& e : summary.errors) std::cerr << "ncclscope timeline: " << e << "\n";
@@ -183,7 +192,9 @@ void RegisterTimelineCommand(CLI::App& app, int* exit_code) {
       "Write the job's timeline for ui.perfetto.dev: a process per rank, its NCCL calls and the "
       "device execution of its operations, arrows joining each collective across ranks, verdicts "
       "on their culprits");
-  cmd->add_option("dir", o->dir, "Trace directory of the job")->required();
+  cmd->add_option("dir", o->dirs,
+                  "Trace directory of the job; or several, each node's, read as one job")
+      ->required();
   cmd->add_option("-o,--output", o->output, "File to write (created 0600)")->required();
   cmd->add_option("--format", o->format,
                   "perfetto: Perfetto's protobuf trace (default); chrome-json: Chrome trace "

@@ -16,8 +16,10 @@ struct TraceSet {
   std::string job;
 };
 
-// Reads every *.ring file in dir. A damaged file does not stop the others; it is listed in errors.
-// Returns false (and sets *error) only when the directory itself cannot be read.
+// Reads every *.ring file in dir into *out, adding to what it holds (several directories, each
+// node's of one job, read into one set stay in the order above). A damaged file does not stop the
+// others; it is listed in errors. Returns false (and sets *error) only when the directory itself
+// cannot be read.
 bool ReadTraceDir(const std::string& dir, TraceSet* out, std::string* error);
 
 }  // namespace ncclscope::trace

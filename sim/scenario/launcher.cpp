@@ -162,7 +162,7 @@ int runSim(const SimOptions& opt, std::ostream& out, std::ostream& err) {
 
   JobEnv job;
   job.tag = newJobTag();
-  job.job_id = "sim-" + job.tag;
+  job.job_id = simJobId(job.tag, std::getenv("NCCLSCOPE_JOB_ID"));
   job.trace_dir = opt.trace_dir;
   job.probe = opt.probe ? std::filesystem::absolute(probe).string() : "";
   job.nranks = opt.ranks;

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <map>
 
+#include "trace/job_layout.h"
+
 namespace ncclscope::sim {
 
 std::vector<std::string> rankEnvironment(const JobEnv& job, int rank, char** base) {
@@ -53,6 +55,11 @@ std::vector<std::string> rankEnvironment(const JobEnv& job, int rank, char** bas
   out.reserve(env.size());
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
+}
+
+std::string simJobId(const std::string& tag, const char* env_job_id) {
+  if (env_job_id == nullptr || *env_job_id == '\0') return "sim-" + tag;
+  return trace::SafePathComponent(env_job_id, "local");
 }
 
 std::string NodeHost(int node) {

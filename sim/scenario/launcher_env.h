@@ -35,6 +35,13 @@ std::string NodeHost(int node);
 // its node's host, directory and local rank. Pure.
 std::vector<std::string> rankEnvironment(const JobEnv& job, int rank, char** base);
 
+// The job id of a simulated job: `env_job_id` (NCCLSCOPE_JOB_ID) when set and not empty, made a
+// path component as the probe makes it (trace::SafePathComponent), so the ring files' headers and
+// the node directories carry the name the caller gave, as a real job's do; else "sim-<tag>", new
+// for each run. The tag, not the job id, keeps concurrent runs apart (shared memory, run
+// directory). Pure.
+std::string simJobId(const std::string& tag, const char* env_job_id);
+
 // A tag unique across concurrent jobs on this host: [0-9a-f]+, safe in shm and file names.
 // Thread-safe.
 std::string newJobTag();

@@ -80,6 +80,10 @@ int BackgroundProcess::Wait(double timeout_s) {
   return -1;
 }
 
+bool BackgroundProcess::Signal(int sig) {
+  return pid_ > 0 && exit_code_ < 0 && kill(pid_, sig) == 0;
+}
+
 int BackgroundProcess::Stop(double timeout_s) {
   if (pid_ > 0 && exit_code_ < 0) kill(pid_, SIGTERM);
   return Wait(timeout_s);

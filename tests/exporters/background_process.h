@@ -26,6 +26,8 @@ class BackgroundProcess {
   int Wait(double timeout_s);
   // SIGTERM, then waits up to timeout_s; the exit code as Wait.
   int Stop(double timeout_s);
+  // Sends `sig` to it alone (not its process group); false once it has ended or was never started.
+  bool Signal(int sig);
 
  private:
   pid_t pid_ = -1;

@@ -73,6 +73,15 @@ TEST(LauncherEnv, TheProbeIsAlsoNcclsProfilerPluginUnlessTheUserChoseOne) {
   EXPECT_EQ(lookup(rankEnvironment(job, 0, plain), "NCCL_PROFILER_PLUGIN"), "<unset>");
 }
 
+// A job id the caller set (NCCLSCOPE_JOB_ID) names the simulated job as it names a real one: its
+// ring files' headers and node directories carry it, made a path component as the probe makes it.
+TEST(LauncherEnv, TheJobIdIsTheCallersWhenSetElseNewForEachRun) {
+  EXPECT_EQ(simJobId("abc", nullptr), "sim-abc");
+  EXPECT_EQ(simJobId("abc", ""), "sim-abc");
+  EXPECT_EQ(simJobId("abc", "job42"), "job42");
+  EXPECT_EQ(simJobId("abc", "exp/7"), "exp_7");
+}
+
 // `ncclscope sim --nodes 2` on 8 ranks: ranks 4-7 are node1's, numbered 0-3 there, writing under
 // their node's host name into their node's directory, as on a machine of their own.
 TEST(LauncherEnv, SimulatedNodesGetTheirHostDirectoryAndLocalRanks) {
