@@ -100,7 +100,8 @@ bool FrRingSource::NamesOf(int rank, const std::vector<uint64_t>& indices,
     const auto it = std::find_if(files_.begin(), files_.end(),
                                  [rank](const auto& f) { return f.second.rank == rank; });
     if (it == files_.end()) {
-      *error = dir_ + ": no Flight Recorder dump of rank " + std::to_string(rank);
+      *error = "no Flight Recorder dump of rank " + std::to_string(rank) + " in";
+      for (const std::string& dir : dirs_) *error += " " + dir;
       return false;
     }
     facts = {it->first, rank, last_dump_ns_};

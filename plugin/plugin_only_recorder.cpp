@@ -10,6 +10,7 @@
 #include "plugin/comm_registry.h"
 #include "plugin/plugin_only_state.h"
 #include "plugin/probe_clock.h"
+#include "plugin/probe_record.h"
 #include "plugin/profiler_identity.h"
 #include "plugin/proxy_mask.h"
 #include "plugin/runtime.h"
@@ -62,18 +63,9 @@ void Publish(Runtime& rt, const Comm& c, const char* name) {
 // The creation as a closed comm_init_rank record (comm_id, aux = rank << 32 | nranks, as the
 // interposer writes it), stamped when NCCL called the profiler's init.
 void RecordCreation(Runtime& rt, const Comm& c) {
-  trace::RecordData d{};
-  d.op = static_cast<uint32_t>(trace::OpType::kCommInitRank);
-  d.comm_id = c.id;
+  trace::RecordData d = ProbeRecord(trace::OpType::kCommInitRank, c.id);
   d.aux = PackAux(c.rank, c.nranks);
-  d.t_enter_ns = ProbeNowNs();
-  d.t_exit_ns = d.t_enter_ns;
-  d.t_device_done_ns = trace::kDoneUntracked;
-  d.dtype = -1;
-  d.redop = -1;
-  d.peer = -1;
   d.result = ncclSuccess;
-  d.tid = CachedTid(Tls());
   rt.ring->Append(d, false);
 }
 

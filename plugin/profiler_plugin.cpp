@@ -5,6 +5,7 @@
 #include "plugin/export.h"
 #include "plugin/plugin_only_recorder.h"
 #include "plugin/probe_clock.h"
+#include "plugin/probe_record.h"
 #include "plugin/profiler_identity.h"
 #include "plugin/proxy_mask.h"
 #include "plugin/proxy_progress.h"
@@ -172,20 +173,6 @@ uint32_t OpOfP2pFunc(const char* func) {
   return 0;
 }
 
-trace::RecordData ProfilerRecord(OpType op, uint64_t comm_id) noexcept {
-  trace::RecordData d{};
-  d.op = static_cast<uint32_t>(op);
-  d.comm_id = comm_id;
-  d.t_enter_ns = ProbeNowNs();
-  d.t_exit_ns = d.t_enter_ns;
-  d.t_device_done_ns = trace::kDoneUntracked;
-  d.dtype = -1;
-  d.redop = -1;
-  d.peer = -1;
-  d.tid = CachedTid(Tls());
-  return d;
-}
-
 void WriteStartMarker(const EventHandle& h, Context& c, uint8_t channel,
                       uint64_t gpu_start_ns) noexcept {
   Runtime* rt = LiveRuntime();
@@ -194,7 +181,7 @@ void WriteStartMarker(const EventHandle& h, Context& c, uint8_t channel,
   const uint32_t op = h.op.load(std::memory_order_relaxed);
   trace::RecordData d;
   if (IsP2pOp(op)) {
-    d = ProfilerRecord(OpType::kP2pDeviceStart, c.comm_id);
+    d = ProbeRecord(OpType::kP2pDeviceStart, c.comm_id);
     d.peer = h.peer.load(std::memory_order_relaxed);
     d.redop = static_cast<int32_t>(op);
     d.dtype = channel;
@@ -210,7 +197,7 @@ void WriteStartMarker(const EventHandle& h, Context& c, uint8_t channel,
         if (last >= seq) return;
       } while (!c.last_coll_marker.compare_exchange_weak(last, seq, std::memory_order_relaxed));
     }
-    d = ProfilerRecord(OpType::kDeviceStart, c.comm_id);
+    d = ProbeRecord(OpType::kDeviceStart, c.comm_id);
     d.count = h.nccl_seq.load(std::memory_order_relaxed);
     d.peer = channel;
   }
@@ -290,7 +277,7 @@ ncclResult_t Init(int abi, void** context, uint64_t comm_hash, int* mask, const 
     std::strncpy(c.name, comm_name, kNameBytes - 1);
     c.name[kNameBytes - 1] = '\0';
   }
-  trace::RecordData d = ProfilerRecord(OpType::kProfilerAttach, comm_id);
+  trace::RecordData d = ProbeRecord(OpType::kProfilerAttach, comm_id);
   d.aux = comm_hash;
   d.count = static_cast<uint64_t>(abi);
   d.peer = rank;

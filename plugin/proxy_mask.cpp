@@ -3,7 +3,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "plugin/probe_clock.h"
+#include "plugin/probe_record.h"
 #include "plugin/profiler_abi.h"
 #include "trace/record.h"
 
@@ -19,14 +19,7 @@ std::atomic<uint64_t> g_added_detail{0};
 std::atomic<bool> g_detail_on{false};
 
 void WriteMaskRecord(trace::RingWriter& ring, uint64_t mask, uint64_t why) noexcept {
-  trace::RecordData d{};
-  d.op = static_cast<uint32_t>(trace::OpType::kProfilerMask);
-  d.t_enter_ns = ProbeNowNs();
-  d.t_exit_ns = d.t_enter_ns;
-  d.t_device_done_ns = trace::kDoneUntracked;
-  d.dtype = -1;
-  d.redop = -1;
-  d.peer = -1;
+  trace::RecordData d = ProbeRecord(trace::OpType::kProfilerMask, 0);
   d.aux = mask;
   d.count = why;
   ring.Append(d, false);

@@ -16,7 +16,7 @@
 #include "hang_detector/verdict_text.h"
 #include "plugin/incident_report.h"
 #include "plugin/nccl_symbols.h"
-#include "plugin/probe_clock.h"
+#include "plugin/probe_record.h"
 #include "plugin/runtime.h"
 #include "plugin/warn.h"
 #include "plugin/watchdog.h"
@@ -126,9 +126,9 @@ int64_t Watchdog::Look(const StallState& s, int64_t now_ns) {
                       : step.event == hd::IncidentEvent::kConfirmed ? "hang"
                                                                     : nullptr;
   // Where no rank can hold the node lock every stalled rank decides: one report per stage still.
-  const bool mine = !no_lock_ || step.event == hd::IncidentEvent::kNothing ||
-                    hd::ClaimIncidentStage(dir_, job_key_, next.incident,
-                                           hd::IncidentStageName(next.stage));
+  const bool mine =
+      !no_lock_ || step.event == hd::IncidentEvent::kNothing ||
+      hd::ClaimIncidentStage(dir_, job_key_, next.incident, hd::IncidentStageName(next.stage));
   if (stage != nullptr && mine) Report(a, stage);
   if (step.event == hd::IncidentEvent::kResolved && mine) ReportResolved(next, &a);
   if (next.stage == hd::IncidentStage::kHang && options_.abort_on_hang) {
@@ -220,16 +220,7 @@ void Watchdog::AbortCommunicators(const std::vector<uint64_t>& ids) {
     aborted_here_ = true;
     rt_->ring->SetFlags(trace::kHeaderWatchdogAborted);
     watch_.MarkAborted(cs->id);
-    trace::RecordData d{};
-    d.comm_id = cs->id;
-    d.op = static_cast<uint32_t>(trace::OpType::kCommAbort);
-    d.t_enter_ns = ProbeNowNs();
-    d.t_exit_ns = d.t_enter_ns;
-    d.t_device_done_ns = trace::kDoneUntracked;
-    d.dtype = -1;
-    d.redop = -1;
-    d.peer = -1;
-    d.tid = static_cast<uint32_t>(gettid());
+    trace::RecordData d = ProbeRecord(trace::OpType::kCommAbort, cs->id);
     d.flags = trace::kFlagByWatchdog;
     rt_->ring->Append(d, false);
     const ncclResult_t r = real_abort(static_cast<ncclComm_t>(handle));

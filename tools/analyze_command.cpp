@@ -119,7 +119,10 @@ int Analyze(const AnalyzeCliOptions& o) {
   hd::Analysis a = hd::Analyze(*index, options);
   exporters::NameRecordsAsInput(*input, &a);
   // A hang the job's watchdog confirmed is one fact: never shown as a suspect again.
-  if (input->fr == nullptr) hd::ApplyRecordedIncident(o.dir, options.now_wall_ns, &a);
+  // Each node's directory holds its own watchdog's record of the job's incident.
+  if (input->fr == nullptr) {
+    for (const std::string& dir : o.dirs) hd::ApplyRecordedIncident(dir, options.now_wall_ns, &a);
+  }
   const auto t2 = std::chrono::steady_clock::now();
   Print(o, a, 2, input->fr != nullptr);
   if (o.timing && input->fr != nullptr) {
@@ -260,7 +263,7 @@ int Watch(const AnalyzeCliOptions& o) {
     }
     const hd::AnalyzeOptions options = CorrelatorOptions(o, probe.get());
     hd::Analysis a = hd::Analyze(set, options);
-    hd::ApplyRecordedIncident(o.dir, options.now_wall_ns, &a);
+    hd::ApplyRecordedIncident(dir, options.now_wall_ns, &a);
     const std::string key = VerdictKey(a);
     const bool ended = a.usable && a.input.post_mortem;
     if (key != shown) {

@@ -75,27 +75,22 @@ TEST(IncidentRecord, DamagedOrHostileTextIsRefusedWhole) {
     EXPECT_FALSE(ParseIncident(text, &out, &error)) << what;
     EXPECT_FALSE(error.empty()) << what;
   };
+  // The good record with one piece of text replaced.
+  const auto edited = [&good](const std::string& from, const std::string& to) {
+    std::string text = good;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
   refused(good.substr(0, good.size() - 1), "truncated");
-  refused("ncclscope-watchdog-decision 1\n" + good.substr(good.find('\n') + 1), "another format");
-  std::string other_job = good;
-  other_job.replace(other_job.find("1234.0"), 6, "1234.9");  // the key no longer matches
-  refused(other_job, "a job id that does not match its key");
-  std::string slash = good;
-  slash.replace(slash.find("1234.0"), 6, "../x/y");
-  refused(slash, "a job id with a path in it");
-  std::string suspect_aborts = good;
-  suspect_aborts.replace(suspect_aborts.find("stage hang"), 10, "stage suspect");
-  refused(suspect_aborts, "a suspect listing communicators to abort");
-  std::string unconfirmed = good;
-  unconfirmed.replace(unconfirmed.find(" time\n"), 6, " none\n");
-  refused(unconfirmed, "a hang without how it was confirmed");
-  std::string big_rank = good;
-  big_rank.replace(big_rank.find("wait 00000000000000cc 5"), 23, "wait 00000000000000cc 99999999999");
-  refused(big_rank, "a rank beyond any job");
+  refused(edited("ncclscope-incident 1", "ncclscope-watchdog-decision 1"), "another format");
+  refused(edited("1234.0", "1234.9"), "a job id that does not match its key");
+  refused(edited("1234.0", "../x/y"), "a job id with a path in it");
+  refused(edited("stage hang", "stage suspect"), "a suspect listing communicators to abort");
+  refused(edited(" time\n", " none\n"), "a hang without how it was confirmed");
+  refused(edited("wait 00000000000000cc 5", "wait 00000000000000cc 99999999999"),
+          "a rank beyond any job");
   refused(good + "wait 00000000000000aa 1\n", "text after end");
-  std::string encoded = good;
-  encoded.replace(encoded.find("comm-name "), 10, "comm-name %Z");
-  refused(encoded, "a bad escape");
+  refused(edited("comm-name ", "comm-name %Z"), "a bad escape");
 }
 
 }  // namespace

@@ -50,6 +50,19 @@ TEST(LaunchEnvTest, BadRankIsReportedAndIgnored) {
   EXPECT_NE(warnings[0].find("RANK='abc'"), std::string::npos);
 }
 
+// torchrun restarts a job into the same directory: each run's files say which run they are.
+TEST(LaunchEnvTest, TorchrunsRestartCountNamesTheRun) {
+  const std::map<std::string, std::string> vars = {{"RANK", "1"},
+                                                   {"TORCHELASTIC_RESTART_COUNT", "2"}};
+  std::vector<std::string> warnings;
+  EXPECT_EQ(ReadLaunchIdentity(Lookup(vars), Config{}, &warnings).restart, 2u);
+  EXPECT_TRUE(warnings.empty());
+  const std::map<std::string, std::string> bad = {{"TORCHELASTIC_RESTART_COUNT", "-1"}};
+  EXPECT_EQ(ReadLaunchIdentity(Lookup(bad), Config{}, &warnings).restart, 0u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("TORCHELASTIC_RESTART_COUNT='-1'"), std::string::npos);
+}
+
 // A typo or a corrupt environment must not reach the ring header, where readers would take it for
 // the number of ranks to account for.
 TEST(LaunchEnvTest, ImplausibleWorldSizesAndRanksAreReportedAndIgnored) {

@@ -44,6 +44,22 @@ TEST(ChooseJob, AnAskedJobIsKeptEvenIfOlder) {
   EXPECT_EQ(none.ignored_files, 3u);
 }
 
+// torchrun restarted the job into the same directory: the dead ranks of the first run are not the
+// new run's, so only the newest run is kept, and the note says how many were left out.
+TEST(ChooseJob, OnlyTheNewestRunOfTheJobIsKept) {
+  std::vector<RingInfo> files = {File("j", 10), File("j", 11), File("j", 20), File("other", 5)};
+  files[2].restart = 1;
+  const JobChoice c = ChooseJob(Ptrs(files), "");
+  EXPECT_EQ(c.job, "j");
+  EXPECT_EQ(c.restart, 1u);
+  EXPECT_EQ(c.keep, (std::vector<char>{0, 0, 1, 0}));
+  EXPECT_EQ(c.earlier_run_files, 2u);
+  EXPECT_EQ(c.LeftOut(), 3u);
+  EXPECT_EQ(c.Note(),
+            "ignored 1 ring file(s) of job other (kept job j, the newest heartbeat); ignored 2 "
+            "ring file(s) of job j from runs before its restart 1 (TORCHELASTIC_RESTART_COUNT)");
+}
+
 TEST(ChooseJob, OneJobIgnoresNothing) {
   const std::vector<RingInfo> files = {File("j", 10), File("j", 20)};
   const JobChoice c = ChooseJob(Ptrs(files), "");
