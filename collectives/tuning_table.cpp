@@ -10,7 +10,7 @@ constexpr size_t kMiB = 1024 * kKiB;
 // blocks near-optimal on A100/A10/A30/T4/V100; too many SMs cause contention"), kept for Hopper
 // until measured. One-shot limits: vLLM's choice of its 1-stage kernel (custom_all_reduce.py:
 // 1-stage if world size <= 4 and size < 512 KB, or <= 8 and < 256 KB; world size 2 always 1-stage).
-// Two-shot limits: model-based estimate (../shared reference ep-kernels.md section 2: two-shot's
+// Two-shot limits: model-based estimate (two-shot's
 // transfer floor on 8 ranks at 16 MB is 65-79 us against NCCL's measured 120-135 us, so it may
 // beat NCCL up to and past 16 MB; capped at 64 MiB, vLLM's largest SM90 custom AllReduce size),
 // not measured.
@@ -48,7 +48,7 @@ constexpr TuningRow kRows[] = {
      "ranks (published); not measured"},
 };
 
-// All-to-all, model-based estimates, not measured (../shared reference ep-kernels.md section 2).
+// All-to-all, model-based estimates, not measured (docs/collectives.md).
 // Past a few MB both NCCL and a pull over NVLink are bound by the link (NCCL's all-to-all reaches
 // ~350-370 GB/s busBw), so what ncclscope can win is the fixed cost: ~6 us for the best custom
 // kernels against NCCL's 15-35 us through the plain API, ~14 us. Copy-in spends it at 2S / HBM

@@ -17,8 +17,8 @@
 namespace ncclscope::exporters {
 
 // Every dump counts as alive until the job's newest dump was written: torch has each rank dump
-// when the first one signals (reference flight-recorder.md 2.1), seconds apart, and a rank that
-// dumped was alive; one that did not is missing, not dead. Thread-safe.
+// when the first one signals (ProcessGroupNCCL.cpp's dump signal through the store), seconds apart,
+// and a rank that dumped was alive; one that did not is missing, not dead. Thread-safe.
 class FrRingSource final : public RingSource {
  public:
   explicit FrRingSource(std::string dir) : dirs_{std::move(dir)} {}

@@ -1,7 +1,7 @@
 // The NCCL profiler plugin ABI (function tables ncclProfiler_v4/v5/v6), written from the documented
-// layout (shared/reference/nccl-profiler.md §1 in the project workspace): NCCL ships no header for
-// it, so every plugin declares its own. Only what the probe reads is spelled out in full; the
-// union members we never read are declared so the union has NCCL's size.
+// layout (NVIDIA/nccl v2.28.9-1, src/include/plugin/profiler/profiler_v{4,5,6}.h): NCCL ships no
+// header for it, so every plugin declares its own. Only what the probe reads is spelled out in
+// full; the union members we never read are declared so the union has NCCL's size.
 // tests/plugin/profiler_abi_test.cpp pins the sizes and offsets.
 #pragma once
 

@@ -14,7 +14,7 @@
 
 namespace ncclscope::gpu_check {
 
-// The DeepSeek-V3 shape of ../shared/reference/ep-kernels.md section 5.2: hidden 7168, top-8 of
+// The DeepSeek-V3 shape DeepEP's README benchmarks (deepseek-ai/DeepEP): hidden 7168, top-8 of
 // 256 experts (256 rounded down to a multiple of the ranks), with the low-latency mode's 128
 // tokens per rank and a high-throughput batch of 4096.
 inline constexpr int kDeepSeekHidden = 7168;

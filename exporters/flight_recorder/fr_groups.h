@@ -1,6 +1,7 @@
 // The process groups of a job as Flight Recorder dumps name them: one per communicator id, numbered
 // job-wide so that every rank's dump names the same communicator the same way (torch's pg_config
-// uses one pg name on every member, reference shared/reference/flight-recorder.md 2.3).
+// uses one pg name on every member, ProcessGroupNCCL.cpp's
+// pg_config).
 #pragma once
 
 #include <cstdint>

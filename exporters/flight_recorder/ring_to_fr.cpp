@@ -20,7 +20,7 @@ using flight_recorder::FrVersion;
 using trace::OpType;
 using trace::RecordData;
 
-constexpr FrVersion kPerOpCollectivesInGroups{2, 7};  // reference 1.3 (PR #151238)
+constexpr FrVersion kPerOpCollectivesInGroups{2, 7};  // pytorch/pytorch#151238
 
 OpType OpOf(const RecordData& r) {
   return static_cast<OpType>(r.op);

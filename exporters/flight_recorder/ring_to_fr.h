@@ -1,8 +1,8 @@
 // PyTorch Flight Recorder (FR) dumps made from ncclscope ring files: one FrDump per global rank of
 // a job, so torch's analyzer (torchfrtrace) and anything else that reads FR dumps reads an
 // ncclscope trace, and the FR importer's tests get dumps whose truth is known. The conventions
-// (the importer, trace/flight_recorder/fr_records.h, relies on them; reference
-// shared/reference/flight-recorder.md 1.2, 1.3, 2.3):
+// (the importer, trace/flight_recorder/fr_records.h, relies on them; torch's Entry and
+// dump in torch/csrc/distributed/c10d/FlightRecorder.hpp and FlightRecorderDetail.hpp):
 //   process groups  one per communicator id of the job (fr_groups.h): name = decimal index in
 //                   job order (communicators sorted by their lowest member global rank, then that
 //                   rank's comm-table position), desc = the comm's recorded name, else

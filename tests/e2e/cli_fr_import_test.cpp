@@ -1,9 +1,10 @@
 // A directory of PyTorch Flight Recorder dumps handed to `analyze`, `stats` and `timeline` as a
 // user would after a job died with TORCH_NCCL_DUMP_ON_TIMEOUT: the verdict names the rank that
 // broke the job, a healthy set of dumps says healthy, and what cannot be read exits 3 saying why.
-// The dumps are hand-written for the corners of the format (reference flight-recorder.md 1.3,
-// 2.3, 3.5): a rank that never joined, one that issued another op, a missing dump, buffers that
-// dropped different amounts, coalesced p2p, mixed versions.
+// The dumps are hand-written for the corners of the format (FlightRecorder.hpp's Entry,
+// FlightRecorderDetail.hpp's dump, torchfrtrace's matching): a rank that never joined, one that
+// issued another op, a missing dump, buffers that dropped different amounts, coalesced p2p, mixed
+// versions.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -23,7 +24,8 @@ namespace {
 using flight_recorder::FrState;
 
 constexpr int64_t kT0 = 1'760'000'000'000'000'000;
-// torch dumps once the 10-minute timeout fired (reference 4): every wait is long by then.
+// torch dumps once the 10-minute timeout fired (TORCH_NCCL_DUMP_ON_TIMEOUT, default timeout 10
+// minutes): every wait is long by then.
 constexpr double kDumpedAt = 700;
 
 ProcessResult RunCli(const std::vector<std::string>& args) {

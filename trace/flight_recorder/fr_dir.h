@@ -1,7 +1,8 @@
 // A directory of PyTorch Flight Recorder dumps, one file per rank, found by what the files hold:
 // users collect them from every node under whatever names their TORCH_NCCL_DEBUG_INFO_TEMP_FILE
-// (TORCH_FR_DUMP_TEMP_FILE) prefix gave, "<prefix><global rank>" (reference flight-recorder.md
-// 2.2), so the name's last run of digits is the rank and the rest is not trusted to mean anything.
+// (TORCH_FR_DUMP_TEMP_FILE) prefix gave, "<prefix><global rank>" (DebugInfoWriter
+// in torch/csrc/distributed/c10d/FlightRecorder.cpp), so the name's last run of digits is the rank
+// and the rest is not trusted to mean anything.
 #pragma once
 
 #include <cstddef>

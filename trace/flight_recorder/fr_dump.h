@@ -42,7 +42,8 @@ struct FrFrame {
   bool operator==(const FrFrame&) const = default;
 };
 
-// One recorded operation (reference 1.2). Fields a version does not have keep their defaults.
+// One recorded operation (Entry in torch/csrc/distributed/c10d/FlightRecorder.hpp). Fields a
+// version does not have keep their defaults.
 struct FrEntry {
   int64_t record_id = 0;
   int64_t pg_id = 0;
@@ -102,7 +103,8 @@ struct FrDump {
 // The dump `root` holds, or nullopt with *error naming the place and the problem, e.g.
 // "entries[3].op_id: expected int, got str" or "entries[0]: missing key 'state'". Unknown keys
 // (nccl_comm_state, later additions) are ignored; keys a version did not have yet are optional.
-// Accepts both the pickle and the JSON typing of a field (reference 2.3). Pure.
+// Accepts both the pickle and the JSON typing of a field (FlightRecorderDetail.hpp's dump and
+// dump_json). Pure.
 std::optional<FrDump> DecodeFrDump(const PickleValue& root, std::string* error);
 
 // The value tree torch would pickle for `dump`, with the keys of dump.version in torch's order;

@@ -1,9 +1,9 @@
 // PyTorch Flight Recorder dumps in their JSON form, the text torch's _dump_nccl_trace_json returns
 // (FlightRecorder<EventType>::dump_json in torch/csrc/distributed/c10d/FlightRecorderDetail.hpp).
 // Reading turns the text into the value tree DecodeFrDump reads, so one decoder serves the pickle
-// and the JSON form; writing turns EncodeFrDump's tree into the JSON typing (reference
-// shared/reference/flight-recorder.md, 2.3). Uses nlohmann::json, so it is for the analysis
-// tools only, never for the library inside the training process.
+// and the JSON form; writing turns EncodeFrDump's tree into the JSON typing (dump_json writes
+// tuples as lists and leaves out the pickle's memoized frames). Uses nlohmann::json, so it is for
+// the analysis tools only, never for the library inside the training process.
 #pragma once
 
 #include <optional>

@@ -154,7 +154,8 @@ class Converter {
     }
   }
 
-  // FR knows starts only with TORCH_NCCL_ENABLE_TIMING (reference flight-recorder.md 1.4).
+  // FR knows starts only with TORCH_NCCL_ENABLE_TIMING (torch's ProcessGroupNCCL.cpp records start
+  // events only when TORCH_NCCL_ENABLE_TIMING is set).
   bool TimingOn() const {
     for (const FrPgStatus& s : dump_.pg_status) {
       if (s.last_started_collective >= 0) return true;

@@ -1,7 +1,7 @@
-// The JSON form of FR dumps: torch's text (the reference's example, and the exact bytes its
-// dump_json would write) reads as the dump it means, EncodeFrDumpJson round-trips every version,
-// hostile text is refused with a reason and a place, and CPython's json module reads what we write
-// as the same document.
+// The JSON form of FR dumps: torch's text (an example in torch's JSON typing, and the exact bytes
+// its dump_json would write) reads as the dump it means, EncodeFrDumpJson round-trips every
+// version, hostile text is refused with a reason and a place, and CPython's json module reads what
+// we write as the same document.
 #include "trace/flight_recorder/fr_json.h"
 
 #include <gtest/gtest.h>
@@ -20,7 +20,7 @@
 namespace ncclscope::flight_recorder {
 namespace {
 
-// The example of a JSON dump in shared/reference/flight-recorder.md, 2.3.
+// A JSON dump (format version 2.10) as FlightRecorderDetail.hpp's dump_json writes one.
 constexpr const char* kReferenceExample = R"({
   "version": "2.10",
   "comm_lib_version": "2.27.3",
@@ -185,7 +185,7 @@ TEST(FrJsonTest, RoundTripsEveryVersion) {
     std::string error;
     auto tree = ParseFrJson(text, &error);
     ASSERT_TRUE(tree.has_value()) << error;
-    // The JSON typing, as the reference describes it.
+    // The JSON typing, as dump_json writes it.
     const PickleDict& top = *tree->AsDict();
     const PickleDict& sent = *top.Find("entries")->AsList()->items[1].AsDict();
     EXPECT_NE(sent.Find("process_group")->AsList(), nullptr);

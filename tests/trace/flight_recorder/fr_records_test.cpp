@@ -110,9 +110,9 @@ TEST(FrRecordsTest, AlltoallCountIsUnknownBecauseSplitsMayDifferPerRank) {
 }
 
 TEST(FrRecordsTest, CoalescedCollectivesAreOneOperationInEveryVersion) {
-  // 2.7 on: each op of the group, then the closing entry, all with the group's seq (reference
-  // 1.3); before 2.7 the closing entry alone. Both must read the same, or ranks dumped by
-  // different torch versions would disagree.
+  // 2.7 on: each op of the group, then the closing entry, all with the group's seq
+  // (pytorch/pytorch#151238); before 2.7 the closing entry alone. Both must read the same, or ranks
+  // dumped by different torch versions would disagree.
   FrDump v27 = TwoRankDump();
   v27.entries = {Entry(0, "nccl:all_gather_into_tensor_coalesced", 4, 0, FrState::kScheduled, 0),
                  Entry(1, "nccl:all_gather_into_tensor_coalesced", 4, 0, FrState::kScheduled, 0),
