@@ -152,8 +152,8 @@ std::string CsvField(const std::string& s) {
 
 void PrintCsv(const CostTable& t) {
   std::cout << "comm,comm_id,nranks,op,size_class,calls,bytes,p50_s,p90_s,p99_s,mean_s,"
-               "algbw_gbs,busbw_gbs,slowest_rank,slowest_lateness_s,timing,device_calls,label,"
-               "event_calls\n";
+               "algbw_gbs,busbw_gbs,slowest_rank,slowest_lateness_s,timing,device_calls,"
+               "event_calls,label\n";
   for (const CostRow& r : t.rows) {
     std::cout << fmt::format(
         "{},{:016x},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},{},{},{},{}\n",
@@ -162,7 +162,7 @@ void PrintCsv(const CostTable& t) {
         r.p99_s, r.mean_s, r.algbw_gbs, r.busbw_gbs,
         r.slowest_rank >= 0 ? std::to_string(r.slowest_rank) : "",
         r.slowest_rank >= 0 ? fmt::format("{:.9g}", r.slowest_lateness_s) : "", r.timing,
-        r.device_calls, CsvField(r.comm_label), r.event_calls);
+        r.device_calls, r.event_calls, CsvField(r.comm_label));
   }
 }
 
