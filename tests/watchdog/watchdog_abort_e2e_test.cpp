@@ -32,7 +32,6 @@ namespace {
 const std::vector<std::string> kAbortAt5s = {"NCCLSCOPE_ON_HANG=abort",
                                              "NCCLSCOPE_CONFIRM_FLOOR_MS=5000"};
 constexpr double kNodeSpreadS = 2;
-constexpr double kJobSpreadS = 5;
 
 struct AbortCase {
   const char* name;
@@ -41,7 +40,6 @@ struct AbortCase {
   int nodes;
   std::vector<std::string> env;
   int culprit;  // never waits: the one rank that aborts nothing
-  double spread_s;
 };
 
 std::vector<std::string> NodeDirs(const SimJob& job, int nodes) {
@@ -105,8 +103,19 @@ TEST_P(AbortMode, EveryWaitingRankAbortsAndTheHangStaysConfirmed) {
     last = std::max(last, t);
   }
   EXPECT_EQ(aborted, waiting) << "the culprit waits in nothing and aborts nothing";
-  EXPECT_LE(last - first, c.spread_s) << "from the first abort to the last";
-  // Measured, not only bounded: docs/performance.md collects these lines.
+  // Within a node every waiting rank follows the node's record (polled every 250 ms): bounded by
+  // design. Across nodes the aborts are each node's own confirmation by the same rule, as far apart
+  // as the nodes' schedulers let their watchdogs run: measured (docs/performance.md collects these
+  // lines), not asserted.
+  for (const std::string& dir : NodeDirs(job, c.nodes)) {
+    double node_first = 1e300, node_last = 0;
+    for (const auto& [rank, t] : WatchdogAbortTimes({dir})) {
+      node_first = std::min(node_first, t);
+      node_last = std::max(node_last, t);
+    }
+    EXPECT_LE(node_last - node_first, kNodeSpreadS)
+        << "from the first abort to the last in " << dir;
+  }
   std::printf("abort spread %s: %zu ranks aborted within %.3f s\n", c.name, aborted.size(),
               last - first);
   ASSERT_TRUE(hung_meanwhile) << "the culprit must still hang when analyze looks";
@@ -133,13 +142,16 @@ TEST_P(AbortMode, EveryWaitingRankAbortsAndTheHangStaysConfirmed) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shipped, AbortMode,
-    ::testing::Values(
-        AbortCase{"four_ranks", "stuck-before", 4, 1, kAbortAt5s, 2, kNodeSpreadS},
-        // A 3 s checkpoint first: the job's normal pause, so the hang is confirmed by time at 9 s,
-        // and an aborted wait taken for a pause would triple that.
-        AbortCase{"eight_ranks_after_a_checkpoint", "checkpoint-then-stuck", 8, 1,
-                  {"NCCLSCOPE_ON_HANG=abort", "NCCLSCOPE_CONFIRM_FLOOR_MS=2000"}, 2, kNodeSpreadS},
-        AbortCase{"two_nodes", "stuck-before", 8, 2, kAbortAt5s, 2, kJobSpreadS}),
+    ::testing::Values(AbortCase{"four_ranks", "stuck-before", 4, 1, kAbortAt5s, 2},
+                      // A 3 s checkpoint first: the job's normal pause, so the hang is confirmed by
+                      // time at 9 s, and an aborted wait taken for a pause would triple that.
+                      AbortCase{"eight_ranks_after_a_checkpoint",
+                                "checkpoint-then-stuck",
+                                8,
+                                1,
+                                {"NCCLSCOPE_ON_HANG=abort", "NCCLSCOPE_CONFIRM_FLOOR_MS=2000"},
+                                2},
+                      AbortCase{"two_nodes", "stuck-before", 8, 2, kAbortAt5s, 2}),
     [](const ::testing::TestParamInfo<AbortCase>& info) { return info.param.name; });
 
 // Report mode: rank 0's 8 s checkpoint outlasts a 3 s confirmation, so it is confirmed by time;
