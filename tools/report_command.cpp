@@ -2,7 +2,6 @@
 // (exporters/report/report_builder.h): verdicts and evidence, a timeline around the incident, the
 // cost tables, what each communicator waits on, the job's metadata.
 // Exit code: 0 written; 3 nothing to read or the page could not be written.
-#include <sys/stat.h>
 
 #include <iostream>
 #include <memory>
@@ -34,16 +33,8 @@ struct ReportCliOptions {
 };
 
 int Run(const ReportCliOptions& o) {
-  for (const std::string& dir : o.dirs) {
-    struct stat st {};
-    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      std::cerr << "ncclscope report: " << dir << ": not a readable directory\n";
-      return kUnusable;
-    }
-  }
-  std::string twice;
-  if (!EachDirOnce(o.dirs, &twice)) {
-    std::cerr << "ncclscope report: " << twice << "\n";
+  if (std::string unusable; !ReadableDirsOnce(o.dirs, &unusable)) {
+    std::cerr << "ncclscope report: " << unusable << "\n";
     return kUnusable;
   }
   const std::string dirs = NameDirs(o.dirs);

@@ -3,7 +3,6 @@
 // p50/p90/p99, nccl-tests' algBw and busBw, the slowest rank and its lateness), then one line per
 // rank (exporters/cost_table.h).
 // Exit code: 0, or 3 when there is nothing to read (no directory, no readable ring file).
-#include <sys/stat.h>
 
 #include <fmt/format.h>
 
@@ -167,16 +166,8 @@ void PrintCsv(const CostTable& t) {
 }
 
 int Run(const StatsOptions& o) {
-  for (const std::string& dir : o.dirs) {
-    struct stat st {};
-    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      std::cerr << "ncclscope stats: " << dir << ": not a readable directory\n";
-      return kUnusable;
-    }
-  }
-  std::string twice;
-  if (!EachDirOnce(o.dirs, &twice)) {
-    std::cerr << "ncclscope stats: " << twice << "\n";
+  if (std::string unusable; !ReadableDirsOnce(o.dirs, &unusable)) {
+    std::cerr << "ncclscope stats: " << unusable << "\n";
     return kUnusable;
   }
   const std::string dirs = NameDirs(o.dirs);

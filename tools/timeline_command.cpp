@@ -3,7 +3,6 @@
 // side, for ui.perfetto.dev (exporters/timeline/timeline_builder.h says what the trace holds). The
 // verdicts marked are those `ncclscope analyze DIR` would give now. Exit code: 0 written; 2 bad
 // options; 3 nothing to read or the file could not be written.
-#include <sys/stat.h>
 
 #include <fmt/format.h>
 
@@ -107,16 +106,8 @@ int Around(const TimelineCliOptions& o, const hd::Analysis* analysis,
 }
 
 int Run(const TimelineCliOptions& o) {
-  for (const std::string& dir : o.dirs) {
-    struct stat st {};
-    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      std::cerr << "ncclscope timeline: " << dir << ": not a readable directory\n";
-      return kUnusable;
-    }
-  }
-  std::string twice;
-  if (!EachDirOnce(o.dirs, &twice)) {
-    std::cerr << "ncclscope timeline: " << twice << "\n";
+  if (std::string unusable; !ReadableDirsOnce(o.dirs, &unusable)) {
+    std::cerr << "ncclscope timeline: " << unusable << "\n";
     return kUnusable;
   }
   const std::string dirs = NameDirs(o.dirs);

@@ -33,4 +33,15 @@ bool EachDirOnce(const std::vector<std::string>& dirs, std::string* error) {
   return true;
 }
 
+bool ReadableDirsOnce(const std::vector<std::string>& dirs, std::string* error) {
+  for (const std::string& dir : dirs) {
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      *error = dir + ": not a readable directory";
+      return false;
+    }
+  }
+  return EachDirOnce(dirs, error);
+}
+
 }  // namespace ncclscope::tools

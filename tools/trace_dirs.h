@@ -15,4 +15,9 @@ std::string NameDirs(const std::vector<std::string>& dirs);
 // cannot be looked at is left to the readers, which say why. Thread-safe.
 bool EachDirOnce(const std::vector<std::string>& dirs, std::string* error);
 
+// The checks of the commands that read trace directories only: every one is a directory, and
+// each is given once. False with *error ("<dir>: not a readable directory", or EachDirOnce's)
+// otherwise. Thread-safe.
+bool ReadableDirsOnce(const std::vector<std::string>& dirs, std::string* error);
+
 }  // namespace ncclscope::tools
