@@ -74,6 +74,41 @@ TEST_P(Sizes, ComputeStragglerTwiceSlowerIsNamedWithItsVictims) {
   EXPECT_NE(text.find("SLOW (straggler) comm world"), std::string::npos) << text;
 }
 
+// The straggler's communicators all find it late; the one with the most victims leads, however
+// much earlier another one's late run began. Here the job issues its world allreduce only from
+// step 24 on, so world's onset comes 24 steps after the groups'. Onsets are measured in each
+// communicator's own window, and a node's digest keeps fewer collectives of a busy communicator
+// than its ring files: when the onsets picked the headline, the digests of a job and its gathered
+// ring files could name different communicators.
+TEST_P(Sizes, StragglerHeadlineIsTheCommunicatorWithTheMostVictimsWhateverItsOnset) {
+  const int n = GetParam();
+  Job j(n);
+  j.model.jitter_s = 0.003;
+  j.model.compute_slow = {{n - 1, 2.0, 0}};
+  std::vector<int> all;
+  for (int r = 0; r < n; ++r) all.push_back(r);
+  for (int step = 0; step < 36; ++step) {
+    std::vector<ModelOp> ops;
+    std::vector<std::vector<int>> members;
+    for (size_t g = 0; g < j.groups.size(); ++g) {
+      ops.push_back({j.ids[g], OpType::kAllReduce, 0.0005});
+      members.push_back(j.groups[g]);
+    }
+    if (step >= 24) {
+      ops.push_back({j.world, OpType::kAllReduce, 0.001});
+      members.push_back(all);
+    }
+    j.model.Step(ops, members);
+  }
+  const Analysis a = j.Analyze();
+  SCOPED_TRACE(hang_detector::RenderText(a, true));
+  const std::vector<Verdict> s = Stragglers(a);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].culprits, std::vector<int>{n - 1});
+  EXPECT_EQ(s[0].comm_name, "world");
+  EXPECT_EQ(s[0].victims, AllBut(n, {n - 1}));
+}
+
 TEST_P(Sizes, ComputeStragglerTwentyPercentSlowerIsNamed) {
   const int n = GetParam();
   Job j(n);
