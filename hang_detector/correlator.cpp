@@ -185,6 +185,19 @@ std::vector<bool> LaterInProgram(const JobIndex& index, const std::vector<Verdic
   return later;
 }
 
+// A straggler's verdicts are one slowness seen from each communicator it keeps waiting, not waits
+// that began one after another: the one with the most victims leads (the first on a tie). Their
+// onsets are not compared: each is measured in its communicator's own window, and a node's digest
+// keeps fewer collectives of a busy communicator than its ring files, so an onset that noise moved
+// early in one view is cut off in the other, and the headline would differ between them.
+size_t MostVictims(const std::vector<Verdict>& g) {
+  size_t lead = 0;
+  for (size_t i = 1; i < g.size(); ++i) {
+    if (g[i].victims.size() > g[lead].victims.size()) lead = i;
+  }
+  return lead;
+}
+
 void Merge(const JobIndex& index, std::vector<Verdict>* verdicts) {
   std::vector<std::vector<Verdict>> groups;
   for (Verdict& v : *verdicts) {
@@ -214,6 +227,7 @@ void Merge(const JobIndex& index, std::vector<Verdict>* verdicts) {
       const bool lead_together = g[lead].since_s >= oldest - kSameMomentS;
       if (together && (!lead_together || g[i].victims.size() > g[lead].victims.size())) lead = i;
     }
+    if (g[0].cls == VerdictClass::kStraggler) lead = MostVictims(g);  // onsets are not compared
     Verdict primary = std::move(g[lead]);
     for (size_t i = 0; i < g.size(); ++i) {
       if (i == lead) continue;

@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "hang_detector/straggler_steps.h"
+
 namespace ncclscope::hang_detector {
 namespace {
 
@@ -100,8 +102,7 @@ DeviceComputeExcess DeviceComputeExcessOf(const Context& ctx,
     e.excess_s = Median(diff);
     e.own_s = Median(own);
     e.others_s = Median(others);
-    const double period = Period(t);
-    e.threshold_s = std::max(kFloorS, std::isfinite(period) ? kRelative * period : 0.0);
+    e.threshold_s = LatenessThreshold(StepTime(ctx, t));
     e.samples = diff.size();
     e.timeline = &t;
     if (!best.known || e.excess_s > best.excess_s) best = e;

@@ -3,13 +3,17 @@
 // which is pure transfer time) grows. That transfer time is compared against references that
 // share the op sizes: the sibling groups of the same split at the same sequence number (an SPMD
 // program drives them identically), and the communicator's own first collectives of the same
-// signature. The slow rank is the one in every slow communicator and in no fast one; when that
-// leaves several, the verdict is a tie among them.
+// signature. Slow needs a median ratio of kSlowRatio and kFloorS more time, and that ratio in
+// kSustainedShare of the window's training steps (straggler_steps.h), as sustained as a compute
+// straggler's lateness. The slow rank is the one in every slow communicator and in no fast one;
+// when that leaves several, the verdict is a tie among them.
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "hang_detector/nvtx_places.h"
 #include "hang_detector/straggler_scores.h"
+#include "hang_detector/straggler_steps.h"
 
 namespace ncclscope::hang_detector {
 namespace {
@@ -79,7 +83,24 @@ std::vector<double> HistoryReference(const CommTimeline& t) {
   return ref;
 }
 
-Judgement Judge(const CommTimeline& t, const std::vector<double>& ref, const char* against) {
+// Whether the transfers took kSlowRatio times the reference in at least kSustainedShare of the
+// window's steps (kMinSteps at least): a slow link is slow step after step, where scheduling noise
+// that slows a group now and then (a starved member's share of the transfer) comes and goes.
+bool SlowerStepAfterStep(const std::vector<int64_t>& steps, const Judgement& j) {
+  std::map<int64_t, std::vector<double>> by_step;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const double r = j.ratio[j.t->WindowBegin() + k];
+    if (steps[k] != kNoStep && std::isfinite(r)) by_step[steps[k]].push_back(r);
+  }
+  size_t slower = 0;
+  for (const auto& [step, ratios] : by_step) slower += Median(ratios) >= kSlowRatio ? 1 : 0;
+  const double n = static_cast<double>(by_step.size());
+  return by_step.size() >= kMinSteps &&
+         static_cast<double>(slower) >= std::ceil(kSustainedShare * n - 1e-9);
+}
+
+Judgement Judge(const CommTimeline& t, const std::vector<int64_t>& steps,
+                const std::vector<double>& ref, const char* against) {
   Judgement j;
   j.t = &t;
   j.against = against;
@@ -96,7 +117,8 @@ Judgement Judge(const CommTimeline& t, const std::vector<double>& ref, const cha
   j.ratio_median = Median(ratio);
   j.transfer_s = Median(transfer);
   j.reference_s = Median(reference);
-  if (j.ratio_median >= kSlowRatio && j.transfer_s - j.reference_s > kFloorS) {
+  if (j.ratio_median >= kSlowRatio && j.transfer_s - j.reference_s > kFloorS &&
+      SlowerStepAfterStep(steps, j)) {
     j.speed = Speed::kSlow;
   } else if (j.ratio_median <= kFastRatio) {
     j.speed = Speed::kFast;
@@ -195,10 +217,11 @@ void CheckSlowLinks(const Context& ctx, const std::vector<CommTimeline>& timelin
     const bool has_siblings =
         std::any_of(ref.begin(), ref.end(), [](double r) { return std::isfinite(r); });
     any_siblings = any_siblings || has_siblings;
-    const Judgement past = Judge(t, HistoryReference(t), "its earlier collectives");
+    const std::vector<int64_t> steps = StepsOfCommunicator(ctx, t);
+    const Judgement past = Judge(t, steps, HistoryReference(t), "its earlier collectives");
     if (std::isfinite(past.ratio_median)) pasts.push_back(past);
     if (!has_siblings) continue;
-    const Judgement sib = Judge(t, ref, "sibling groups");
+    const Judgement sib = Judge(t, steps, ref, "sibling groups");
     if (sib.speed == Speed::kSlow) slow.push_back(sib);
     if (sib.speed == Speed::kFast) fast.push_back(sib);
   }

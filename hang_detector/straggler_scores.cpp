@@ -188,6 +188,10 @@ size_t Onset(const std::vector<bool>& flags) {
   return onset;
 }
 
+double LatenessThreshold(double step_time_s) {
+  return std::isfinite(step_time_s) ? std::max(kFloorS, kRelative * step_time_s) : kFloorS;
+}
+
 std::string Millis(double s) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f ms", s * 1e3);

@@ -17,16 +17,25 @@
 
 namespace ncclscope::hang_detector {
 
-// Thresholds. A rank is late when it arrives later than the others by more than
-// max(kFloorS, kRelative x the communicator's period) in the median of the window: medians let
-// jitter and one-off hiccups (a preempted process, a page fault) pass.
+// Thresholds. Lateness counts when it is large against the step time: at least
+// max(kFloorS, kRelative x the step time) (straggler_steps.h) in the median of the steps, and
+// sustained: later than the others in at least kSustainedShare of the newest steps, at least
+// kMinSteps of them. Medians and counts over steps let jitter and one-off hiccups (a preempted
+// process, a page fault) pass.
 inline constexpr size_t kWindow = 64;  // newest complete collectives scored per communicator
 // Complete collectives kept per communicator: the window and as many before it, the past that
 // slow links and the onset ("since") are judged against.
 inline constexpr size_t kKept = 2 * kWindow;
 inline constexpr size_t kMinSamples = 8;  // fewer: too little to call anything sustained
+inline constexpr size_t kMinSteps = 8;    // the same, counted in training steps
+inline constexpr double kSustainedShare = 2.0 / 3;
 inline constexpr double kFloorS = 0.003;
 inline constexpr double kRelative = 0.05;
+// A compute straggler's median lateness must also stand this many standard errors above zero,
+// the standard error taken from the step-to-step scatter of every rank's lateness: the scheduling
+// noise of the job itself (a loaded machine starves ranks in turn, steadily enough for a while
+// to pass the other tests).
+inline constexpr double kNoiseZ = 4;
 // A link is slow when its transfer time is this many times the reference and kFloorS longer.
 inline constexpr double kSlowRatio = 1.5;
 inline constexpr double kFastRatio = 1.2;  // at most this: known fast (clears its members)
@@ -70,6 +79,9 @@ double Period(const CommTimeline& t);
 // First sample of the sustained run of `flags` that reaches the end: the earliest flagged sample
 // from which at least 60% of the samples up to the end are flagged. flags.size() when none.
 size_t Onset(const std::vector<bool>& flags);
+// What counts as late, or as computing longer, for a job whose step takes step_time_s:
+// max(kFloorS, kRelative x step_time_s); kFloorS when the step time is unknown (NaN).
+double LatenessThreshold(double step_time_s);
 // "3.2 ms" for evidence lines.
 std::string Millis(double s);
 

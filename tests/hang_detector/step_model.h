@@ -4,6 +4,8 @@
 // multiplies for every member of the groups it is in (as in the emulator). Not thread-safe.
 #pragma once
 
+#include <functional>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -24,17 +26,24 @@ class StepModel {
 
   double compute_s = 0.020;
   double jitter_s = 0;  // uniform [0, jitter) added to every rank's compute
-  // Ranks whose compute is multiplied from step `from` on.
+  // Ranks whose compute (or transfers) is multiplied from step `from` on, before step `until`.
   struct Slow {
     int rank;
     double factor;
     int from;
+    int until = std::numeric_limits<int>::max();
   };
   std::vector<Slow> compute_slow, link_slow;
+  // Host time a rank spends before the collectives of a step besides its compute (a scheduling
+  // delay, a data loader); negative shortens its compute. (rank, step) -> seconds; none when empty.
+  std::function<double(int, int)> extra_s;
+  // When >= 0, the NVTX step every collective of the next Step is called in (its reserved word).
+  int nvtx_step = -1;
 
   // Runs one step of `ops` (each on its comm's member list).
   void Step(const std::vector<ModelOp>& ops, const std::vector<std::vector<int>>& op_members);
-  double Now() const;  // when the last rank finished its last step
+  double Now() const;                  // when the last rank finished its last step
+  int Steps() const { return step_; }  // steps run so far
 
  private:
   double Factor(const std::vector<Slow>& slow, int rank) const;

@@ -3,12 +3,13 @@
 // outweighs the scheduling noise of 32 processes on a few cores; healthy runs use the same model.
 //
 // What a run on a loaded machine cannot change is asserted exactly: a healthy job gets no verdict,
-// a 2x compute straggler is named alone. The subtle faults (20 % more compute, a 3x slow link) sit
-// within a factor of about 1.5 of the scheduling noise of 8-32 emulated ranks on 2 cores, so under
-// load the exact answer comes and goes (docs/performance.md, "Straggler accuracy"): here they only
-// must never be wrong (no other culprit, no hang, one verdict, its exit code); how often they are
-// exact is measured by scripts/straggler_accuracy.sh, and the detector's thresholds on the same
-// faults are pinned exactly by the synthetic traces of straggler_test.cpp.
+// a 2x compute straggler is named alone. The subtle faults (20 % and, at 8 ranks only, 15 % more
+// compute, a 3x slow link) sit within a factor of about 1.5 of the scheduling noise of 8-32
+// emulated ranks on 2 cores, so under load the exact answer comes and goes (docs/performance.md,
+// "Straggler accuracy"): here they only must never be wrong (no other culprit, no hang, one
+// verdict, its exit code); how often they are exact is measured by scripts/straggler_accuracy.sh,
+// and the detector's thresholds on the same faults are pinned exactly by the synthetic traces of
+// straggler_test.cpp and straggler_rule_test.cpp.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -103,6 +104,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"compute-straggler-2x", 32, {31}, "compute straggler"},
                       Case{"compute-straggler-1.2x", 8, {3}, "compute straggler", true},
                       Case{"compute-straggler-1.2x", 32, {3}, "compute straggler", true},
+                      Case{"compute-straggler-1.15x", 8, {3}, "compute straggler", true},
                       Case{"slow-link-3x", 8, {2}, "slow link", true, {3}},
                       Case{"slow-link-3x", 32, {2}, "slow link", true, {3}},
                       Case{"healthy-jitter", 8, {}, ""}, Case{"healthy-jitter", 32, {}, ""},

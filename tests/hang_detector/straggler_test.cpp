@@ -6,66 +6,12 @@
 #include <cstdio>
 
 #include "hang_detector/verdict_text.h"
-#include "tests/hang_detector/analyze_helpers.h"
-#include "tests/hang_detector/step_model.h"
+#include "tests/hang_detector/straggler_job.h"
 
 namespace ncclscope::testing {
 namespace {
 
-// world; tp = pairs {0,1} {2,3} ...; dp = even ranks, odd ranks. Each step: an allreduce on the
-// rank's tp pair, one on its dp group, and one on world.
-struct Job {
-  explicit Job(int n, uint32_t seed = 1) : ranks(n), job(n), model(&job, n, seed) {
-    std::vector<int> all;
-    for (int r = 0; r < n; ++r) all.push_back(r);
-    world = job.Comm("world", all);
-    for (int g = 0; g < n / 2; ++g) groups.push_back({2 * g, 2 * g + 1});
-    for (int parity = 0; parity < 2; ++parity) {
-      std::vector<int> dp;
-      for (int r = parity; r < n; r += 2) dp.push_back(r);
-      groups.push_back(dp);
-    }
-    for (size_t g = 0; g < groups.size(); ++g) {
-      const bool tp = g < static_cast<size_t>(n / 2);
-      ids.push_back(job.Comm(tp ? "tp" : "dp", groups[g], world, tp ? 0 : 1));
-    }
-  }
-  // `steps` steps; `transfer_s` is the world allreduce's transfer time (the groups' are halves).
-  void Run(int steps, double transfer_s = 0.001, uint64_t world_count = 256) {
-    for (int s = 0; s < steps; ++s) {
-      std::vector<ModelOp> ops;
-      std::vector<std::vector<int>> members;
-      for (size_t g = 0; g < groups.size(); ++g) {
-        ops.push_back({ids[g], OpType::kAllReduce, transfer_s / 2});
-        members.push_back(groups[g]);
-      }
-      std::vector<int> all;
-      for (int r = 0; r < ranks; ++r) all.push_back(r);
-      ops.push_back({world, OpType::kAllReduce, transfer_s, world_count});
-      members.push_back(all);
-      model.Step(ops, members);
-    }
-  }
-  Analysis Analyze() {
-    job.HeartbeatAll(model.Now());
-    return AnalyzeAt(job, model.Now() + 0.01);
-  }
-
-  int ranks;
-  JobBuilder job;
-  StepModel model;
-  uint64_t world = 0;
-  std::vector<std::vector<int>> groups;
-  std::vector<uint64_t> ids;
-};
-
-std::vector<Verdict> Stragglers(const Analysis& a) {
-  std::vector<Verdict> out;
-  for (const Verdict& v : a.verdicts) {
-    if (v.cls == VerdictClass::kStraggler) out.push_back(v);
-  }
-  return out;
-}
+using Job = StragglerJob;
 
 std::vector<int> AllBut(int n, std::vector<int> except) {
   std::vector<int> out;
@@ -126,6 +72,41 @@ TEST_P(Sizes, ComputeStragglerTwiceSlowerIsNamedWithItsVictims) {
   EXPECT_EQ(hang_detector::ExitCode(a), 1);
   const std::string text = hang_detector::RenderText(a, false);
   EXPECT_NE(text.find("SLOW (straggler) comm world"), std::string::npos) << text;
+}
+
+// The straggler's communicators all find it late; the one with the most victims leads, however
+// much earlier another one's late run began. Here the job issues its world allreduce only from
+// step 24 on, so world's onset comes 24 steps after the groups'. Onsets are measured in each
+// communicator's own window, and a node's digest keeps fewer collectives of a busy communicator
+// than its ring files: when the onsets picked the headline, the digests of a job and its gathered
+// ring files could name different communicators.
+TEST_P(Sizes, StragglerHeadlineIsTheCommunicatorWithTheMostVictimsWhateverItsOnset) {
+  const int n = GetParam();
+  Job j(n);
+  j.model.jitter_s = 0.003;
+  j.model.compute_slow = {{n - 1, 2.0, 0}};
+  std::vector<int> all;
+  for (int r = 0; r < n; ++r) all.push_back(r);
+  for (int step = 0; step < 36; ++step) {
+    std::vector<ModelOp> ops;
+    std::vector<std::vector<int>> members;
+    for (size_t g = 0; g < j.groups.size(); ++g) {
+      ops.push_back({j.ids[g], OpType::kAllReduce, 0.0005});
+      members.push_back(j.groups[g]);
+    }
+    if (step >= 24) {
+      ops.push_back({j.world, OpType::kAllReduce, 0.001});
+      members.push_back(all);
+    }
+    j.model.Step(ops, members);
+  }
+  const Analysis a = j.Analyze();
+  SCOPED_TRACE(hang_detector::RenderText(a, true));
+  const std::vector<Verdict> s = Stragglers(a);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].culprits, std::vector<int>{n - 1});
+  EXPECT_EQ(s[0].comm_name, "world");
+  EXPECT_EQ(s[0].victims, AllBut(n, {n - 1}));
 }
 
 TEST_P(Sizes, ComputeStragglerTwentyPercentSlowerIsNamed) {
