@@ -65,9 +65,9 @@ class JobBuilder {
   // `rank` of a job of `world_size` ranks (-1: this job's) at job time t, on kHost, that has not
   // called NCCL. Give the rank's own ring file up with RemoveFile for a rank seen only so.
   void AddPresence(int rank, int pid, double t, int world_size = -1);
-  void PresenceFinished(int pid);                     // it exited normally
+  void PresenceFinished(int pid);                       // it exited normally
   void PresenceHost(int pid, const std::string& host);  // written on another host than kHost
-  void Host(int rank, const std::string& host);  // written on another host than kHost
+  void Host(int rank, const std::string& host);         // written on another host than kHost
   void Wrap(int rank, size_t keep_last);  // the ring lost all but its newest `keep_last` records
   void Torn(int rank);
 
