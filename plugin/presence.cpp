@@ -55,18 +55,20 @@ void WritePresence(const EnvLookup& env,
                    const std::function<bool(std::string* bytes)>& parent_environ) noexcept {
   const int saved_errno = errno;
   try {
+    // Every process of a job under LD_PRELOAD loads the library (shells, `ls`, the launcher):
+    // most have no rank, and cost no more than these few getenv calls.
     std::vector<std::string> warnings;
+    const LaunchRank self = ReadLaunchRank(env, &warnings);
+    if (!StandsForItsRank(self, std::nullopt)) {
+      errno = saved_errno;
+      return;
+    }
     const Config config = ParseConfig(env, &warnings);
-    if (!config.enable || !config.presence) {
+    if (!config.enable || !config.presence || !StandsForItsRank(self, ParentRank(parent_environ))) {
       errno = saved_errno;
       return;
     }
     const LaunchIdentity identity = ReadLaunchIdentity(env, config, &warnings);
-    if (!StandsForItsRank({identity.global_rank, identity.world_size},
-                          ParentRank(parent_environ))) {
-      errno = saved_errno;
-      return;
-    }
     SetWarningsEnabled(config.warn);
     trace::RingOptions options;
     options.presence = true;
