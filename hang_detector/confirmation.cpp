@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "hang_detector/detectors.h"
+#include "hang_detector/presence_files.h"
 #include "trace/nccl_names.h"
 
 namespace ncclscope::hang_detector {
@@ -137,6 +138,8 @@ std::string RankActivity(const Context& ctx, int rank) {
     return out + ", waiting in " + OperationName(ctx, f, f.oldest_waiting_pos) + " for " +
            Seconds(std::max(0.0, ctx.SinceS(f.Wall(f.oldest_waiting_enter))));
   }
+  if (IsPresence(f))
+    return out + ", never called NCCL since it started " + ctx.Ago(f.snap->start_realtime_ns);
   const int64_t last = NewestOperation(f);
   if (last < 0) return out + ", no operation recorded yet";
   const OpRecord& r = f.ops[static_cast<uint32_t>(last)];

@@ -10,6 +10,7 @@
 #include "hang_detector/detectors.h"
 #include "hang_detector/job_index.h"
 #include "hang_detector/nvtx_places.h"
+#include "hang_detector/presence_files.h"
 #include "hang_detector/program_order.h"
 
 namespace ncclscope::hang_detector {
@@ -36,10 +37,11 @@ void FillInput(const JobIndex& index, const Context& ctx, InputReport* in) {
       in->run_start_wall_ns = std::min(in->run_start_wall_ns, f.snap->start_realtime_ns);
     }
   }
-  std::vector<int> seen;
+  std::vector<int> seen, never_called;
   for (uint32_t f = 0; f < index.files().size(); ++f) {
     const trace::RingInfo& s = *index.files()[f].snap;
     const int rank = ctx.RankOf(f);
+    if (IsPresence(index.files()[f])) never_called.push_back(rank);
     if (s.overwritten > 0) in->wrapped_ranks.push_back(rank);
     if (s.torn_records > 0) in->torn_ranks.push_back(rank);
     if (s.dropped_records > 0 || s.dropped_comms > 0) in->dropped_ranks.push_back(rank);
@@ -49,6 +51,12 @@ void FillInput(const JobIndex& index, const Context& ctx, InputReport* in) {
   std::sort(seen.begin(), seen.end());
   in->ranks_seen =
       static_cast<int>(std::distance(seen.begin(), std::unique(seen.begin(), seen.end())));
+  if (!never_called.empty()) {
+    in->notes.push_back(RankList(never_called) + (never_called.size() == 1 ? " has" : " have") +
+                        " not called NCCL: seen through the presence file written when " +
+                        (never_called.size() == 1 ? "its process" : "their processes") +
+                        " started");
+  }
   if (in->ranks_seen < static_cast<int>(seen.size())) {
     in->notes.push_back(
         "several files claim the same rank (a restarted job in the same directory?)");

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "hang_detector/detectors.h"
+#include "hang_detector/presence_files.h"
 
 namespace ncclscope::hang_detector {
 namespace {
@@ -20,6 +21,46 @@ std::string Hex(uint64_t id) {
 struct Group {
   std::vector<const InitCall*> calls;
 };
+
+// A culprit seen only through its presence file: started as the rank, never called NCCL.
+const RankFile* PresenceOf(const Context& ctx, int rank) {
+  const int f = ctx.FileOf(rank);
+  if (f < 0) return nullptr;
+  const RankFile& file = ctx.index.files()[static_cast<uint32_t>(f)];
+  return IsPresence(file) ? &file : nullptr;
+}
+
+// "rank 7 is alive (pid 4242 on this node) but never called NCCL", or, where its process was not
+// seen running (another host's file, a post-mortem), "rank 7 never called NCCL (pid 4242 on
+// node1)". Ranks in one state are named together.
+std::string NeverCalledWords(const Context& ctx, const std::vector<int>& ranks) {
+  std::vector<int> alive, other;
+  std::string alive_pids, other_pids;
+  std::string alive_where, other_where;
+  for (int r : ranks) {
+    const auto f = static_cast<uint32_t>(ctx.FileOf(r));
+    const RankLiveness& l = ctx.live[f];
+    const trace::RingInfo& s = *ctx.index.files()[f].snap;
+    const std::string where = l.local ? "this node" : s.host;
+    const bool running = l.state == Liveness::kAlive && l.process == ProcessState::kRunning;
+    std::string& pids = running ? alive_pids : other_pids;
+    std::string& at = running ? alive_where : other_where;
+    (running ? alive : other).push_back(r);
+    pids += (pids.empty() ? "" : ",") + std::to_string(s.pid);
+    // One place for the lot when they share it, else each pid's own.
+    at = at.empty() || at == where ? where : "several hosts";
+  }
+  std::string out;
+  if (!alive.empty()) {
+    out = RankList(alive) + (alive.size() == 1 ? " is alive (pid " : " are alive (pids ") +
+          alive_pids + " on " + alive_where + ") but never called NCCL";
+  }
+  if (!other.empty()) {
+    out += (out.empty() ? "" : " and ") + RankList(other) + " never called NCCL (pid" +
+           (other.size() == 1 ? " " : "s ") + other_pids + " on " + other_where + ")";
+  }
+  return out;
+}
 
 void Report(const Context& ctx, const Group& g, std::vector<Verdict>* out) {
   const JobIndex& index = ctx.index;
@@ -88,9 +129,19 @@ void Report(const Context& ctx, const Group& g, std::vector<Verdict>* out) {
   const std::string what =
       split ? "split #" + std::to_string(any.split_index) + " of " + v.comm_name + child
             : "creation of " + v.comm_name;
+  std::vector<int> never_called;
+  for (int r : v.culprits) {
+    if (PresenceOf(ctx, r) != nullptr) never_called.push_back(r);
+  }
   if (!v.culprits.empty()) {
-    v.summary = RankList(v.culprits) + " never joined the " + what + "; " + RankList(v.victims) +
-                " wait inside it";
+    if (never_called.size() == v.culprits.size()) {
+      v.summary = NeverCalledWords(ctx, never_called) + ": " +
+                  (never_called.size() == 1 ? "it" : "they") + " never joined the " + what;
+    } else {
+      v.summary = RankList(v.culprits) + " never joined the " + what;
+      if (!never_called.empty()) v.summary += "; " + NeverCalledWords(ctx, never_called);
+    }
+    v.summary += "; " + RankList(v.victims) + " wait inside it";
     if (!unseen.empty()) v.summary += "; " + RankList(unseen) + " not seen here";
   } else if (!unseen.empty()) {
     v.summary = RanksWait(v.victims) + " inside the " + what + "; " + RankList(unseen) +
@@ -113,6 +164,14 @@ void Report(const Context& ctx, const Group& g, std::vector<Verdict>* out) {
   }
   for (int r : v.culprits) {
     if (v.evidence.size() >= 12 || v.tie) break;
+    if (const RankFile* p = PresenceOf(ctx, r)) {
+      const trace::RingInfo& s = *p->snap;
+      v.evidence.push_back({r, 0, false,
+                            "never called NCCL: pid " + std::to_string(s.pid) + " on " + s.host +
+                                " started as rank " + std::to_string(r) + " " +
+                                ctx.Ago(s.start_realtime_ns) + " (its presence file)"});
+      continue;
+    }
     v.evidence.push_back({r, 0, false, "never called it"});
   }
   out->push_back(std::move(v));

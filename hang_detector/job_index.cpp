@@ -4,6 +4,7 @@
 #include <climits>
 #include <iterator>
 
+#include "hang_detector/presence_files.h"
 #include "trace/identity.h"
 #include "trace/job_choice.h"
 #include "trace/nccl_names.h"
@@ -110,6 +111,7 @@ JobIndex JobIndex::FromFiles(std::vector<RankFile> files, std::vector<std::strin
 }
 
 void JobIndex::Build(std::vector<RankFile> files) {
+  KeepRankPresences(&files, &notes_);
   // The order ReadTraceDir gives: by global rank (unknown ranks last), then pid.
   auto rank_key = [](const RankFile& f) { return f.rank < 0 ? INT_MAX : f.rank; };
   std::stable_sort(files.begin(), files.end(), [&](const RankFile& a, const RankFile& b) {

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "hang_detector/detectors.h"
+#include "hang_detector/presence_files.h"
 #include "trace/nccl_names.h"
 #include "trace/ring_layout.h"
 
@@ -35,11 +36,12 @@ double StaleBound(const AnalyzeOptions& o, const RankLiveness& l, bool post_mort
   return l.foreign && !post_mortem ? std::max(o.stale_s, o.foreign_stale_s) : o.stale_s;
 }
 
+// A presence file's heartbeat never beats: its writer is judged by its process alone.
 Liveness Classify(const RankLiveness& l, bool aborted, bool finished, bool post_mortem,
-                  double stale_s) {
+                  double stale_s, bool presence) {
   if (aborted) return Liveness::kAborted;
   if (finished) return Liveness::kFinished;
-  const bool silent = l.silent_s > stale_s;
+  const bool silent = !presence && l.silent_s > stale_s;
   switch (l.process) {
     case ProcessState::kStopped:
       return Liveness::kFrozen;
@@ -78,7 +80,8 @@ void AssessLiveness(Context* ctx) {
     const bool finished = (f.snap->flags & trace::kHeaderFinished) != 0;
     const double age = static_cast<double>(o.now_wall_ns - f.heartbeat_wall) * 1e-9;
     const bool exists = l.process == ProcessState::kRunning || l.process == ProcessState::kStopped;
-    if (!finished && (exists || (l.process == ProcessState::kUnknown && age < stale_s))) {
+    const bool beating = !IsPresence(f) && l.process == ProcessState::kUnknown && age < stale_s;
+    if (!finished && (exists || beating)) {
       any_alive = true;
     }
     last_sign = std::max(last_sign, LastSignOfLife(f));
@@ -90,13 +93,49 @@ void AssessLiveness(Context* ctx) {
     l.silent_s = std::max(0.0, ctx->SinceS(files[i].heartbeat_wall));
     const bool finished = (files[i].snap->flags & trace::kHeaderFinished) != 0;
     const bool aborted = (files[i].snap->flags & trace::kHeaderWatchdogAborted) != 0;
-    l.state = Classify(l, aborted, finished, ctx->post_mortem, StaleBound(o, l, ctx->post_mortem));
+    l.state = Classify(l, aborted, finished, ctx->post_mortem, StaleBound(o, l, ctx->post_mortem),
+                       IsPresence(files[i]));
   }
 }
 
 namespace {
 
+// A presence file's writer: started as the rank, never called NCCL.
+std::string PresenceText(const Context& ctx, uint32_t file) {
+  const RankLiveness& l = ctx.live[file];
+  const RankFile& f = ctx.index.files()[file];
+  const trace::RingInfo& s = *f.snap;
+  const char* state = "was started";
+  switch (l.state) {
+    case Liveness::kFinished:
+      state = "exited (finished flag set)";
+      break;
+    case Liveness::kFrozen:
+      state = "exists but is stopped (state T)";
+      break;
+    case Liveness::kDead:
+      state = "is gone";
+      break;
+    case Liveness::kEnded:
+      state = "ended with the job";
+      break;
+    default:
+      if (l.process == ProcessState::kRunning) {
+        state = "is alive";
+      } else if (!l.local && !f.remote.has_value()) {
+        state = "was started (another host: not checked)";
+      }
+  }
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "pid %d on %s %s and never called NCCL: its presence file, written when it "
+                "started %s, is all there is of it",
+                s.pid, s.host.c_str(), state, ctx.Ago(s.start_realtime_ns).c_str());
+  return buf;
+}
+
 std::string LivenessText(const Context& ctx, uint32_t file) {
+  if (IsPresence(ctx.index.files()[file])) return PresenceText(ctx, file);
   const RankLiveness& l = ctx.live[file];
   const trace::RingInfo& s = *ctx.index.files()[file].snap;
   char buf[256];

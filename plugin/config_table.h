@@ -41,6 +41,11 @@
     "1: CUPTI kernel activity (libcupti.so.13, opened by the background thread) records each "     \
     "NCCL kernel's GPU compute time since the previous one; a path opens that library instead. "   \
     "Empty or 0: off. Without a GPU or driver: one warning, nothing else.")                        \
+  X(presence, Bool, "1", "",                                                                       \
+    "When the launcher names this process's rank and job size (RANK and WORLD_SIZE, Open MPI's, "  \
+    "Slurm's or PMI's), write a small presence file into the trace directory as the library "      \
+    "loads, so a rank that never calls NCCL is seen (and named when the others wait for it in a "  \
+    "communicator's creation); its first NCCL call replaces it with the ring file.")               \
   X(fork, Enum, "reinit", "reinit|off",                                                            \
     "In a forked child: reinit opens a new ring file at its first NCCL call, off stops "           \
     "recording.")                                                                                  \

@@ -41,16 +41,24 @@ std::string BaseDir(const EnvLookup& env, const Config& config) {
 
 }  // namespace
 
+LaunchRank ReadLaunchRank(const EnvLookup& env, std::vector<std::string>* warnings) {
+  LaunchRank r;
+  r.global_rank = ReadRankVar(env, {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"},
+                              RankVar::kRank, warnings);
+  r.world_size =
+      ReadRankVar(env, {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE"},
+                  RankVar::kSize, warnings);
+  return r;
+}
+
 LaunchIdentity ReadLaunchIdentity(const EnvLookup& env, const Config& config,
                                   std::vector<std::string>* warnings) {
   LaunchIdentity id;
-  id.global_rank = ReadRankVar(env, {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"},
-                               RankVar::kRank, warnings);
+  const LaunchRank rank = ReadLaunchRank(env, warnings);
+  id.global_rank = rank.global_rank;
   id.local_rank = ReadRankVar(env, {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"},
                               RankVar::kRank, warnings);
-  id.world_size =
-      ReadRankVar(env, {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE"},
-                  RankVar::kSize, warnings);
+  id.world_size = rank.world_size;
   const std::string job = !config.job_id.empty() ? config.job_id : trace::LauncherJobId(env);
   id.job_id = trace::SafePathComponent(job, "local");
   if (const char* raw = env("TORCHELASTIC_RESTART_COUNT")) {

@@ -12,10 +12,20 @@ struct LaunchIdentity {
   int global_rank = -1;  // -1: unknown, learnt later from the first communicator
   int local_rank = -1;
   int world_size = -1;
-  std::string job_id;  // never empty; safe as one path component
+  std::string job_id;    // never empty; safe as one path component
   uint32_t restart = 0;  // torchrun's TORCHELASTIC_RESTART_COUNT, 0 when unset or malformed
-  std::string host;    // this node's name (NCCLSCOPE_HOST, else the host name); one path component
+  std::string host;  // this node's name (NCCLSCOPE_HOST, else the host name); one path component
 };
+
+// The global rank and world size a launcher gives: RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID,
+// PMI_RANK and WORLD_SIZE, OMPI_COMM_WORLD_SIZE, SLURM_NTASKS, PMI_SIZE (first that is set and
+// valid wins; -1 when none). Adds a warning per malformed or implausible value. Thread-safe.
+struct LaunchRank {
+  int global_rank = -1;
+  int world_size = -1;
+  bool operator==(const LaunchRank&) const = default;
+};
+LaunchRank ReadLaunchRank(const EnvLookup& env, std::vector<std::string>* warnings);
 
 // Reads RANK/LOCAL_RANK/WORLD_SIZE, then OMPI_COMM_WORLD_*, SLURM_PROCID/LOCALID/NTASKS, PMI_RANK/
 // PMI_SIZE (first launcher that sets a value wins), the job id from NCCLSCOPE_JOB_ID (via config),

@@ -9,6 +9,7 @@
 
 #include "plugin/launch_env.h"
 #include "plugin/nccl_symbols.h"
+#include "plugin/presence.h"
 #include "plugin/warn.h"
 #include "trace/clock.h"
 #include "trace/ring_layout.h"
@@ -130,10 +131,14 @@ Runtime* InitRuntime(bool from_profiler) noexcept {
     if (rt == nullptr) {
       rt = CreateRuntime(from_profiler);
       g_runtime.store(rt != nullptr ? rt : kRuntimeOff, std::memory_order_release);
+      // This process has called NCCL: its presence must not say otherwise, whether or not a
+      // ring file now stands for it.
+      RetirePresence();
     }
     result = rt == kRuntimeOff ? nullptr : rt;
   } catch (...) {
     g_runtime.store(kRuntimeOff, std::memory_order_release);
+    RetirePresence();
     WarnOnce(WarnKey::kInit, "initialization failed; recording disabled");
   }
   errno = saved_errno;

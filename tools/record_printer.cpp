@@ -68,14 +68,17 @@ std::string HeaderText(const trace::RingSnapshot& f) {
   // before.
   const std::string numerics =
       f.numerics_skipped == 0 ? "" : fmt::format(" numerics_skipped {}", f.numerics_skipped);
+  // Likewise a presence file's mark: its process was started as the rank and never called NCCL.
+  const char* presence =
+      (f.flags & trace::kHeaderPresence) != 0 ? " presence (no NCCL call yet)" : "";
   return fmt::format(
       "# rank {} local_rank {} world_size {} host {} pid {} job {} nccl {} records {} "
-      "overwritten {} dropped {} torn {} untracked_completions {} unknown_comm_records {}{} file "
-      "{}",
+      "overwritten {} dropped {} torn {} untracked_completions {} unknown_comm_records {}{}{} "
+      "file {}",
       RankText(f.global_rank), RankText(f.local_rank), RankText(f.world_size), f.host, f.pid,
       f.job_id.empty() ? "-" : f.job_id, f.nccl_version, f.records.size(), f.overwritten,
       f.dropped_records, f.torn_records, f.untracked_completions, f.unknown_comm_records, numerics,
-      f.path);
+      presence, f.path);
 }
 
 std::string CommText(const trace::CommInfo& c) {
@@ -131,6 +134,7 @@ nlohmann::json HeaderJson(const trace::RingSnapshot& f) {
           {"heartbeat_monotonic_ns", f.heartbeat_monotonic_ns},
           {"flags", f.flags},
           {"watchdog_aborted", (f.flags & trace::kHeaderWatchdogAborted) != 0},
+          {"presence", (f.flags & trace::kHeaderPresence) != 0},
           {"record_capacity", f.record_capacity},
           {"records", f.records.size()},
           {"write_pos", f.write_pos},

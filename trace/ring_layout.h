@@ -21,10 +21,17 @@ inline constexpr size_t kGpuUuidBytes = 48;  // "GPU-" + 36 characters + NUL, wi
 // Header flags.
 inline constexpr uint32_t kHeaderSuspect = 1u << 0;   // the local watchdog suspects a stall
 inline constexpr uint32_t kHeaderFinished = 1u << 1;  // the process exited normally
-// The watchdog aborted a communicator of this process on a confirmed hang (NCCLSCOPE_ON_HANG=abort):
-// what the process does from then on (its waits ending, its exit) is the abort's doing, not the
-// job's. Each such communicator also has a comm_abort record with kFlagByWatchdog.
+// The watchdog aborted a communicator of this process on a confirmed hang
+// (NCCLSCOPE_ON_HANG=abort): what the process does from then on (its waits ending, its exit) is the
+// abort's doing, not the job's. Each such communicator also has a comm_abort record with
+// kFlagByWatchdog.
 inline constexpr uint32_t kHeaderWatchdogAborted = 1u << 2;
+// A presence file: written when the process started, because its launcher named its rank, and
+// before any NCCL call. It holds no communicator and no record, and its heartbeat never beats: its
+// writer is judged by its process alone. The process's ring file replaces it at its first NCCL
+// call; one left in the directory says the rank was started and never called NCCL (or exited, with
+// kHeaderFinished, before it did).
+inline constexpr uint32_t kHeaderPresence = 1u << 3;
 
 // One slot: a commit word (seqlock) and the payload as relaxed atomic words, so a reader in another
 // process can copy a slot while it is being written and detect the tear instead of racing on it.

@@ -40,8 +40,10 @@ const char* Getenv(const char* name) {
 std::unique_ptr<RingWriter> RingWriter::Create(const RingOptions& options, std::string* error) {
   if (!EnsurePrivateDir(options.dir, error)) return nullptr;
   const uint64_t capacity =
-      RoundUpPow2(options.record_capacity < 64 ? 64 : options.record_capacity);
-  const uint32_t comm_capacity = options.comm_capacity == 0 ? 1 : options.comm_capacity;
+      options.presence ? 1
+                       : RoundUpPow2(options.record_capacity < 64 ? 64 : options.record_capacity);
+  const uint32_t comm_capacity =
+      options.presence || options.comm_capacity == 0 ? 1 : options.comm_capacity;
   const size_t comm_table_bytes = (comm_capacity * sizeof(CommEntry) + 4095) & ~size_t{4095};
   const size_t bytes = kHeaderBytes + comm_table_bytes + capacity * sizeof(RecordSlot);
 
@@ -51,11 +53,18 @@ std::unique_ptr<RingWriter> RingWriter::Create(const RingOptions& options, std::
   // the same rule on both sides (job_layout.h).
   const std::string host = options.host.empty() ? ThisHostName(Getenv) : options.host;
   char name[kHostBytes + 64];
-  snprintf(name, sizeof name, "%s-%d-%08x.ring", host.c_str(), static_cast<int>(getpid()), rd());
+  if (options.presence) {
+    snprintf(name, sizeof name, "%s-%d-presence.ring", host.c_str(), static_cast<int>(getpid()));
+  } else {
+    snprintf(name, sizeof name, "%s-%d-%08x.ring", host.c_str(), static_cast<int>(getpid()), rd());
+  }
   const std::string path = options.dir + "/" + name;
   // Built under a hidden name and renamed once its header is whole: a reader listing *.ring (the
   // exporter's scrape, analyze) never meets an empty or half-written file and calls it damaged.
   const std::string building = options.dir + "/." + name + ".new";
+  // A presence file's name is this pid's: a leftover of an earlier image of this process (killed
+  // while building it) or of a process that had this pid before is ours to replace.
+  if (options.presence) unlink(building.c_str());
 
   int fd = open(building.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
@@ -108,6 +117,7 @@ std::unique_ptr<RingWriter> RingWriter::Create(const RingOptions& options, std::
   h->heartbeat_monotonic_ns.store(h->start_monotonic_ns, std::memory_order_relaxed);
   h->global_rank.store(options.global_rank, std::memory_order_relaxed);
   h->world_size.store(options.world_size, std::memory_order_relaxed);
+  if (options.presence) h->flags.store(kHeaderPresence, std::memory_order_relaxed);
   // The magic goes last: a reader never accepts a header that is still being filled in.
   std::atomic_thread_fence(std::memory_order_release);
   std::memcpy(h->magic, kRingMagic, sizeof kRingMagic);

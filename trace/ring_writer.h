@@ -21,15 +21,20 @@ struct RingOptions {
   int world_size = -1;
   std::string job_id;
   uint32_t restart = 0;  // torchrun's restart count (FileHeader::restart)
-  std::string host;  // in the header and the file name; empty: gethostname()
+  std::string host;      // in the header and the file name; empty: gethostname()
   uint32_t nccl_version = 0;
+  // A presence file (kHeaderPresence): one record slot and one table entry, never written, named
+  // <host>-<pid>-presence.ring so that a program that execs another in its place (same pid)
+  // replaces its own file instead of leaving a second one. record_capacity and comm_capacity are
+  // ignored.
+  bool presence = false;
 };
 
 class RingWriter {
  public:
   // Creates <dir>/<host>-<pid>-<nonce>.ring (mode 0600) with all its blocks allocated up front, so
-  // a full disk fails here and never as SIGBUS later. Returns nullptr and sets *error on failure.
-  // Not thread-safe; call once.
+  // a full disk fails here and never as SIGBUS later (a presence file: see RingOptions::presence).
+  // Returns nullptr and sets *error on failure. Not thread-safe; call once.
   static std::unique_ptr<RingWriter> Create(const RingOptions& options, std::string* error);
   ~RingWriter();
   RingWriter(const RingWriter&) = delete;

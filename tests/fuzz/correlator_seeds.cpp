@@ -2,7 +2,8 @@
 // verdict family (a rank that never issued a collective, a desync with send/recv left unmatched,
 // creations nobody finished, a wrapped healthy job, a straggler, a device that never started, a
 // stall whose stage the profiler's proxy progress names, a hang and a straggler whose calls carry
-// NVTX steps and phases, a NaN's origin and a corrupt output from numerics records).
+// NVTX steps and phases, a NaN's origin and a corrupt output from numerics records, a rank seen
+// only through its presence file).
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -153,6 +154,9 @@ class Rank {
   }
   void Heartbeat(double t) { w_->Heartbeat(At(t)); }
   void Finished() { w_->SetFlags(kHeaderFinished); }
+  // What a presence file says (trace/ring_layout.h): started as the rank, no NCCL call yet. In the
+  // seeds' geometry, so mutations reach it as any ring; the readers go by the flag.
+  void Presence() { w_->SetFlags(kHeaderPresence); }
   std::string Compact() const {
     std::ifstream in(w_->path(), std::ios::binary);
     return ncclscope::fuzz::CompactRing(
@@ -262,6 +266,20 @@ extern "C" void FuzzSeeds(std::vector<std::string>* seeds) {
     ranks[0].InitInCall(0x3003, 0, 3, 0.3);
     ranks[1].InitInCall(0x3003, 1, 3, 0.3);
     Add(ranks, 10, 0x0c, seeds);
+  }
+  {  // Ranks 0-2 inside the creation of world; rank 3 never called NCCL (a presence file only),
+     // rank 1 has a wrapper's presence file too, and a launcher claims rank 0 of a 2-rank job.
+    ncclscope::testing::TempDir tmp;
+    std::vector<Rank> ranks;
+    for (int r = 0; r < 3; ++r) {
+      ranks.emplace_back(tmp.path(), r, 4);
+      ranks.back().InitInCall(0x3003, r, 4, 0.2);
+    }
+    for (const auto& [rank, size] : {std::pair{3, 4}, std::pair{1, 4}, std::pair{0, 2}}) {
+      ranks.emplace_back(tmp.path(), rank, size);
+      ranks.back().Presence();
+    }
+    Add(ranks, 10, 0x04, seeds);
   }
   {  // Healthy and wrapped: 80 allreduces in 64 slots; rank 1 has exited.
     ncclscope::testing::TempDir tmp;

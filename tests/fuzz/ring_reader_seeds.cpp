@@ -74,4 +74,15 @@ extern "C" void FuzzSeeds(std::vector<std::string>* seeds) {
   std::ifstream in(w->path(), std::ios::binary);
   seeds->emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   NvtxSeed(tmp, seeds);
+  // A presence file: one table entry, one record slot, the presence flag (RingOptions::presence).
+  RingOptions p;
+  p.dir = tmp.path() + "/presence";
+  p.presence = true;
+  p.global_rank = 7;
+  p.world_size = 8;
+  p.job_id = "fuzz";
+  if (auto presence = RingWriter::Create(p, &error)) {
+    std::ifstream pin(presence->path(), std::ios::binary);
+    seeds->emplace_back(std::istreambuf_iterator<char>(pin), std::istreambuf_iterator<char>());
+  }
 }

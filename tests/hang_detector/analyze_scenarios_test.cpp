@@ -229,9 +229,9 @@ std::vector<Case> Catalogue(int ranks) {
       {"early-exit", "dead", "", 0, {3}},
       {"freeze", "frozen", "dp", 2, {2}, true},
       {"never-join", "init-hang", "world", 2, {1, 2}, false, "comm_split"},
-      // The rank that never called NCCL never made a ring file: absence is not guilt, so it is
-      // named as not seen while the others wait, not as the culprit.
-      {"never-join-world", "init-hang", "", 0, {}, false, "", "", {}, {-1}},
+      // The rank that never called NCCL made no ring file, but the presence file the probe wrote
+      // when it started shows it seen, and never in NCCL: the culprit, post mortem too.
+      {"never-join-world", "init-hang", "", 0, {-1}},
       // Two culprits at one collective: the disagreement leads; the silent rank is named too.
       {"desync-and-missing", "desync", "dp", 2, {0}, false, "allreduce", "missing", {2}},
       // Ranks waiting in a receive from a stuck stage never send on: only the stuck stage.

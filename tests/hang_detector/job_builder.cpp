@@ -216,6 +216,34 @@ void JobBuilder::RemoveFile(int rank) {
   removed_[rank] = true;
 }
 
+void JobBuilder::AddPresence(int rank, int pid, double t, int world_size) {
+  trace::RingSnapshot s;
+  s.path = std::string(kHost) + "-" + std::to_string(pid) + "-presence.ring";
+  s.pid = pid;
+  s.global_rank = rank;
+  s.world_size = world_size < 0 ? world_size_ : world_size;
+  s.host = kHost;
+  s.flags = trace::kHeaderPresence;
+  // Its clocks are read when it starts, and its heartbeat never moves from there.
+  s.start_realtime_ns = Wall(t);
+  s.start_monotonic_ns = Mono(t);
+  s.heartbeat_monotonic_ns = Mono(t);
+  s.record_capacity = 1;
+  presences_.push_back(std::move(s));
+}
+
+void JobBuilder::PresenceFinished(int pid) {
+  for (trace::RingSnapshot& s : presences_) {
+    if (s.pid == pid) s.flags |= trace::kHeaderFinished;
+  }
+}
+
+void JobBuilder::PresenceHost(int pid, const std::string& host) {
+  for (trace::RingSnapshot& s : presences_) {
+    if (s.pid == pid) s.host = host;
+  }
+}
+
 void JobBuilder::Host(int rank, const std::string& host) {
   files_[rank].host = host;
 }
@@ -245,6 +273,7 @@ trace::TraceSet JobBuilder::Build() const {
     s.write_pos = s.records.empty() ? 0 : s.records.back().index + 1;
     set.files.push_back(std::move(s));
   }
+  set.files.insert(set.files.end(), presences_.begin(), presences_.end());
   return set;
 }
 

@@ -61,7 +61,13 @@ class JobBuilder {
   // operation of `comm` still pending (as NCCL's kernels end when the abort flag is seen).
   void WatchdogAbort(int rank, uint64_t comm, double t);
   void RemoveFile(int rank);
-  void Host(int rank, const std::string& host);  // written on another host than kHost
+  // A presence file (trace::kHeaderPresence) besides the ranks' ring files: a process started as
+  // `rank` of a job of `world_size` ranks (-1: this job's) at job time t, on kHost, that has not
+  // called NCCL. Give the rank's own ring file up with RemoveFile for a rank seen only so.
+  void AddPresence(int rank, int pid, double t, int world_size = -1);
+  void PresenceFinished(int pid);                       // it exited normally
+  void PresenceHost(int pid, const std::string& host);  // written on another host than kHost
+  void Host(int rank, const std::string& host);         // written on another host than kHost
   void Wrap(int rank, size_t keep_last);  // the ring lost all but its newest `keep_last` records
   void Torn(int rank);
 
@@ -81,6 +87,7 @@ class JobBuilder {
 
   int world_size_;
   std::vector<trace::RingSnapshot> files_;
+  std::vector<trace::RingSnapshot> presences_;
   std::vector<bool> removed_;
   std::map<uint64_t, CommDef> comms_;
   std::map<std::pair<int, uint64_t>, uint64_t> coll_seq_;

@@ -92,15 +92,12 @@ bool Precedes(const std::string& s, size_t begin, std::string_view phrase) {
 bool NamedAsCulprit(const std::string& s, const Mention& m) {
   // Communicator ranks ("comm ranks 0,3 never joined ...") are not global ranks.
   if (Precedes(s, m.begin, "comm ")) return false;
-  static constexpr std::string_view kAfter[] = {" never issued it",
-                                                " did not issue the matching",
-                                                " died or exited",
-                                                " froze",
-                                                " is gone",
-                                                " is frozen",
-                                                " never joined",
-                                                " arrives ",
-                                                " are x"};
+  static constexpr std::string_view kAfter[] = {" never issued it", " did not issue the matching",
+                                                " died or exited",  " froze",
+                                                " is gone",         " is frozen",
+                                                " never joined",    " never called NCCL",
+                                                " is alive (",      " are alive (",
+                                                " arrives ",        " are x"};
   static constexpr std::string_view kBefore[] = {"device work never completed on ",
                                                  "never started on ", "wait-for cycle through ",
                                                  "transfers of "};

@@ -7,6 +7,8 @@
 #   MODE fsize       RLIMIT_FSIZE of 64 KiB (SIGXFSZ ignored): exactly one warning
 #   MODE badenv      NCCLSCOPE_RING_RECORDS=banana: exactly one warning naming it, still recording
 #   MODE disabled    NCCLSCOPE_ENABLE=0: no warning, no ring file
+#   MODE rank        RANK/WORLD_SIZE set, as a launcher sets them: as plain, and the presence file
+#                    written at load is gone (the first NCCL call replaced it with the ring file)
 set -u
 program=$1 probe=$2 ring_stats=$3 mode=$4 min_records=${5:-1}
 work=$(mktemp -d /tmp/ncclscope-preload-XXXXXX)
@@ -26,6 +28,7 @@ case $mode in
   unwritable) run pre LD_PRELOAD="$probe" NCCLSCOPE_DIR=/proc/ncclscope ;;
   badenv) run pre LD_PRELOAD="$probe" NCCLSCOPE_RING_RECORDS=banana ;;
   disabled) run pre LD_PRELOAD="$probe" NCCLSCOPE_ENABLE=0 ;;
+  rank) run pre LD_PRELOAD="$probe" RANK=0 WORLD_SIZE=1 ;;
   *) run pre LD_PRELOAD="$probe" ;;
 esac
 
@@ -37,7 +40,13 @@ grep -v '^ncclscope: warning: ' "$work/pre.err" | diff -u "$work/base.err" - ||
 stats=$("$ring_stats" "$work/rings" 2>/dev/null || echo "files=0 records=0 comms=0")
 files=$(echo "$stats" | sed -n 's/.*files=\([0-9]*\).*/\1/p')
 records=$(echo "$stats" | sed -n 's/.*records=\([0-9]*\).*/\1/p')
+presence=$(echo "$stats" | sed -n 's/.*presence=\([0-9]*\).*/\1/p')
 case $mode in
+  rank)
+    [ "$warnings" -eq 0 ] || fail "expected no warning, got $warnings"
+    [ "$files" -eq 1 ] || fail "expected one ring file, got $stats"
+    [ "${presence:-1}" -eq 0 ] || fail "expected the presence file replaced, got $stats"
+    [ "$records" -ge "$min_records" ] || fail "expected >= $min_records records, got $stats" ;;
   plain)
     [ "$warnings" -eq 0 ] || fail "expected no warning, got $warnings"
     [ "$files" -eq 1 ] || fail "expected one ring file, got $stats"

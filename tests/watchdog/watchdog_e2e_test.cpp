@@ -163,6 +163,24 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// The last rank's process runs but never calls NCCL (never-join-world): its presence file makes it
+// seen, and the node's watchdog names it, alive, as the culprit of the creation the others wait in.
+TEST(WatchdogInitHang, NamesTheAliveRankThatNeverCalledNccl) {
+  Root root;
+  const Job job = RunSim("never-join-world", {}, root.path);
+  SCOPED_TRACE(job.err);
+  const auto j =
+      ReadVerdict(job, HangCase{"never-join-world", "init-hang", "world", {7}, "suspect"});
+  EXPECT_EQ(j["stage"], "suspect");
+  const std::string summary = j["verdicts"][0].value("summary", "");
+  EXPECT_EQ(summary.rfind("rank 7 is alive (pid ", 0), 0u) << summary;
+  EXPECT_NE(summary.find(" on this node) but never called NCCL: it never joined the creation of "
+                         "world; ranks "),
+            std::string::npos)
+      << summary;
+  EXPECT_EQ(Count(job.err, "SUSPECT ("), 1);
+}
+
 // Healthy jobs that pause: a checkpoint on one rank while the others wait, several of them, one
 // 20-second operation, a rank that starts 8 s late. With abort on, anything that treated the pause
 // as a hang would kill the job; it must finish with correct results, and what the watchdog said
