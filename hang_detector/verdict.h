@@ -71,9 +71,9 @@ struct Verdict {
   // wait-for cycle, the job ended) or when the wait outlasts what this job has shown to be normal.
   bool confirmed = false;
   bool confirmed_by_time = false;  // confirmed because the wait outlasted the rule, not by proof
-  double confirm_after_s = 0;  // a suspect: the wait (since_s) at which time alone confirms it
-  std::string confirmed_by;    // why it is confirmed, or what would confirm it
-  std::string activity;        // what the culprits are doing: where they are, alive or not
+  double confirm_after_s = 0;      // a suspect: the wait (since_s) at which time alone confirms it
+  std::string confirmed_by;        // why it is confirmed, or what would confirm it
+  std::string activity;            // what the culprits are doing: where they are, alive or not
   // Device stalls: where the work is stuck, from the profiler's markers and proxy progress. stage
   // "" (not localized), "not-started" (the kernel never started: its stream is blocked by earlier
   // work), "peer-wait" (started, waiting on peer `peer` over channel `channel`: side "send"

@@ -1,7 +1,8 @@
 // One correlating watchdog per node and job: a non-blocking flock(2) on a lock file in the trace
 // directory. The rank that holds it correlates and keeps the job's incident record
-// (hang_detector/incident/); the others only read that. The kernel drops the lock when its holder dies (crash, SIGKILL, OOM),
-// so the next stalled rank's attempt takes over; nothing has to notice the death.
+// (hang_detector/incident/); the others only read that. The kernel drops the lock when its holder
+// dies (crash, SIGKILL, OOM), so the next stalled rank's attempt takes over; nothing has to notice
+// the death.
 //
 // Each acquisition appends one line "<pid> <rank> <wall ns>" to the lock file itself, so the file
 // says which processes correlated for the node and when (the end-to-end tests count them). The

@@ -72,7 +72,8 @@ void OpWatch::MarkAborted(uint64_t id) noexcept {
 }
 
 bool OpWatch::Aborted(uint64_t comm_id) const {
-  const uint32_t n = std::min<uint32_t>(aborted_count_.load(std::memory_order_acquire), kMaxAborted);
+  const uint32_t n =
+      std::min<uint32_t>(aborted_count_.load(std::memory_order_acquire), kMaxAborted);
   for (uint32_t i = 0; i < n; ++i) {
     if (comm_id != 0 && aborted_[i].load(std::memory_order_acquire) == comm_id) return true;
   }

@@ -137,7 +137,7 @@ class Watchdog {
   std::string dir_;
   std::string job_;  // this rank's job id: the only job it correlates
   uint32_t restart_ = 0;
-  uint64_t job_key_ = 0;  // hang_detector::JobKey(job_, restart_)
+  uint64_t job_key_ = 0;           // hang_detector::JobKey(job_, restart_)
   int64_t run_start_wall_ns_ = 0;  // this process's start: older records are an earlier run's
   std::string record_path_;
   StallRule rule_;

@@ -28,8 +28,8 @@ std::string VerdictFileName(const std::string& job_id, bool directory_shared) {
 
 bool ClaimIncidentStage(const std::string& dir, uint64_t job_key, uint64_t incident,
                         const char* stage) {
-  const std::string path = dir + "/.incident-" + Hex16(job_key) + "-" + Hex16(incident) + "-" +
-                           stage + ".claim";
+  const std::string path =
+      dir + "/.incident-" + Hex16(job_key) + "-" + Hex16(incident) + "-" + stage + ".claim";
   const int fd = open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return false;
   const std::string pid = std::to_string(getpid()) + "\n";
@@ -92,7 +92,8 @@ void ApplyRecordedIncident(const std::string& dir, int64_t now_wall_ns, Analysis
   const uint64_t job = JobKey(analysis->input.job, analysis->input.restart);
   const std::optional<IncidentRecord> record =
       ReadIncidentRecord(dir, job, analysis->input.run_start_wall_ns, &error);
-  if (!error.empty()) analysis->input.notes.push_back("ignored the job's incident record: " + error);
+  if (!error.empty())
+    analysis->input.notes.push_back("ignored the job's incident record: " + error);
   if (record) ApplyIncident(*record, now_wall_ns, analysis);
 }
 

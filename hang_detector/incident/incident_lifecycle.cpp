@@ -180,9 +180,9 @@ void ApplyIncident(const IncidentRecord& r, int64_t now_wall_ns, Analysis* a) {
     if (target == nullptr) target = &v;
   }
   if (target == nullptr) {
-    a->input.notes.push_back("the job's watchdog confirmed a hang at " + Clock(r.confirmed_wall_ns) +
-                             " (" + r.cls + " " + r.op + " #" + std::to_string(r.seq) +
-                             ") that this look no longer shows");
+    a->input.notes.push_back("the job's watchdog confirmed a hang at " +
+                             Clock(r.confirmed_wall_ns) + " (" + r.cls + " " + r.op + " #" +
+                             std::to_string(r.seq) + ") that this look no longer shows");
     return;
   }
   if (target->confirmed) return;

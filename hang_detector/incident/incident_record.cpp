@@ -77,8 +77,8 @@ std::string RanksText(const std::vector<int>& ranks) {
 bool PlainWord(std::string_view s) {
   if (s.empty() || s.size() > kMaxWordBytes) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
   });
 }
 
@@ -279,8 +279,8 @@ std::string RenderIncident(const IncidentRecord& r) {
   out += "\npasses " + std::to_string(r.passes);
   out += std::string("\nstage ") + IncidentStageName(r.stage);
   out += "\nincident " + Hex16(r.incident) + " " + (r.cls.empty() ? "-" : r.cls);
-  out += "\nop " + Hex16(r.comm_id) + " " + (r.op.empty() ? "-" : r.op) + " " +
-         std::to_string(r.seq);
+  out +=
+      "\nop " + Hex16(r.comm_id) + " " + (r.op.empty() ? "-" : r.op) + " " + std::to_string(r.seq);
   out += "\ncomm-name " + (r.comm_name.empty() ? std::string("-") : PercentEncode(r.comm_name));
   out += "\nculprits " + RanksText(r.culprits);
   out += "\nonset " + std::to_string(r.onset_wall_ns);
@@ -288,7 +288,8 @@ std::string RenderIncident(const IncidentRecord& r) {
   out += "\nresolved " + std::to_string(r.resolved_wall_ns);
   out += "\nwhy " + (r.why.empty() ? std::string("-") : PercentEncode(r.why));
   for (const uint64_t c : r.hang_comms) out += "\nhang-comm " + Hex16(c);
-  for (const IncidentWait& w : r.waits) out += "\nwait " + Hex16(w.comm_id) + " " + RanksText(w.ranks);
+  for (const IncidentWait& w : r.waits)
+    out += "\nwait " + Hex16(w.comm_id) + " " + RanksText(w.ranks);
   out += "\nend\n";
   return out;
 }

@@ -24,7 +24,8 @@ Verdict Missing(uint64_t comm, uint64_t seq, bool confirmed, double since_s) {
   v.since_s = since_s;
   v.confirmed = confirmed;
   v.confirmed_by_time = confirmed;
-  v.confirmed_by = confirmed ? "waited 5.1 s, past 5.0 s (the floor)" : "a suspect: confirmed at 15 s";
+  v.confirmed_by =
+      confirmed ? "waited 5.1 s, past 5.0 s (the floor)" : "a suspect: confirmed at 15 s";
   return v;
 }
 

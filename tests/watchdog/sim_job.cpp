@@ -80,9 +80,9 @@ SimJob StartSim(const SimSpec& spec, const std::string& root) {
     freopen("/dev/null", "w", stdout);
     freopen(job.err_path.c_str(), "w", stderr);
     for (const std::string& e : spec.env) putenv(const_cast<char*>(e.c_str()));
-    std::vector<const char*> argv = {bin.c_str(),   "sim",         "--ranks",
-                                     ranks.c_str(), "--scenario",  spec.scenario_path.c_str(),
-                                     "--dir",       job.dir.c_str(), "--timeout",
+    std::vector<const char*> argv = {bin.c_str(),    "sim",           "--ranks",
+                                     ranks.c_str(),  "--scenario",    spec.scenario_path.c_str(),
+                                     "--dir",        job.dir.c_str(), "--timeout",
                                      timeout.c_str()};
     if (spec.nodes > 1) {
       argv.push_back("--nodes");
@@ -170,8 +170,8 @@ std::map<int, double> WatchdogAbortTimes(const std::vector<std::string>& dirs) {
       const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
       if (j.is_discarded()) continue;
       if (j["type"] == "header") {
-        offset_s = (j["start_realtime_ns"].get<double>() - j["start_monotonic_ns"].get<double>()) *
-                   1e-9;
+        offset_s =
+            (j["start_realtime_ns"].get<double>() - j["start_monotonic_ns"].get<double>()) * 1e-9;
       } else if (j["type"] == "record" && j.value("by_watchdog", false)) {
         const double t = j["t_enter_ns"].get<double>() * 1e-9 + offset_s;
         const int rank = j["rank"].get<int>();
@@ -185,9 +185,8 @@ std::map<int, double> WatchdogAbortTimes(const std::vector<std::string>& dirs) {
 int PidOfRank(const std::vector<std::string>& dirs, int rank) {
   for (const std::string& dir : dirs) {
     int code = 0;
-    std::istringstream in(Capture({Bin(), "dump", dir, "--json", "--rank", std::to_string(rank),
-                                   "--tail", "1"},
-                                  &code));
+    std::istringstream in(Capture(
+        {Bin(), "dump", dir, "--json", "--rank", std::to_string(rank), "--tail", "1"}, &code));
     for (std::string line; std::getline(in, line);) {
       const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
       if (!j.is_discarded() && j["type"] == "header" && j["rank"] == rank) return j["pid"];

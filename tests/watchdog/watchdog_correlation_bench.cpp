@@ -221,8 +221,7 @@ int main(int argc, char** argv) {
   d.how = hd::ConfirmedHow::kTime;
   d.hang_comms = {0x5eed000000000001ULL};
   d.waits = {{0x5eed000000000001ULL, {0, 1, 3, 4, 5, 6, 7}}};
-  if (!hd::WriteFileAtomically(dir, hd::IncidentRecordName(d.job), hd::RenderIncident(d),
-                               &error)) {
+  if (!hd::WriteFileAtomically(dir, hd::IncidentRecordName(d.job), hd::RenderIncident(d), &error)) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 1;
   }

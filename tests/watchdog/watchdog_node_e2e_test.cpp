@@ -48,8 +48,8 @@ TEST(WatchdogNode, OneProcessCorrelatesAHang) {
 }
 
 // crash-sigkill without its pipeline: every rank ends up waiting in a collective, so the decision
-// record names where each one waits (send/recv waits are not in the correlator's "waiting" view, whose
-// communicators abort mode leaves).
+// record names where each one waits (send/recv waits are not in the correlator's "waiting" view,
+// whose communicators abort mode leaves).
 constexpr const char* kCollectivesCrash = R"({
   "name": "collectives-crash",
   "description": "Rank 1 is SIGKILLed at the start of step 2; the others wait in collectives.",
@@ -76,8 +76,9 @@ constexpr const char* kCollectivesCrash = R"({
 
 TEST(WatchdogNode, AbortReachesEveryStuckRank) {
   // Rank 1 is killed: a dead rank confirms the hang at once. Every survivor ends up waiting for
-  // it; only the decider correlates, the others abort from the job's incident record. Without fail-fast the
-  // launcher waits for every rank, so the job ends before its timeout only if all seven aborted.
+  // it; only the decider correlates, the others abort from the job's incident record. Without
+  // fail-fast the launcher waits for every rank, so the job ends before its timeout only if all
+  // seven aborted.
   Root root;
   const std::string scenario = root.path + "/collectives-crash.json";
   std::ofstream(scenario) << kCollectivesCrash;
