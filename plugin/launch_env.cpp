@@ -90,4 +90,13 @@ bool MakeTraceDir(const EnvLookup& env, const Config& config, const LaunchIdenti
                                      {identity.job_id, identity.host}, dir, error);
 }
 
+void SetRingIdentity(const LaunchIdentity& identity, trace::RingOptions* options) {
+  options->global_rank = identity.global_rank;
+  options->local_rank = identity.local_rank;
+  options->world_size = identity.world_size;
+  options->job_id = identity.job_id;
+  options->restart = identity.restart;
+  options->host = identity.host;
+}
+
 }  // namespace ncclscope::plugin

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "plugin/config.h"
+#include "trace/ring_writer.h"
 
 namespace ncclscope::plugin {
 
@@ -48,5 +49,9 @@ std::string TraceDir(const EnvLookup& env, const Config& config, const LaunchIde
 // Thread-safe.
 bool MakeTraceDir(const EnvLookup& env, const Config& config, const LaunchIdentity& identity,
                   std::string* dir, std::string* error);
+
+// Names a ring file after the process's place in the job: sets options' rank, local rank, world
+// size, job id, restart and host from identity (the ring file and the presence file alike).
+void SetRingIdentity(const LaunchIdentity& identity, trace::RingOptions* options);
 
 }  // namespace ncclscope::plugin

@@ -72,12 +72,7 @@ void WritePresence(const EnvLookup& env,
     SetWarningsEnabled(config.warn);
     trace::RingOptions options;
     options.presence = true;
-    options.global_rank = identity.global_rank;
-    options.local_rank = identity.local_rank;
-    options.world_size = identity.world_size;
-    options.job_id = identity.job_id;
-    options.restart = identity.restart;
-    options.host = identity.host;
+    SetRingIdentity(identity, &options);
     std::string error;
     std::unique_ptr<trace::RingWriter> ring;
     if (MakeTraceDir(env, config, identity, &options.dir, &error)) {

@@ -72,12 +72,7 @@ Runtime* CreateRuntime(bool from_profiler) {
   }
   options.record_capacity = config.ring_records;
   options.comm_capacity = static_cast<uint32_t>(config.comm_capacity);
-  options.global_rank = identity.global_rank;
-  options.local_rank = identity.local_rank;
-  options.world_size = identity.world_size;
-  options.job_id = identity.job_id;
-  options.restart = identity.restart;
-  options.host = identity.host;
+  SetRingIdentity(identity, &options);
   options.nccl_version = from_profiler ? 0 : NcclVersion();
 
   std::unique_ptr<trace::RingWriter> ring;
