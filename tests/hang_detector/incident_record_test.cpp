@@ -70,7 +70,7 @@ TEST(IncidentRecord, DamagedOrHostileTextIsRefusedWhole) {
   const std::string good = RenderIncident(Sample());
   std::string error;
   IncidentRecord out;
-  const auto refused = [&](std::string text, const char* what) {
+  const auto refused = [&](const std::string& text, const char* what) {
     error.clear();
     EXPECT_FALSE(ParseIncident(text, &out, &error)) << what;
     EXPECT_FALSE(error.empty()) << what;
