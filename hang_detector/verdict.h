@@ -22,7 +22,7 @@ enum class VerdictClass : uint8_t {
   kInitHang,
   kFrozen,
   kDead,
-  // Numerics (NCCLSCOPE_NUMERICS, issue 13): the job goes on, computing wrong numbers.
+  // Numerics (NCCLSCOPE_NUMERICS): the job goes on, computing wrong numbers.
   kNanOrigin,      // the earliest sampled collective where some ranks' inputs held NaN/Inf
   kCorruptOutput,  // a rank's output differs where NCCL makes every rank's output identical
 };
