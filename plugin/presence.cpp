@@ -16,8 +16,8 @@ namespace ncclscope::plugin {
 namespace {
 
 // Set once at load; taken (exchanged for null) by whoever ends it: the first NCCL call, the exit
-// or a fork's child. The writer of a retired file is freed; the one an exit or a child takes is
-// left mapped (the process is ending, or the mapping is the parent's).
+// or a fork's child. The writer of a retired or exited file is freed (its flags are in the shared
+// mapping, so the file keeps them); the one a child takes is left alone (it is the parent's).
 std::atomic<trace::RingWriter*> g_presence{nullptr};
 
 // A launcher's environment is a few kilobytes; a block past this is not read (the process then
@@ -122,9 +122,9 @@ void RetirePresence() noexcept {
 }
 
 void MarkPresenceExited() noexcept {
-  if (trace::RingWriter* ring = g_presence.exchange(nullptr, std::memory_order_acq_rel)) {
-    ring->SetFlags(trace::kHeaderFinished);
-  }
+  const std::unique_ptr<trace::RingWriter> ring(
+      g_presence.exchange(nullptr, std::memory_order_acq_rel));
+  if (ring != nullptr) ring->SetFlags(trace::kHeaderFinished);
 }
 
 void ForgetPresenceAfterFork() noexcept {
