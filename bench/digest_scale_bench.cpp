@@ -1,4 +1,4 @@
-// digest_scale_bench: node digests at the scale of issue 9 (docs/performance.md, "Node digests at
+// digest_scale_bench: node digests at scale (docs/performance.md, "Node digests at
 // scale"), on one machine. Three modes, run together by bench/run_digest_scale_bench.sh:
 //
 //   node       the exporter's cost on one node: 8 full (wrapped) rings of the default size, the

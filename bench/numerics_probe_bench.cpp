@@ -1,4 +1,4 @@
-// NCCLSCOPE_NUMERICS's host cost, ncclscope's own part (issue 13, docs/performance.md): the
+// NCCLSCOPE_NUMERICS's host cost, ncclscope's own part (docs/performance.md): the
 // sampling decision of an unsampled call, and a sampled call's Before + After + the background
 // thread's Poll that writes its record, in front of a driver whose every function returns at once.
 // What the real driver adds (two cuLaunchKernel and one cuEventRecord per sampled call, a few

@@ -52,7 +52,7 @@ void BM_NvtxPushExPop(benchmark::State& state) {
 }
 BENCHMARK(BM_NvtxPushExPop);
 
-// NCCL's own ranges (issue 10): one push/pop of its "NCCL" domain per API call, as NCCL 2.28.9
+// NCCL's own ranges: one push/pop of its "NCCL" domain per API call, as NCCL 2.28.9
 // makes them (src/include/nvtx.h NVTX3_FUNC_WITH_PARAMS: a registered name, one nvtxPayloadData_t
 // of schema (1 << 24) + N; src/include/nvtx_payload_schemas.h: AllReduce's {commHash, bytes, op}),
 // its schema registered first. Arg 0: ncclGroupStart's shape (no payload), 1: ncclAllReduce's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Node digests at scale (issue 9; docs/performance.md, "Node digests at scale"), on one machine:
+# Node digests at scale (docs/performance.md, "Node digests at scale"), on one machine:
 #  1. the exporter's cost of /digest on one node: 8 wrapped rings of the default 65536 slots, the
 #     node's digest built 20 times (digest_scale_bench node);
 #  2. a live 4096-rank job on 512 simulated nodes of 8 ranks with one culprit (rank 2051 never

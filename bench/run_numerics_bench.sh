@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# NCCLSCOPE_NUMERICS's host cost (issue 13): builds Release and prints
+# NCCLSCOPE_NUMERICS's host cost: builds Release and prints
 #  1. what an unsampled call costs with the mode on against the mode off, through the shipped
 #     libncclscope.so (interposer_bench, ncclAllReduce recorded, no completion tracking), rounds
 #     alternating off and on so drifts of the machine hit both; target: within 5 ns;

@@ -19,7 +19,7 @@ DeviceImage AlltoAllFatbin() noexcept;
 // The grouped send/recv exchange kernel (kernels/exchange.cu), likewise.
 DeviceImage ExchangeFatbin() noexcept;
 // The numerics passes' kernels (kernels/numerics.cu: NaN/Inf scan, content hash), likewise; not
-// loaded by the probe yet (issue 13).
+// loaded by the probe yet.
 DeviceImage NumericsFatbin() noexcept;
 
 }  // namespace ncclscope::collectives

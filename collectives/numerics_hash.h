@@ -1,4 +1,4 @@
-// The content hash of a collective's buffer (issue 13, docs/collectives.md "Numerics passes"): a
+// The content hash of a collective's buffer (docs/collectives.md "Numerics passes"): a
 // 64-bit value that ranks compare across the job, so its definition below is a wire contract
 // (kContentHashVersion): a rank that computes it differently must say so with another version.
 // The CUDA kernel (kernels/numerics.cu) and its CPU twin (numerics_twin.cpp) both run

@@ -1,4 +1,4 @@
-// The NaN/Inf scan of a collective's buffer (issue 13, docs/collectives.md "Numerics passes"): how
+// The NaN/Inf scan of a collective's buffer (docs/collectives.md "Numerics passes"): how
 // each NCCL floating-point type marks a non-finite element, and one thread's share of a scan of a
 // buffer launched as a grid. The CUDA kernel (kernels/numerics.cu) and its CPU twin
 // (numerics_twin.cpp) both run ScanThreadShare, so they classify, count and pick the first index

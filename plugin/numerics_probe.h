@@ -1,4 +1,4 @@
-// NCCLSCOPE_NUMERICS in a job (issue 13, docs/collectives.md "Numerics in a job"): for a sampled
+// NCCLSCOPE_NUMERICS in a job (docs/collectives.md "Numerics in a job"): for a sampled
 // collective, the NaN/Inf scan of its input is launched on the caller's stream before NCCL's call
 // (so an in-place operation is scanned before NCCL overwrites it) and the hash of its output after
 // it (at the outermost ncclGroupEnd for a call inside a group, where NCCL launches the group's

@@ -1,4 +1,4 @@
-// What NCCLSCOPE_NUMERICS asks for (issue 13, docs/collectives.md "Numerics in a job"): which
+// What NCCLSCOPE_NUMERICS asks for (docs/collectives.md "Numerics in a job"): which
 // passes run, how often, and on which communicators and operations. Parsed once at init from the
 // config table's strings; read-only afterwards.
 #pragma once

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cross-node detection latency (issue 9): plays hang scenarios of the catalogue as 8 ranks on
+# Cross-node detection latency: plays hang scenarios of the catalogue as 8 ranks on
 # NODES simulated nodes (`ncclscope sim --nodes`), starts one `ncclscope exporter` per node on
 # loopback with every other node as a peer (as under Slurm: one exporter per node), and watches the
 # correlating exporter's job view (verdict-job.json in the directory of the node holding rank 0)

@@ -1,4 +1,4 @@
-// The numerics record (OpType::kNumerics, issue 13): what NCCLSCOPE_NUMERICS found in one sampled
+// The numerics record (OpType::kNumerics): what NCCLSCOPE_NUMERICS found in one sampled
 // collective of this rank, written by the probe once the collective (and the passes around it)
 // completed on the device. Field use in trace::RecordData:
 //   comm_id, seq   the collective's (its per-communicator sequence number)

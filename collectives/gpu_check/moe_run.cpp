@@ -329,7 +329,7 @@ const CaseResult* TimedRow(const Summary& s, int nranks, Op op, int tokens, int 
   return nullptr;
 }
 
-// Part (c)'s lines against the targets of issue 11 (ep-kernels.md section 5.2).
+// Part (c)'s lines against the MoE targets (DeepEP's published intranode numbers).
 void AddTargetNotes(Summary* s, int nranks) {
   constexpr int kExact = NCCLSCOPE_MOE_COMBINE_EXACT, kSums = NCCLSCOPE_MOE_COMBINE_RANK_SUMS;
   char line[400];

@@ -1,4 +1,4 @@
-// ncclscope's numerics passes (issue 13, docs/collectives.md "Numerics passes"): the NaN/Inf scan
+// ncclscope's numerics passes (docs/collectives.md "Numerics passes"): the NaN/Inf scan
 // of a buffer of one floating-point format and the content hash of a buffer's bytes. Both are
 // read-only grid-stride passes: each thread runs its share (numerics_scan.h's ScanThreadShare,
 // numerics_hash.h's HashThreadShare, the same code the CPU twin numerics_twin.cpp runs), the block

@@ -1,4 +1,4 @@
-// NCCLSCOPE_NUMERICS end to end (issue 13): real multi-process jobs on the emulator with the
+// NCCLSCOPE_NUMERICS end to end: real multi-process jobs on the emulator with the
 // probe preloaded, the numerics faults of sim/scenarios (a NaN fed into one rank's input that then
 // spreads as a real NaN does, one flipped output bit, a sustained corrupter), then the real
 // `ncclscope analyze`. The culprit must be named at the sampling periods that catch the fault; a
