@@ -35,14 +35,18 @@ TEST(WatchdogNode, OneProcessCorrelatesAHang) {
   SimJob job = Start(Shipped("stuck-before"), {kConfirmSoon}, root.path, 12);
   WaitSim(&job);
   SCOPED_TRACE(job.err);
-  // Seven ranks wait and stall; one took the lock, and it alone correlated and reported.
+  // Seven ranks wait and stall; one took the lock, and it alone correlated and reported. On a
+  // loaded machine a rank may also stall for a moment before the hang (its peers late): it takes
+  // the lock and gives it back on progress, so the log may hold earlier lines. The hang's decider
+  // is the last one.
   const std::vector<int> holders = Holders(job.dir);
-  ASSERT_EQ(holders.size(), 1u);
+  ASSERT_GE(holders.size(), 1u);
+  const int decider = holders.back();
   const RecordView d = ReadIncident(job.dir);
-  EXPECT_EQ(d.holder, holders[0]) << d.text;
+  EXPECT_EQ(d.holder, decider) << d.text;
   EXPECT_EQ(d.stage, "hang") << d.text;
   EXPECT_EQ(Count(job.err, "verdict written to"), 1);
-  EXPECT_EQ(Count(job.err, "(pid " + std::to_string(holders[0]) + "): "),
+  EXPECT_EQ(Count(job.err, "(pid " + std::to_string(decider) + "): "),
             Count(job.err, "ncclscope: watchdog of rank "));
   EXPECT_EQ(Count(job.err, "ncclscope: warning"), 0);
 }
@@ -96,8 +100,14 @@ TEST(WatchdogNode, AnotherRankTakesOverWhenTheDeciderIsKilled) {
   Root root;
   // A suspect for the whole run (60 s confirmation): the decider keeps looking and publishing.
   SimJob job = Start(Shipped("stuck-before"), {}, root.path, 40);
+  // The decider of this hang: its record names rank 2 (a moment's stall earlier, on a loaded
+  // machine, may have had another holder, which progress released).
   int first = 0;
-  ASSERT_TRUE(WaitUntil(job, [&] { return (first = ReadIncident(job.dir).holder) != 0; }));
+  ASSERT_TRUE(WaitUntil(job, [&] {
+    const RecordView r = ReadIncident(job.dir);
+    first = r.holder;
+    return first != 0 && r.text.find("\nculprits 2\n") != std::string::npos;
+  }));
   ASSERT_EQ(kill(first, SIGKILL), 0);
   int second = 0;
   const bool took_over = WaitUntil(job, [&] {
@@ -107,8 +117,11 @@ TEST(WatchdogNode, AnotherRankTakesOverWhenTheDeciderIsKilled) {
   WaitSim(&job);
   SCOPED_TRACE(job.err);
   EXPECT_TRUE(took_over);
-  // Two acquisitions: the killed decider's, then its successor's, which decides from then on.
-  EXPECT_EQ(Holders(job.dir), (std::vector<int>{first, second}));
+  // The last two acquisitions: the killed decider's, then its successor's, which decides from then
+  // on (a moment's stall before the hang, on a loaded machine, may have left an earlier line).
+  const std::vector<int> holders = Holders(job.dir);
+  ASSERT_GE(holders.size(), 2u);
+  EXPECT_EQ(std::vector<int>(holders.end() - 2, holders.end()), (std::vector<int>{first, second}));
   EXPECT_EQ(ReadIncident(job.dir).holder, second);
   EXPECT_TRUE(std::filesystem::exists(job.dir + "/verdict.json"));
 }
