@@ -15,12 +15,12 @@
 #include "exporters/file_tail.h"
 #include "exporters/operation_size.h"
 #include "exporters/size_classes.h"
+#include "trace/clock.h"
 #include "trace/nccl_names.h"
 
 namespace ncclscope::exporters {
 namespace {
 
-constexpr double kNsPerS = 1e9;
 constexpr double kBytesPerGB = 1e9;  // nccl-tests' GB/s
 
 using RowKey = std::tuple<uint64_t, uint32_t, size_t>;  // comm, op, size class
@@ -94,7 +94,7 @@ class FileCosts final : public TailEvents {
     const int64_t start = starts_.StartOf(r);
     if (trace::IsCollective(static_cast<trace::OpType>(r.op)) && r.seq > 0) {
       totals_->collectives[{r.comm_id, r.seq}].push_back(
-          {file_, static_cast<double>(r.t_device_done_ns - start) / kNsPerS, key});
+          {file_, static_cast<double>(r.t_device_done_ns - start) / trace::kNsPerS, key});
     }
   }
   // The kernel of one operation (not of a whole group: comm and seq are 0 then) as CUPTI timed it:
@@ -102,7 +102,8 @@ class FileCosts final : public TailEvents {
   void DeviceCompute(const trace::StoredRecord& record) override {
     const trace::RecordData& r = record.data;
     if (r.comm_id == 0 || r.seq == 0 || r.aux == 0 || r.send_buffer <= r.aux) return;
-    kernel_seconds_[{r.comm_id, r.seq}] = static_cast<double>(r.send_buffer - r.aux) / kNsPerS;
+    kernel_seconds_[{r.comm_id, r.seq}] =
+        static_cast<double>(r.send_buffer - r.aux) / trace::kNsPerS;
   }
   // One operation's device time between the CUDA events torch recorded around it: aux names the
   // operation's record, count the time in ns. It follows its completed operation's record, so
@@ -110,7 +111,7 @@ class FileCosts final : public TailEvents {
   void EventDuration(const trace::StoredRecord& record) override {
     if (!last_completed_ || last_completed_->first != record.data.aux) return;
     totals_->rows[last_completed_->second].event_durations.push_back(
-        static_cast<double>(record.data.count) / kNsPerS);
+        static_cast<double>(record.data.count) / trace::kNsPerS);
     last_completed_.reset();
   }
   // After the file was read: each of its operations' kernel times into its row. A rank's

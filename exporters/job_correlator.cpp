@@ -16,8 +16,6 @@
 namespace ncclscope::exporters {
 namespace {
 
-constexpr double kNsPerS = 1e9;
-
 // Only the header of a ring: which rank wrote it.
 class RankOf final : public trace::RingVisitor {
  public:
@@ -145,7 +143,7 @@ void JobCorrelator::ReadLocal(std::vector<hang_detector::RankFile>* files,
 std::shared_ptr<const hang_detector::Analysis> JobCorrelator::Cycle() {
   const int64_t now = SteadyNs();
   if (discovered_at_ns_ == 0 ||
-      static_cast<double>(now - discovered_at_ns_) >= options_.rediscover_s * kNsPerS) {
+      static_cast<double>(now - discovered_at_ns_) >= options_.rediscover_s * trace::kNsPerS) {
     Discover();
     discovered_at_ns_ = now;
   }
@@ -176,7 +174,7 @@ std::shared_ptr<const hang_detector::Analysis> JobCorrelator::Cycle() {
       AssembleFetchedJob({std::move(local), std::move(local_errors), own}, fetched, options_.job,
                          fetch.max_bytes, job);
     }
-    const double wall_s = static_cast<double>(trace::RealtimeNs()) / kNsPerS;
+    const double wall_s = static_cast<double>(trace::RealtimeNs()) / trace::kNsPerS;
     for (size_t k = 0; k < which.size(); ++k) {
       Peer& p = peers_[which[k]];
       bool ok = fetched[k].ok;

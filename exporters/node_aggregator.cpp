@@ -8,14 +8,13 @@
 #include "exporters/operation_size.h"
 #include "exporters/size_classes.h"
 #include "exporters/verdict_stages.h"
+#include "trace/clock.h"
 #include "trace/numerics_record.h"
 #include "trace/record.h"
 #include "trace/ring_layout.h"
 
 namespace ncclscope::exporters {
 namespace {
-
-constexpr double kNsPerS = 1e9;
 
 struct OpTotals {
   uint64_t operations = 0;
@@ -134,8 +133,8 @@ class NodeAggregator::FileState final : public TailEvents {
     const int64_t start = stream_starts_.StartOf(r);
     if (trace::IsCollective(static_cast<trace::OpType>(r.op)) && r.seq > 0) {
       c.last_completed_seq = std::max(c.last_completed_seq, r.seq);
-      node_->lateness_.Completed(r.comm_id, r.seq, id_, static_cast<double>(done - start) / kNsPerS,
-                                 duration_s);
+      node_->lateness_.Completed(r.comm_id, r.seq, id_,
+                                 static_cast<double>(done - start) / trace::kNsPerS, duration_s);
     }
   }
 
@@ -279,12 +278,12 @@ FileView NodeAggregator::ViewOf(FileState& f) {
     v.up = options_.probe->State(info.pid) != hang_detector::ProcessState::kGone;
   } else {
     v.up = static_cast<double>(now_ns_ - f.heartbeat_moved_at()) <
-           options_.stale_heartbeat_s * kNsPerS;
+           options_.stale_heartbeat_s * trace::kNsPerS;
   }
   if (f.last_done_ns() > 0) {
     v.last_progress_s =
         static_cast<double>(info.start_realtime_ns + (f.last_done_ns() - info.start_monotonic_ns)) /
-        kNsPerS;
+        trace::kNsPerS;
   }
   // Stall rows by label (several communicators can share one), at 0 for every label with an
   // operation on ncclscope's kernels.

@@ -2,13 +2,10 @@
 
 #include <algorithm>
 
+#include "trace/clock.h"
 #include "trace/nccl_names.h"
 
 namespace ncclscope::exporters {
-
-namespace {
-constexpr double kNsPerS = 1e9;
-}  // namespace
 
 bool WasEnqueued(const trace::RecordData& record) {
   constexpr int32_t kSuccess = 0;
@@ -37,7 +34,7 @@ uint64_t OperationBytes(const trace::RecordData& record, int nranks) {
 }
 
 double OperationSeconds(const trace::RecordData& record) {
-  return static_cast<double>(record.t_device_done_ns - record.t_enter_ns) / kNsPerS;
+  return static_cast<double>(record.t_device_done_ns - record.t_enter_ns) / trace::kNsPerS;
 }
 
 double BusBandwidthFactor(trace::OpType op, int nranks) {

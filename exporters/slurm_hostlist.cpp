@@ -17,7 +17,7 @@ bool HostChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.' || c == '_';
 }
 
-bool AllDigits(const std::string& s) {
+bool ShortDigitRun(const std::string& s) {
   if (s.empty() || s.size() > 9) return false;  // 9 digits: no overflow, far beyond any node count
   for (const char c : s) {
     if (std::isdigit(static_cast<unsigned char>(c)) == 0) return false;
@@ -42,7 +42,7 @@ bool ExpandBracket(const std::string& body, size_t remaining, std::vector<std::s
     const size_t dash = entry.find('-');
     const std::string lo_text = entry.substr(0, dash);
     const std::string hi_text = dash == std::string::npos ? lo_text : entry.substr(dash + 1);
-    if (!AllDigits(lo_text) || !AllDigits(hi_text)) {
+    if (!ShortDigitRun(lo_text) || !ShortDigitRun(hi_text)) {
       *why = "'" + entry + "' is not a number or a range a-b of numbers (at most 9 digits)";
       return false;
     }

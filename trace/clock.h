@@ -7,6 +7,9 @@
 
 namespace ncclscope::trace {
 
+// Nanoseconds per second, for turning the clocks' readings into seconds.
+inline constexpr double kNsPerS = 1e9;
+
 inline int64_t MonotonicNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -35,10 +35,6 @@ FakeContext* contextOf(int dev) {
 thread_local CUcontext t_current = reinterpret_cast<CUcontext>(contextOf(0));
 thread_local std::vector<CUcontext> t_stack;
 
-bool validDevice(CUdevice d) {
-  return d >= 0 && d < ncclsim::deviceCount();
-}
-
 }  // namespace
 
 extern "C" {
@@ -61,14 +57,14 @@ CUresult cuDeviceGetCount(int* count) {
 
 CUresult cuDeviceGet(CUdevice* device, int ordinal) {
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (!validDevice(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+  if (!ncclsim::validDevice(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
   *device = ordinal;
   return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
   if (name == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
-  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  if (!ncclsim::validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   std::snprintf(name, size_t(len), "ncclsim CPU device %d", int(dev));
   return CUDA_SUCCESS;
 }
@@ -77,7 +73,7 @@ CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
 // dcgm join need one that is stable across runs and distinct per device.
 CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
   if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  if (!ncclsim::validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   static constexpr char kPrefix[] = {'n', 'c', 's', 'i', 'm'};
   std::memset(uuid->bytes, 0, sizeof uuid->bytes);
   std::memcpy(uuid->bytes, kPrefix, sizeof kPrefix);
@@ -122,13 +118,13 @@ CUresult cuCtxPopCurrent(CUcontext* pctx) {
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  if (!ncclsim::validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   *pctx = reinterpret_cast<CUcontext>(contextOf(dev));
   return CUDA_SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
-  return validDevice(dev) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+  return ncclsim::validDevice(dev) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
 CUresult cuCtxCreate(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags, CUdevice dev) {

@@ -30,10 +30,6 @@ ComputeCapability computeCapability() {
   return cc;
 }
 
-bool validDevice(CUdevice d) {
-  return d >= 0 && d < ncclsim::deviceCount();
-}
-
 }  // namespace
 
 extern "C" {
@@ -42,7 +38,7 @@ extern "C" {
 // new question shows up as such instead of as a made-up answer.
 CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
   if (pi == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  if (!ncclsim::validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   switch (attrib) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
       *pi = computeCapability().major;
@@ -62,7 +58,8 @@ CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) 
 // `i == cudaDev` before asking); any two distinct devices are.
 CUresult cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
   if (canAccessPeer == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (!validDevice(dev) || !validDevice(peerDev)) return CUDA_ERROR_INVALID_DEVICE;
+  if (!ncclsim::validDevice(dev) || !ncclsim::validDevice(peerDev))
+    return CUDA_ERROR_INVALID_DEVICE;
   *canAccessPeer = dev != peerDev ? 1 : 0;
   return CUDA_SUCCESS;
 }

@@ -70,34 +70,34 @@ void StreamQueue::retire() {
 namespace {
 
 // Leaked on purpose: detached workers and the exit-time drain may use it after static destruction.
-struct Registry {
+struct StreamRegistry {
   std::mutex mu;
   std::vector<StreamQueue*> all;
   StreamQueue* default_stream = nullptr;
 };
 
-Registry* g_registry = nullptr;
+StreamRegistry* g_stream_registry = nullptr;
 std::once_flag g_registry_once;
 
 // A CUDA context does not survive fork(); neither do our streams. The child starts with none, and
 // never touches the parent's registry, whose lock may have been held by another thread at fork.
-void resetRegistryInChild() {
-  g_registry = new Registry;
+void resetStreamRegistryInChild() {
+  g_stream_registry = new StreamRegistry;
 }
 
-Registry& registry() {
+StreamRegistry& streamRegistry() {
   std::call_once(g_registry_once, [] {
-    g_registry = new Registry;
-    pthread_atfork(nullptr, nullptr, resetRegistryInChild);
+    g_stream_registry = new StreamRegistry;
+    pthread_atfork(nullptr, nullptr, resetStreamRegistryInChild);
   });
-  return *g_registry;
+  return *g_stream_registry;
 }
 
 }  // namespace
 
 StreamQueue* createStream() {
   auto* s = new StreamQueue;
-  Registry& r = registry();
+  StreamRegistry& r = streamRegistry();
   std::lock_guard<std::mutex> lock(r.mu);
   r.all.push_back(s);
   return s;
@@ -108,7 +108,7 @@ StreamQueue* resolveStream(void* handle) {
       handle != static_cast<void*>(CU_STREAM_PER_THREAD)) {
     return static_cast<StreamQueue*>(handle);
   }
-  Registry& r = registry();
+  StreamRegistry& r = streamRegistry();
   std::lock_guard<std::mutex> lock(r.mu);
   if (r.default_stream == nullptr) {
     r.default_stream = new StreamQueue;
@@ -118,7 +118,7 @@ StreamQueue* resolveStream(void* handle) {
 }
 
 void forEachStream(void (*visit)(StreamQueue*, void*), void* ctx) {
-  Registry& r = registry();
+  StreamRegistry& r = streamRegistry();
   std::vector<StreamQueue*> copy;
   {
     std::lock_guard<std::mutex> lock(r.mu);

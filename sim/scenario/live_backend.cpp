@@ -8,19 +8,11 @@
 #include "sim/emulator/driver_faults.h"
 #include "sim/emulator/kernel_activity.h"
 #include "sim/emulator/ncclsim_control.h"
+#include "sim/scenario/cu_error.h"
 #include "sim/scenario/fault_actions.h"
 #include "sim/scenario/rank_bootstrap.h"
 
 namespace ncclscope::sim {
-namespace {
-
-std::string cuError(CUresult rc) {
-  const char* s = nullptr;
-  cuGetErrorName(rc, &s);
-  return s != nullptr ? s : fmt::format("CUresult {}", static_cast<int>(rc));
-}
-
-}  // namespace
 
 bool LiveBackend::setupDevice(int local_rank, std::string& error) {
   int count = 0;

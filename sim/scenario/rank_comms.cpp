@@ -2,17 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "sim/scenario/cu_error.h"
 #include "sim/scenario/rank_bootstrap.h"
 #include "sim/scenario/rank_exit_codes.h"
 
 namespace ncclscope::sim {
 namespace {
-
-std::string cuError(CUresult rc) {
-  const char* s = nullptr;
-  cuGetErrorName(rc, &s);
-  return s != nullptr ? s : fmt::format("CUresult {}", static_cast<int>(rc));
-}
 
 void joinOrBlock(RankBackend& backend, const RankFaults& faults, const std::string& comm,
                  int rank) {

@@ -10,7 +10,7 @@
 namespace ncclscope::plugin {
 namespace {
 
-constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kNsPerMs = 1'000'000;
 constexpr int64_t kS = 1'000'000'000;
 
 // A 2.5 GHz TSC: 0.4 ns per tick. ns_per_tick_ppm skews the monotonic clock against it.
@@ -20,15 +20,15 @@ TscSample At(int64_t ns, double ppm = 0, int64_t offset_ns = 0) {
 }
 
 TEST(TscCurve, SlopeAndEvaluation) {
-  const uint64_t slope = SlopeBetween(At(0), At(100 * kMs));
+  const uint64_t slope = SlopeBetween(At(0), At(100 * kNsPerMs));
   EXPECT_NEAR(static_cast<double>(slope) / (1ull << kTscShift), 0.4, 1e-9);
-  const TscCurve c = FirstCurve(At(100 * kMs), slope);
-  EXPECT_EQ(CurveNs(c, At(100 * kMs).tsc), 100 * kMs);
+  const TscCurve c = FirstCurve(At(100 * kNsPerMs), slope);
+  EXPECT_EQ(CurveNs(c, At(100 * kNsPerMs).tsc), 100 * kNsPerMs);
   // The fixed point itself loses nothing that matters over an hour (slope rounding: < 10 ns).
   const uint64_t hour_slope = SlopeBetween(At(0), At(3600 * kS));
   EXPECT_NEAR(CurveNs(FirstCurve(At(0), hour_slope), At(3600 * kS).tsc), 3600 * kS, 10);
   // Ticks before the anchor never read earlier than the anchor.
-  EXPECT_EQ(CurveNs(c, 5), 100 * kMs);
+  EXPECT_EQ(CurveNs(c, 5), 100 * kNsPerMs);
 }
 
 TEST(TscCurve, SamplesThatDoNotAdvanceGiveNoSlope) {
@@ -38,11 +38,11 @@ TEST(TscCurve, SamplesThatDoNotAdvanceGiveNoSlope) {
 }
 
 TEST(TscCurve, RefreshIsContinuousAndMonotonic) {
-  const uint64_t slope = SlopeBetween(At(0), At(100 * kMs));
-  const TscCurve old_curve = FirstCurve(At(100 * kMs), slope);
+  const uint64_t slope = SlopeBetween(At(0), At(100 * kNsPerMs));
+  const TscCurve old_curve = FirstCurve(At(100 * kNsPerMs), slope);
   // Monotonic time ran 50 ppm faster than the first slope said: the refresh must steer up.
   const TscSample now = At(10 * kS, 50);
-  const uint64_t rate = SlopeBetween(At(100 * kMs, 50), now);
+  const uint64_t rate = SlopeBetween(At(100 * kNsPerMs, 50), now);
   const uint64_t sw = now.tsc + 2'500'000;  // 1 ms later
   const TscCurve next = ContinueCurve(old_curve, now, rate, sw, 25'000'000'000);
   // Up to the switch the new curve is the old one, tick for tick; at the switch they meet.
@@ -89,13 +89,13 @@ TEST(TscCalibrator, FirstCurveAfterTheGapThenRefreshes) {
   TscCurve c{};
   EXPECT_EQ(cal.NextDueNs(o), 0);
   EXPECT_EQ(cal.OnSample(At(1 * kS), o, &c), TscCalibrator::Action::kNone);
-  EXPECT_EQ(cal.NextDueNs(o), 1 * kS + 100 * kMs);
-  EXPECT_EQ(cal.OnSample(At(1 * kS + 50 * kMs), o, &c), TscCalibrator::Action::kNone);
-  ASSERT_EQ(cal.OnSample(At(1 * kS + 100 * kMs), o, &c), TscCalibrator::Action::kPublish);
-  EXPECT_EQ(CurveNs(c, At(1 * kS + 100 * kMs).tsc), 1 * kS + 100 * kMs);
+  EXPECT_EQ(cal.NextDueNs(o), 1 * kS + 100 * kNsPerMs);
+  EXPECT_EQ(cal.OnSample(At(1 * kS + 50 * kNsPerMs), o, &c), TscCalibrator::Action::kNone);
+  ASSERT_EQ(cal.OnSample(At(1 * kS + 100 * kNsPerMs), o, &c), TscCalibrator::Action::kPublish);
+  EXPECT_EQ(CurveNs(c, At(1 * kS + 100 * kNsPerMs).tsc), 1 * kS + 100 * kNsPerMs);
   EXPECT_EQ(cal.OnSample(At(5 * kS), o, &c), TscCalibrator::Action::kNone);
   const TscCurve first = c;
-  const TscSample refresh = At(11 * kS + 100 * kMs, 30);
+  const TscSample refresh = At(11 * kS + 100 * kNsPerMs, 30);
   ASSERT_EQ(cal.OnSample(refresh, o, &c), TscCalibrator::Action::kPublish);
   EXPECT_EQ(c.before.base_tsc, first.after.base_tsc);
   EXPECT_EQ(c.before.mult, first.after.mult);
@@ -108,10 +108,12 @@ TEST(TscCalibrator, StartsOverWhenTheTscGoesBackOrDriftsFar) {
   const CalibrationOptions o;
   TscCurve c{};
   cal.OnSample(At(0), o, &c);
-  ASSERT_EQ(cal.OnSample(At(100 * kMs), o, &c), TscCalibrator::Action::kPublish);
+  ASSERT_EQ(cal.OnSample(At(100 * kNsPerMs), o, &c), TscCalibrator::Action::kPublish);
   // 5 ms away from CLOCK_MONOTONIC after 10 s: beyond max_offset_ns, back to clock_gettime.
-  EXPECT_EQ(cal.OnSample(At(10100 * kMs, 0, 5 * kMs), o, &c), TscCalibrator::Action::kUnpublish);
-  EXPECT_EQ(cal.OnSample(At(10200 * kMs, 0, 5 * kMs), o, &c), TscCalibrator::Action::kPublish);
+  EXPECT_EQ(cal.OnSample(At(10100 * kNsPerMs, 0, 5 * kNsPerMs), o, &c),
+            TscCalibrator::Action::kUnpublish);
+  EXPECT_EQ(cal.OnSample(At(10200 * kNsPerMs, 0, 5 * kNsPerMs), o, &c),
+            TscCalibrator::Action::kPublish);
   // The TSC went backwards (a reset): start over without a curve.
   EXPECT_EQ(cal.OnSample(TscSample{5, 30 * kS}, o, &c), TscCalibrator::Action::kUnpublish);
 }

@@ -16,7 +16,8 @@
 namespace ncclscope::trace {
 namespace {
 
-std::unique_ptr<RingWriter> MakeWriter(const std::string& dir, uint32_t comm_capacity = 256) {
+std::unique_ptr<RingWriter> MakeCommTableWriter(const std::string& dir,
+                                                uint32_t comm_capacity = 256) {
   RingOptions o;
   o.dir = dir;
   o.record_capacity = 64;
@@ -61,7 +62,7 @@ CommInfo Returned(uint64_t id) {
 
 TEST(CommTablePending, EntryIsReadableWhileTheCallBlocksThenCompletedInPlace) {
   testing::TempDir tmp;
-  auto w = MakeWriter(tmp.path());
+  auto w = MakeCommTableWriter(tmp.path());
   const uint32_t index = w->AddPendingComm(AtEntry(0xabc));
   ASSERT_NE(index, kNoCommEntry);
 
@@ -91,7 +92,7 @@ TEST(CommTablePending, EntryIsReadableWhileTheCallBlocksThenCompletedInPlace) {
 
 TEST(CommTablePending, WithdrawnEntryIsSkipped) {
   testing::TempDir tmp;
-  auto w = MakeWriter(tmp.path());
+  auto w = MakeCommTableWriter(tmp.path());
   const uint32_t failed = w->AddPendingComm(AtEntry(1));
   CommInfo ok = Returned(2);
   ASSERT_TRUE(w->AddComm(ok));
@@ -104,7 +105,7 @@ TEST(CommTablePending, WithdrawnEntryIsSkipped) {
 
 TEST(CommTablePending, FullTableDropsAreCountedOnceByAddComm) {
   testing::TempDir tmp;
-  auto w = MakeWriter(tmp.path(), 1);
+  auto w = MakeCommTableWriter(tmp.path(), 1);
   ASSERT_NE(w->AddPendingComm(AtEntry(1)), kNoCommEntry);
   EXPECT_EQ(w->AddPendingComm(AtEntry(2)), kNoCommEntry);
   EXPECT_EQ(Read(*w).dropped_comms, 0u) << "a creation that fails was never a communicator";
@@ -116,7 +117,7 @@ TEST(CommTablePending, FullTableDropsAreCountedOnceByAddComm) {
 // communicator and name still read, as pending, with what the call returned unknown.
 TEST(CommTablePending, EntryLeftMidRewriteStillNamesItsCommunicator) {
   testing::TempDir tmp;
-  auto w = MakeWriter(tmp.path());
+  auto w = MakeCommTableWriter(tmp.path());
   CommInfo published = Returned(7);
   published.name = "dp";
   const uint32_t index = w->AddPendingComm(published);
@@ -141,7 +142,7 @@ TEST(CommTablePending, EntryLeftMidRewriteStillNamesItsCommunicator) {
 TEST(CommTablePending, ConcurrentReaderNeverSeesAHalfCompletedEntry) {
   testing::TempDir tmp;
   constexpr uint32_t kComms = 2000;
-  auto w = MakeWriter(tmp.path(), kComms);
+  auto w = MakeCommTableWriter(tmp.path(), kComms);
   std::atomic<bool> done{false};
   std::atomic<uint64_t> pending_seen{0}, complete_seen{0};
   std::thread reader([&] {

@@ -19,7 +19,7 @@
 namespace ncclscope::trace {
 namespace {
 
-std::string WriteRing(const std::string& dir) {
+std::string WriteRankZeroRing(const std::string& dir) {
   RingOptions o;
   o.dir = dir;
   o.record_capacity = 64;
@@ -77,7 +77,7 @@ TEST(RingFileTypes, DeviceDirectoryAndDanglingSymlinkAreNamed) {
 
 TEST(RingFileTypes, SymlinkToARingIsRead) {
   testing::TempDir tmp;
-  const std::string ring = WriteRing(tmp.path());
+  const std::string ring = WriteRankZeroRing(tmp.path());
   const std::string link = tmp.path() + "/link.ring";
   ASSERT_EQ(symlink(ring.c_str(), link.c_str()), 0);
   std::string error;
@@ -88,7 +88,7 @@ TEST(RingFileTypes, SymlinkToARingIsRead) {
 
 TEST(RingFileTypes, ADirectoryReadSkipsThemAndKeepsTheGoodFiles) {
   testing::TempDir tmp;
-  const std::string ring = WriteRing(tmp.path());
+  const std::string ring = WriteRankZeroRing(tmp.path());
   const std::string fifo = tmp.path() + "/fifo.ring";
   const std::string zero = tmp.path() + "/zero.ring";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
