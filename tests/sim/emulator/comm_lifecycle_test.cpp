@@ -16,11 +16,6 @@
 namespace ncclsim_test {
 namespace {
 
-void expectAllPass(const std::vector<RankOutcome>& out) {
-  std::string failures = describeFailures(out);
-  EXPECT_TRUE(failures.empty()) << failures;
-}
-
 TEST(CommLifecycle, SplitOrdersByKeyAndNoColorGetsNull) {
   expectAllPass(runRanks(
       6,

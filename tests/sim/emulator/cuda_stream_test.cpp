@@ -28,15 +28,8 @@ struct Gate {
 };
 
 // Each test runs in a forked child: streams must not exist in the gtest parent before fork.
-void inChild(int (*body)()) {
-  auto out = ncclsim_test::runRanks(
-      1, [body](int, int, const ncclUniqueId&) { return body(); }, 20000);
-  std::string failures = ncclsim_test::describeFailures(out);
-  EXPECT_TRUE(failures.empty()) << failures;
-}
-
 TEST(CudaStreams, EventIsNotReadyUntilTheStreamPassesIt) {
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     CUstream s;
     CUevent start, end;
     CHILD_CHECK(cuInit(0) == CUDA_SUCCESS);
@@ -73,7 +66,7 @@ TEST(CudaStreams, EventIsNotReadyUntilTheStreamPassesIt) {
 }
 
 TEST(CudaStreams, WorkRunsInOrderOnEachStream) {
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     static int seen[64];
     static std::atomic<int> n{0};
     struct Item {
@@ -95,7 +88,7 @@ TEST(CudaStreams, WorkRunsInOrderOnEachStream) {
 }
 
 TEST(CudaStreams, BlockedStreamDoesNotHangDrainOrExit) {
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     CUstream s;
     cuStreamCreate(&s, 0);
     static Gate never;
@@ -113,7 +106,7 @@ TEST(CudaStreams, BlockedStreamDoesNotHangDrainOrExit) {
 }
 
 TEST(CudaStreams, ProcAddressFindsEntryPointsByBaseName) {
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     void* fn = nullptr;
     CUdriverProcAddressQueryResult status;
     CHILD_CHECK(cuGetProcAddress("cuEventElapsedTime", &fn, 13000, 0, &status) == CUDA_SUCCESS);

@@ -12,20 +12,13 @@
 namespace {
 
 // The answers are read once per process: each case runs in a fresh child.
-void inChild(int (*body)()) {
-  auto out = ncclsim_test::runRanks(
-      1, [body](int, int, const ncclUniqueId&) { return body(); }, 20000);
-  std::string failures = ncclsim_test::describeFailures(out);
-  EXPECT_TRUE(failures.empty()) << failures;
-}
-
 int attribute(CUdevice_attribute a) {
   int v = -1;
   return cuDeviceGetAttribute(&v, a, 0) == CUDA_SUCCESS ? v : -1;
 }
 
 TEST(DeviceFacts, ComputeCapabilityIs90UnlessTheEnvironmentSaysOtherwise) {
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     CHILD_CHECK(attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) == 9);
     CHILD_CHECK(attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR) == 0);
     int v = 0;
@@ -33,13 +26,13 @@ TEST(DeviceFacts, ComputeCapabilityIs90UnlessTheEnvironmentSaysOtherwise) {
                 CUDA_ERROR_INVALID_DEVICE);
     return 0;
   });
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     setenv("NCCLSIM_COMPUTE_CAPABILITY", "8.6", 1);
     CHILD_CHECK(attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) == 8);
     CHILD_CHECK(attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR) == 6);
     return 0;
   });
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     setenv("NCCLSIM_COMPUTE_CAPABILITY", "sm80", 1);  // not major.minor: the default stays
     CHILD_CHECK(attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) == 9);
     return 0;
@@ -47,7 +40,7 @@ TEST(DeviceFacts, ComputeCapabilityIs90UnlessTheEnvironmentSaysOtherwise) {
 }
 
 TEST(DeviceFacts, DistinctDevicesArePeersAndNoStreamCaptures) {
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     int can = -1;
     CHILD_CHECK(cuDeviceCanAccessPeer(&can, 0, 1) == CUDA_SUCCESS && can == 1);
     CHILD_CHECK(cuDeviceCanAccessPeer(&can, 1, 1) == CUDA_SUCCESS && can == 0);
@@ -64,7 +57,7 @@ TEST(DeviceFacts, DistinctDevicesArePeersAndNoStreamCaptures) {
 }
 
 TEST(DeviceFacts, ProcAddressFindsTheVersionsCudaHeaderMapsTo) {
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     struct Expect {
       const char* name;
       void* fn;

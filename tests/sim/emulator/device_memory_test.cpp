@@ -32,19 +32,12 @@ int segmentsOf(pid_t pid) {
   return n;
 }
 
-void inChild(int (*body)()) {
-  auto out = ncclsim_test::runRanks(
-      1, [body](int, int, const ncclUniqueId&) { return body(); }, 20000);
-  std::string failures = ncclsim_test::describeFailures(out);
-  EXPECT_TRUE(failures.empty()) << failures;
-}
-
 char* host(CUdeviceptr p) {
   return reinterpret_cast<char*>(uintptr_t(p));
 }
 
 TEST(DeviceMemory, CopiesAndFillsStayInsideAnAllocation) {
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     const size_t bytes = 4096 + 13;
     CUdeviceptr a = 0, b = 0;
     CHILD_CHECK(cuMemAlloc(&a, bytes) == CUDA_SUCCESS && a != 0);
@@ -75,7 +68,7 @@ TEST(DeviceMemory, CopiesAndFillsStayInsideAnAllocation) {
 }
 
 TEST(DeviceMemory, PointerQueriesFindTheAllocationOfAnInteriorPointer) {
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     CUdeviceptr a = 0;
     CHILD_CHECK(cuMemAlloc(&a, 1000) == CUDA_SUCCESS);
     CUdeviceptr start = 0;
@@ -108,7 +101,7 @@ TEST(DeviceMemory, PointerQueriesFindTheAllocationOfAnInteriorPointer) {
 }
 
 TEST(DeviceMemory, FreeAndExitRemoveTheSharedMemoryObjects) {
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     CUdeviceptr a = 0, b = 0;
     CHILD_CHECK(segmentsOf(getpid()) == 0);
     CHILD_CHECK(cuMemAlloc(&a, 64) == CUDA_SUCCESS && cuMemAlloc(&b, 64) == CUDA_SUCCESS);
@@ -133,7 +126,7 @@ TEST(DeviceMemory, FreeAndExitRemoveTheSharedMemoryObjects) {
 }
 
 TEST(DeviceMemory, PinnedHostMemoryIsMappedAtItsOwnAddress) {
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     void* p = nullptr;
     CHILD_CHECK(cuMemHostAlloc(&p, 100, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) ==
                 CUDA_SUCCESS);

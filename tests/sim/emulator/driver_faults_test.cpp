@@ -15,12 +15,12 @@
 
 namespace {
 
-constexpr size_t kBytes = 1 << 16;
+constexpr size_t kFaultBytes = 1 << 16;
 
 // Rank 0 exports an allocation and keeps it until rank 1 is done; rank 1 opens the handle.
-int exporter(int to_peer, int from_peer) {
+int faultExporter(int to_peer, int from_peer) {
   CUdeviceptr mine = 0;
-  CHILD_CHECK(cuMemAlloc(&mine, kBytes) == CUDA_SUCCESS);
+  CHILD_CHECK(cuMemAlloc(&mine, kFaultBytes) == CUDA_SUCCESS);
   CUipcMemHandle handle;
   CHILD_CHECK(cuIpcGetMemHandle(&handle, mine) == CUDA_SUCCESS);
   CHILD_CHECK(write(to_peer, &handle, sizeof handle) == ssize_t(sizeof handle));
@@ -30,7 +30,7 @@ int exporter(int to_peer, int from_peer) {
   return 0;
 }
 
-int importer(int to_peer, int from_peer) {
+int faultImporter(int to_peer, int from_peer) {
   CUipcMemHandle handle;
   CHILD_CHECK(read(from_peer, &handle, sizeof handle) == ssize_t(sizeof handle));
   CUdeviceptr theirs = 0;
@@ -54,7 +54,7 @@ TEST(IpcOpenFault, FailsEveryOpenWhileSetAndNoneOnceCleared) {
   auto out = ncclsim_test::runRanks(
       2,
       [&](int rank, int, const ncclUniqueId&) {
-        return rank == 0 ? exporter(to1[1], to0[0]) : importer(to0[1], to1[0]);
+        return rank == 0 ? faultExporter(to1[1], to0[0]) : faultImporter(to0[1], to1[0]);
       },
       20000);
   for (int fd : {to1[0], to1[1], to0[0], to0[1]}) close(fd);
@@ -64,17 +64,17 @@ TEST(IpcOpenFault, FailsEveryOpenWhileSetAndNoneOnceCleared) {
 
 int limited() {
   CUdeviceptr before = 0, a = 0, b = 0;
-  CHILD_CHECK(cuMemAlloc(&before, kBytes) == CUDA_SUCCESS);
-  ncclsimSetDeviceMemoryLimit(3 * kBytes);
-  CHILD_CHECK(cuMemAlloc(&a, 2 * kBytes) == CUDA_SUCCESS);  // exactly full, counting `before`
+  CHILD_CHECK(cuMemAlloc(&before, kFaultBytes) == CUDA_SUCCESS);
+  ncclsimSetDeviceMemoryLimit(3 * kFaultBytes);
+  CHILD_CHECK(cuMemAlloc(&a, 2 * kFaultBytes) == CUDA_SUCCESS);  // exactly full, counting `before`
   CHILD_CHECK(cuMemAlloc(&b, 1) == CUDA_ERROR_OUT_OF_MEMORY);
-  CHILD_CHECK(cuMemAlloc(&b, 4 * kBytes) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHILD_CHECK(cuMemAlloc(&b, 4 * kFaultBytes) == CUDA_ERROR_OUT_OF_MEMORY);
   CHILD_CHECK(cuMemFree(before) == CUDA_SUCCESS);
   CHILD_CHECK(cuMemFree(before) == CUDA_ERROR_INVALID_VALUE);  // counted back once only
-  CHILD_CHECK(cuMemAlloc(&b, kBytes) == CUDA_SUCCESS);
+  CHILD_CHECK(cuMemAlloc(&b, kFaultBytes) == CUDA_SUCCESS);
   CHILD_CHECK(cuMemAlloc(&before, 1) == CUDA_ERROR_OUT_OF_MEMORY);
   ncclsimSetDeviceMemoryLimit(0);
-  CHILD_CHECK(cuMemAlloc(&before, 4 * kBytes) == CUDA_SUCCESS);
+  CHILD_CHECK(cuMemAlloc(&before, 4 * kFaultBytes) == CUDA_SUCCESS);
   for (CUdeviceptr p : {a, b, before}) CHILD_CHECK(cuMemFree(p) == CUDA_SUCCESS);
   return 0;
 }

@@ -56,13 +56,6 @@ struct Gate {
   }
 };
 
-void inChild(int (*body)()) {
-  auto out = ncclsim_test::runRanks(
-      1, [body](int, int, const ncclUniqueId&) { return body(); }, 20000);
-  std::string failures = ncclsim_test::describeFailures(out);
-  EXPECT_TRUE(failures.empty()) << failures;
-}
-
 bool tailIntact(const TwinParam& p) {
   for (size_t i = 0; i < sizeof p.tail; ++i) {
     if (p.tail[i] != char(i + 1)) return false;
@@ -93,7 +86,7 @@ extern "C" __attribute__((visibility("default"))) void ncclsimtest_bare_host(voi
 namespace {
 
 TEST(KernelLaunch, TwinRunsInStreamOrderWithItsParameterCopiedAtLaunch) {
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     CUmodule mod = nullptr;
     CUfunction fn = nullptr, same = nullptr;
     CUstream s = nullptr;
@@ -126,7 +119,7 @@ TEST(KernelLaunch, TwinRunsInStreamOrderWithItsParameterCopiedAtLaunch) {
 }
 
 TEST(KernelLaunch, TwinWithoutDeclaredParameterGetsNone) {
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     CUmodule mod = nullptr;
     CUfunction fn = nullptr;
     CHILD_CHECK(cuModuleLoadData(&mod, kImage) == CUDA_SUCCESS);
@@ -141,7 +134,7 @@ TEST(KernelLaunch, TwinWithoutDeclaredParameterGetsNone) {
 
 // The emulated CUPTI sees each twin's launch as a kernel of the kernel's name.
 TEST(KernelLaunch, EachLaunchIsAKernelOfTheEmulatedGpu) {
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     static std::atomic<uint32_t> launched{0};
     static std::atomic<uint32_t> ran{0};
     static char name[64];
@@ -167,7 +160,7 @@ TEST(KernelLaunch, EachLaunchIsAKernelOfTheEmulatedGpu) {
 }
 
 TEST(KernelLaunch, RefusedLaunchesRunNothing) {
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     CUmodule mod = nullptr;
     CUfunction fn = nullptr, missing = nullptr;
     CHILD_CHECK(cuModuleLoadData(&mod, nullptr) == CUDA_ERROR_INVALID_VALUE);
@@ -210,7 +203,7 @@ TEST(KernelLaunch, RefusedLaunchesRunNothing) {
 // copied then, run only when the instantiated graph is launched, once per launch, in capture
 // order, on the stream it is launched on; the legacy stream cannot be captured.
 TEST(KernelLaunch, CapturedLaunchesRunAtEachGraphLaunchWithTheirCapturedParameters) {
-  inChild([] {
+  ncclsim_test::runInOneRank([] {
     CUmodule mod = nullptr;
     CUfunction fn = nullptr;
     CUstream s = nullptr, other = nullptr;

@@ -19,11 +19,6 @@ long msSince(Clock::time_point t0) {
   return long(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
 }
 
-void expectAllPass(const std::vector<RankOutcome>& out) {
-  std::string failures = describeFailures(out);
-  EXPECT_TRUE(failures.empty()) << failures;
-}
-
 TEST(PointToPoint, RingInOneGroupCompletesWhateverTheOrder) {
   expectAllPass(runRanks(
       6,

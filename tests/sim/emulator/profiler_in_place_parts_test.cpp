@@ -68,7 +68,7 @@ struct InPlaceCase {
   Lines rank0, rank1;
 };
 
-std::vector<InPlaceCase> cases() {
+std::vector<InPlaceCase> inPlaceCases() {
   return {
       {"AlltoAll", alltoallInPlace,
        ungrouped({{"Send", 0}, {"Recv", 0}, {"Send", 1}, {"Recv", 1}}, {{"Send", 1}, {"Recv", 1}}),
@@ -85,7 +85,7 @@ class InPlace : public ::testing::TestWithParam<int> {};
 TEST_P(InPlace, PartsToSelfAreAppendedButNeverPlanned) {
   const int index = GetParam();
   ncclsim_test::inChild([index] {
-    const InPlaceCase c = cases()[size_t(index)];
+    const InPlaceCase c = inPlaceCases()[size_t(index)];
     simrec::knobs().mask = 4095;  // every v5 event type
     ncclsim_test::TwoRanks job;
     CHILD_CHECK(job.init() == 0);
@@ -106,7 +106,7 @@ TEST_P(InPlace, PartsToSelfAreAppendedButNeverPlanned) {
 
 INSTANTIATE_TEST_SUITE_P(EachKind, InPlace, ::testing::Range(0, 3),
                          [](const ::testing::TestParamInfo<int>& i) {
-                           return std::string(cases()[size_t(i.param)].name);
+                           return std::string(inPlaceCases()[size_t(i.param)].name);
                          });
 
 }  // namespace

@@ -23,7 +23,7 @@ using simrec::Event;
 
 namespace {
 
-constexpr size_t kBytes = size_t(2) << 20;
+constexpr size_t kProxyBytes = size_t(2) << 20;
 
 struct StepState {
   int channel = -1;
@@ -52,10 +52,10 @@ std::vector<StepState> steps(const std::vector<Event>& ev, int r) {
 // for credit (every chunk the ring holds is on the wire and none was taken) and the proxy thread
 // has posted the receiver's steps (it may take the two operations after the sender moved).
 int startTransfer(ncclsim_test::TwoRanks* job, std::vector<Event>* ev) {
-  std::vector<char> send(kBytes, 1), recv(kBytes, 0);
-  CHILD_CHECK(ncclSend(send.data(), kBytes, ncclInt8, 1, job->comms[0],
+  std::vector<char> send(kProxyBytes, 1), recv(kProxyBytes, 0);
+  CHILD_CHECK(ncclSend(send.data(), kProxyBytes, ncclInt8, 1, job->comms[0],
                        reinterpret_cast<cudaStream_t>(job->streams[0])) == ncclSuccess);
-  CHILD_CHECK(ncclRecv(recv.data(), kBytes, ncclInt8, 0, job->comms[1],
+  CHILD_CHECK(ncclRecv(recv.data(), kProxyBytes, ncclInt8, 0, job->comms[1],
                        reinterpret_cast<cudaStream_t>(job->streams[1])) == ncclSuccess);
   for (int i = 0; i < 15000; ++i) {
     *ev = simrec::events();
@@ -147,10 +147,10 @@ TEST(ProfilerProxyStates, BlockedStreamShowsPostedStepsAndNoKernel) {
     ncclsim_test::TwoRanks job;
     CHILD_CHECK(job.init() == 0);
     CHILD_CHECK(cuLaunchHostFunc(job.streams[0], holdStream, nullptr) == CUDA_SUCCESS);
-    std::vector<char> send(kBytes, 1), recv(kBytes, 0);
-    CHILD_CHECK(ncclSend(send.data(), kBytes, ncclInt8, 1, job.comms[0],
+    std::vector<char> send(kProxyBytes, 1), recv(kProxyBytes, 0);
+    CHILD_CHECK(ncclSend(send.data(), kProxyBytes, ncclInt8, 1, job.comms[0],
                          reinterpret_cast<cudaStream_t>(job.streams[0])) == ncclSuccess);
-    CHILD_CHECK(ncclRecv(recv.data(), kBytes, ncclInt8, 0, job.comms[1],
+    CHILD_CHECK(ncclRecv(recv.data(), kProxyBytes, ncclInt8, 0, job.comms[1],
                          reinterpret_cast<cudaStream_t>(job.streams[1])) == ncclSuccess);
     // Both ranks' 8 steps posted (2 channels x 4 steps), and the receiver's kernel started.
     auto posted = [](const std::vector<Event>& ev, int r, int state) {

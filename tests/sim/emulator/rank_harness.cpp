@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -135,6 +136,16 @@ std::string describeFailures(const std::vector<RankOutcome>& out) {
     }
   }
   return s;
+}
+
+void runInOneRank(int (*body)()) {
+  expectAllPass(runRanks(
+      1, [body](int, int, const ncclUniqueId&) { return body(); }, 20000));
+}
+
+void expectAllPass(const std::vector<RankOutcome>& out) {
+  const std::string failures = describeFailures(out);
+  EXPECT_TRUE(failures.empty()) << failures;
 }
 
 }  // namespace ncclsim_test

@@ -28,4 +28,11 @@ void rankReport(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // gtest-friendly summary: "" when every rank exited 0 in time, else one line per bad rank.
 std::string describeFailures(const std::vector<RankOutcome>& out);
 
+// Runs body in one rank process of its own (the emulator's state is per process); a nonzero
+// return or a crash fails the calling test.
+void runInOneRank(int (*body)());
+
+// Fails the calling test with every rank's failure, when one failed.
+void expectAllPass(const std::vector<RankOutcome>& out);
+
 }  // namespace ncclsim_test
