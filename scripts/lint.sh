@@ -19,9 +19,12 @@ if [ -n "$base" ]; then
 else
   mapfile -t sources < <(git ls-files '*.cpp' '*.cc')
 fi
-# Only sources the build compiles have the flags clang-tidy needs.
+# Only sources the build compiles have the flags clang-tidy needs. A unity build's database names
+# its batches; each source gets its batch's command.
+commands="$build/lint-commands"
+python3 scripts/per_file_compile_commands.py "$build" "$commands"
 mapfile -t sources < <(for f in "${sources[@]}"; do
-  grep -q "\"file\": \"$PWD/$f\"" "$build/compile_commands.json" && echo "$PWD/$f"; done)
+  grep -q "\"file\": \"$PWD/$f\"" "$commands/compile_commands.json" && echo "$PWD/$f"; done)
 echo "lint: clang-tidy on ${#sources[@]} changed source file(s)"
 [ ${#sources[@]} -eq 0 ] && exit 0
-printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -n 4 clang-tidy -p "$build" --quiet 2>/dev/null
+printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -n 4 clang-tidy -p "$commands" --quiet 2>/dev/null
