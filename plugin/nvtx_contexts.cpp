@@ -76,8 +76,8 @@ void RefreshNames(trace::RingWriter& ring, uint32_t id) noexcept {
 uint32_t Intern(trace::RingWriter& ring, const char* phase, const char* inner) noexcept {
   const uint32_t hash = HashNames(phase, inner);
   constexpr uint32_t kSlots = trace::kNvtxContextFull - 1;  // ids 1..254
-  for (uint32_t probe = 0; probe < kSlots; ++probe) {
-    const uint32_t id = 1 + (hash + probe) % kSlots;
+  for (uint32_t tries = 0; tries < kSlots; ++tries) {
+    const uint32_t id = 1 + (hash + tries) % kSlots;
     ContextEntry& e = g_contexts[id];
     uint32_t state = e.state.load(std::memory_order_acquire);
     if (state == kEmpty) {
