@@ -1,5 +1,5 @@
 // What the profiler plugin's callbacks cost when it is the whole recorder (NCCL_PROFILER_PLUGIN
-// without LD_PRELOAD: docs/performance.md, "Profiler events, plugin-only"). Here every record comes
+// without LD_PRELOAD: docs/performance.md, "Profiler events"). Here every record comes
 // from the events, so a whole operation's stream is timed, as NCCL 2.28.9 emits it for one
 // ungrouped call: src/enqueue.cc (taskAppend: GroupApi, GroupStartApiStop, CollApi or P2pApi
 // started and stopped inside the call), src/group.cc (ncclGroupEndInternal: GroupEndApiStart, the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Flight Recorder import at scale (issue "See the job", target: 4096 dumps of 2,000 entries read
+# Flight Recorder import at scale (target: 4096 dumps of 2,000 entries read
 # in at most 10 s): writes a synthetic job's dumps (bench/fr_synth_dumps: 4096 ranks, tp 8, a
 # data-parallel hang at the end), then times `ncclscope analyze DIR --json --timing` under
 # /usr/bin/time: wall and CPU time, max RSS, the verdict, and the load average before the run.

@@ -6,7 +6,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$repo/build-bench}
-target_ns=50  # issue "foundation": at most 50 ns median added per call
+target_ns=50  # at most 50 ns median added per call
 
 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNCCLSCOPE_BUILD_BENCH=ON >/dev/null
 cmake --build "$build" --target interposer_bench -j"$(nproc)" >/dev/null

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The correlator at scale (issue "Verdicts"): writes a synthetic job of 4096 ranks x ~10,000
+# The correlator at scale: writes a synthetic job of 4096 ranks x ~10,000
 # records (bench/synth_job, real ring files of 16384 slots, ~8.2 GiB) with one injected culprit,
 # runs `ncclscope analyze` on it under /usr/bin/time (every detector, straggler detection included),
 # checks the culprit is named and no straggler is, prints wall time, max RSS, the ingest rate and the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `ncclscope timeline` and `ncclscope report` at scale (issue "See the job"): writes the synthetic
+# `ncclscope timeline` and `ncclscope report` at scale: writes the synthetic
 # job of bench/run_scale_bench.sh (bench/synth_job: 4096 ranks x ~10,000 records, real ring files,
 # ~8.2 GiB), then times under /usr/bin/time: the whole job as a Perfetto trace without the
 # correlator (the writer alone, target <= 30 s), the same with verdicts marked (the correlator's

@@ -14,7 +14,7 @@ CommState* CommMap::Insert(const void* handle, std::unique_ptr<CommState> state)
   if (key == 0) return nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
   size_t i = IndexOf(key);
-  for (size_t probes = 0; probes <= mask_; ++probes, i = (i + 1) & mask_) {
+  for (size_t tries = 0; tries <= mask_; ++tries, i = (i + 1) & mask_) {
     const uintptr_t k = slots_[i].key.load(std::memory_order_relaxed);
     if (k != key && k != 0) continue;
     CommState* raw = state.get();
@@ -32,7 +32,7 @@ void CommMap::Erase(const void* handle) {
   if (key == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
   size_t i = IndexOf(key);
-  for (size_t probes = 0; probes <= mask_; ++probes, i = (i + 1) & mask_) {
+  for (size_t tries = 0; tries <= mask_; ++tries, i = (i + 1) & mask_) {
     const uintptr_t k = slots_[i].key.load(std::memory_order_relaxed);
     if (k == key) {
       slots_[i].value.store(nullptr, std::memory_order_release);

@@ -71,7 +71,7 @@ inline CommState* CommMap::Find(const void* handle) const noexcept {
   const auto key = reinterpret_cast<uintptr_t>(handle);
   if (key == 0) return nullptr;
   size_t i = IndexOf(key);
-  for (size_t probes = 0; probes <= mask_; ++probes, i = (i + 1) & mask_) {
+  for (size_t tries = 0; tries <= mask_; ++tries, i = (i + 1) & mask_) {
     const uintptr_t k = slots_[i].key.load(std::memory_order_acquire);
     if (k == key) return slots_[i].value.load(std::memory_order_acquire);
     if (k == 0) return nullptr;

@@ -25,8 +25,6 @@ struct ContextEntry {
 };
 
 ContextEntry g_contexts[trace::kNvtxContextFull];  // index 0 unused: id 0 means "no context"
-std::atomic<uint32_t> g_context_count{0};
-std::atomic<uint64_t> g_context_overflows{0};
 // Step of an nvtxRangeStart step range plus one (0: none), and that range's id.
 std::atomic<uint64_t> g_range_step{0};
 std::atomic<uint64_t> g_range_step_id{0};
@@ -78,8 +76,8 @@ void RefreshNames(trace::RingWriter& ring, uint32_t id) noexcept {
 uint32_t Intern(trace::RingWriter& ring, const char* phase, const char* inner) noexcept {
   const uint32_t hash = HashNames(phase, inner);
   constexpr uint32_t kSlots = trace::kNvtxContextFull - 1;  // ids 1..254
-  for (uint32_t probe = 0; probe < kSlots; ++probe) {
-    const uint32_t id = 1 + (hash + probe) % kSlots;
+  for (uint32_t tries = 0; tries < kSlots; ++tries) {
+    const uint32_t id = 1 + (hash + tries) % kSlots;
     ContextEntry& e = g_contexts[id];
     uint32_t state = e.state.load(std::memory_order_acquire);
     if (state == kEmpty) {
@@ -90,7 +88,6 @@ uint32_t Intern(trace::RingWriter& ring, const char* phase, const char* inner) n
         std::strncpy(e.phase, phase, kNvtxNameChars);
         std::strncpy(e.inner, inner, kNvtxNameChars);
         e.state.store(kReady, std::memory_order_release);
-        g_context_count.fetch_add(1, std::memory_order_relaxed);
         EmitNames(ring, id, e);
         return id;
       }
@@ -101,8 +98,7 @@ uint32_t Intern(trace::RingWriter& ring, const char* phase, const char* inner) n
       return id;
     }
   }
-  g_context_overflows.fetch_add(1, std::memory_order_relaxed);
-  return trace::kNvtxContextFull;
+  return trace::kNvtxContextFull;  // readers show its calls' phase as unknown
 }
 
 }  // namespace
@@ -142,14 +138,6 @@ void ClearRangeStep(uint64_t range_id) noexcept {
   if (g_range_step_id.load(std::memory_order_relaxed) == range_id) {
     g_range_step.store(0, std::memory_order_relaxed);
   }
-}
-
-uint32_t NvtxContextCount() noexcept {
-  return g_context_count.load(std::memory_order_relaxed);
-}
-
-uint64_t NvtxContextOverflows() noexcept {
-  return g_context_overflows.load(std::memory_order_relaxed);
 }
 
 }  // namespace ncclscope::plugin

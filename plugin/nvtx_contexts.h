@@ -36,8 +36,4 @@ inline uint32_t NvtxContextWord(trace::RingWriter& ring) noexcept {
 void SetRangeStep(uint64_t step, uint64_t range_id) noexcept;
 void ClearRangeStep(uint64_t range_id) noexcept;
 
-// Contexts interned so far and contexts refused because the table was full. Thread-safe.
-uint32_t NvtxContextCount() noexcept;
-uint64_t NvtxContextOverflows() noexcept;
-
 }  // namespace ncclscope::plugin

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "plugin/config.h"
 #include "plugin/export.h"
@@ -70,26 +71,25 @@ void LoadForward(const char* path) {
   }
 }
 
+// Reads NCCLSCOPE_NVTX* through the configuration table, as the runtime reads every variable. A
+// value the table refuses is the runtime's to warn about, once, when it parses the same table at
+// the first NCCL call; only a step pattern of the right type but wrong form is warned about here.
 void Setup() {
-  if (const char* on = std::getenv("NCCLSCOPE_NVTX")) {
-    bool value = true;
-    if (!ParseBool(on, &value)) {
-      Warn("NCCLSCOPE_NVTX='%s' is not a boolean; NVTX ranges are recorded", on);
-    }
-    g_state.record = value;
-  }
-  if (const char* text = std::getenv("NCCLSCOPE_NVTX_STEP_PATTERN")) {
+  std::vector<std::string> table_warnings;
+  const Config config =
+      ParseConfig([](const char* name) { return std::getenv(name); }, &table_warnings);
+  g_state.record = config.nvtx;
+  if (config.nvtx_step_pattern != kDefaultStepPattern) {
     StepPattern p{};
     std::string error;
-    if (ParseStepPattern(text, &p, &error)) {
+    if (ParseStepPattern(config.nvtx_step_pattern, &p, &error)) {
       SetActiveStepPattern(p);
     } else {
-      Warn("NCCLSCOPE_NVTX_STEP_PATTERN='%s': %s; using the default '%s'", text, error.c_str(),
-           kDefaultStepPattern);
+      Warn("NCCLSCOPE_NVTX_STEP_PATTERN='%s': %s; using the default '%s'",
+           config.nvtx_step_pattern.c_str(), error.c_str(), kDefaultStepPattern);
     }
   }
-  const char* forward = std::getenv("NCCLSCOPE_NVTX_FORWARD");
-  if (forward != nullptr && forward[0] != '\0') LoadForward(forward);
+  if (!config.nvtx_forward.empty()) LoadForward(config.nvtx_forward.c_str());
 }
 
 // Attaches to one NVTX instance: lets the forwarded tool fill the instance's tables first, then

@@ -77,11 +77,6 @@ void SetProxyDetail(bool on, trace::RingWriter& ring) noexcept {
                   on ? trace::kMaskWhySuspect : trace::kMaskWhyResolved);
 }
 
-uint64_t CurrentMask() noexcept {
-  int* mask = g_mask.load(std::memory_order_acquire);
-  return mask == nullptr ? 0 : static_cast<unsigned>(__atomic_load_n(mask, __ATOMIC_RELAXED));
-}
-
 void ResetMaskForTest() noexcept {
   g_mask.store(nullptr, std::memory_order_relaxed);
   g_mode.store(static_cast<uint8_t>(ProxyDetailMode::kSuspect), std::memory_order_relaxed);

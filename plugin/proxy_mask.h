@@ -32,9 +32,6 @@ void AttachMask(int* mask, uint64_t wanted, ProxyDetailMode mode, trace::RingWri
 // in another mode. Writes a profiler_mask record on a change. Background thread only.
 void SetProxyDetail(bool on, trace::RingWriter& ring) noexcept;
 
-// The mask now, 0 before the first attach. Thread-safe.
-uint64_t CurrentMask() noexcept;
-
 // Forgets the mask address and mode (tests). Not thread-safe.
 void ResetMaskForTest() noexcept;
 

@@ -363,8 +363,4 @@ void PublishChannelBits(trace::RingWriter& ring, KernelChannelBits& bits,
   bits.published_stopped.store(stopped, std::memory_order_relaxed);
 }
 
-ProxyOpSlot* ProxyOpPool() noexcept {
-  return g_ops;
-}
-
 }  // namespace ncclscope::plugin::profiler

@@ -121,7 +121,4 @@ void PublishProgress(trace::RingWriter& ring, int64_t now_ns) noexcept;
 void PublishChannelBits(trace::RingWriter& ring, KernelChannelBits& bits,
                         const OperationIdentity& who, int64_t now_ns) noexcept;
 
-// Pools, for tests.
-ProxyOpSlot* ProxyOpPool() noexcept;
-
 }  // namespace ncclscope::plugin::profiler

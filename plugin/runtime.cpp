@@ -150,9 +150,4 @@ Runtime* InitRuntimeFromProfiler() noexcept {
   return InitRuntime(true);
 }
 
-void DisableRecording(const char* why) noexcept {
-  g_runtime.store(kRuntimeOff, std::memory_order_release);
-  WarnOnce(WarnKey::kInternal, "%s; recording disabled", why);
-}
-
 }  // namespace ncclscope::plugin

@@ -54,9 +54,6 @@ Runtime* InitRuntimeSlow() noexcept;
 // dlopen a second libnccl.so.2 into the process. Thread-safe (locks); keeps errno.
 Runtime* InitRuntimeFromProfiler() noexcept;
 
-// Turns recording off after an internal failure, with one warning. Thread-safe.
-void DisableRecording(const char* why) noexcept;
-
 // Starts the detached background thread (completion polling, heartbeat, watchdog). Returns false
 // with one warning when it cannot. Call once per runtime.
 bool StartBackgroundThread(Runtime* rt) noexcept;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Watchdog detection latency, both stages (issue "Verdicts"): plays every hang scenario of the
+# Watchdog detection latency, both stages: plays every hang scenario of the
 # catalogue under `ncclscope sim` with default settings, watches the trace directory's
 # verdict.json, and prints per scenario the verdict and how long after the job's start it was
 # first a suspect and first a confirmed hang. The faults strike within the first few steps (1 ms of

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Lint: .clang-format on every C++ file, clang-tidy (.clang-tidy) on the C++ sources changed in the
+# Lint: every relative link of the Markdown files resolves (scripts/check_links.py, a second or
+# so), .clang-format on every C++ file, clang-tidy (.clang-tidy) on the C++ sources changed in the
 # 4 hours of commits before HEAD (all of them when the history is younger). The window is measured
 # from HEAD's commit time, not the clock, so one tree always lints the same files, and it spans one
 # working session (3 hours): the sessions before were linted by their own landing's CI, and 221
@@ -10,6 +11,9 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 head_time=$(git log -1 --format=%ct HEAD)
 base=${2:-$(git rev-list -1 --before="$((head_time - 4 * 3600))" HEAD 2>/dev/null || true)}
+
+echo "lint: Markdown links"
+python3 scripts/check_links.py
 
 echo "lint: clang-format"
 git ls-files '*.cpp' '*.h' '*.cc' '*.hpp' | xargs clang-format --dry-run --Werror

@@ -41,7 +41,7 @@ ProcessResult RunCheck(const std::string& tag, std::vector<std::string> extra) {
                                    "20"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   // About 15 s on an idle 2-core machine, but the emulated ranks' barriers spin on threads of one
-  // process: beside two busy loops the same run took 121-125 s (2026-12-05), so the bound leaves
+  // process: beside two busy loops the same run took 121-125 s, so the bound leaves
   // room for a loaded CI machine. It bounds a hang, not the check's speed.
   return RunProcess(argv, {{"LD_LIBRARY_PATH", NCCLSCOPE_SIM_LIB_DIR}, {"NCCLSIM_JOB_TAG", tag}},
                     400);

@@ -8,7 +8,9 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
+#include "plugin/config.h"
 #include "plugin/nvtx_callbacks.h"
 #include "plugin/nvtx_contexts.h"
 #include "plugin/nvtx_injection.h"
@@ -64,6 +66,15 @@ std::string ParseError(const std::string& text) {
 
 bool Match(const StepPattern& p, const char* name, uint64_t* step) {
   return MatchStep(p, name, std::strlen(name), step);
+}
+
+// The pattern in force before the injection reads its configuration and the one docs/config.md
+// documents are one: the injection parses NCCLSCOPE_NVTX_STEP_PATTERN only when it differs.
+TEST(NvtxStepPattern, DefaultIsTheConfigurationTablesDefault) {
+  std::vector<std::string> warnings;
+  const Config config = ParseConfig([](const char*) -> const char* { return nullptr; }, &warnings);
+  EXPECT_EQ(config.nvtx_step_pattern, kDefaultStepPattern);
+  EXPECT_TRUE(warnings.empty());
 }
 
 TEST(NvtxStepPattern, DefaultMatchesTheUsualSpellings) {

@@ -1,6 +1,7 @@
 // watchdog_correlation_bench: what one correlation of the in-process watchdog costs on a node of 8
 // ranks with full rings of the default size (NCCLSCOPE_RING_RECORDS = 65536), before and after the
-// watchdog read through the compact, caching reader (docs/performance.md, "Watchdog").
+// watchdog read through the compact, caching reader (docs/performance.md, "What the watchdog
+// costs").
 //
 // A writer process creates the 8 rings of a hung job (hung_rings.h: 1.25 laps of completed
 // allreduces, then 7 ranks wait for rank 2) and keeps beating their heartbeats. Each measurement
