@@ -19,14 +19,14 @@ namespace {
 using exporters::NodeAggregator;
 using trace::OpType;
 
-std::string Series(const std::string& family, int rank, const std::string& comm) {
+std::string NumericsSeries(const std::string& family, int rank, const std::string& comm) {
   return family + "{rank=\"" + std::to_string(rank) + "\",comm=\"" + comm + "\"}";
 }
 std::string Samples(int rank, const std::string& comm) {
-  return Series("ncclscope_numerics_samples_total", rank, comm);
+  return NumericsSeries("ncclscope_numerics_samples_total", rank, comm);
 }
 std::string NonFinite(int rank, const std::string& comm) {
-  return Series("ncclscope_numerics_nonfinite_inputs_total", rank, comm);
+  return NumericsSeries("ncclscope_numerics_nonfinite_inputs_total", rank, comm);
 }
 std::string Skipped(int rank) {
   return "ncclscope_numerics_skipped_total{rank=\"" + std::to_string(rank) + "\"}";

@@ -23,12 +23,12 @@ namespace hd = hang_detector;
 using testing::HungJob;
 using testing::HungJobOptions;
 
-struct TempDir {
-  TempDir() {
+struct RingCacheDir {
+  RingCacheDir() {
     char tmpl[] = "/tmp/ncclscope-ring-cache-XXXXXX";
     path = mkdtemp(tmpl);
   }
-  ~TempDir() { std::filesystem::remove_all(path); }
+  ~RingCacheDir() { std::filesystem::remove_all(path); }
   std::string path;
 };
 
@@ -65,7 +65,7 @@ class RingCacheTest : public ::testing::Test {
     for (auto& w : job_.writers) w->Heartbeat(trace::MonotonicNs());
   }
 
-  TempDir dir_;
+  RingCacheDir dir_;
   HungJob job_;
   RingCache cache_;
 };
