@@ -15,8 +15,6 @@
 namespace ncclscope::plugin::plugin_only {
 namespace {
 
-using prof_abi::EventDescrV4;
-using prof_abi::EventDescrV5;
 using trace::OpType;
 
 // NCCL's state values (src/include/plugin/profiler/profiler_v5.h, 2.28.9).
@@ -252,97 +250,73 @@ void CloseGroupEnd(Handle& g) noexcept {
 
 }  // namespace
 
-ncclResult_t StartEventV5(void* context, void** handle, void* descr) noexcept {
+// Event order and what each event gives: plugin_only_recorder.h. v5 opens an operation at its API
+// event and launches it at its Coll/P2p event (parent: the API event); v4 opens and launches it at
+// its Coll/P2p event, which carries the call's arguments (parent: the Group).
+ncclResult_t StartEvent(void* context, void** handle, const profiler::Event& e) noexcept {
+  using profiler::Event;
   if (handle == nullptr) return ncclSuccess;
   *handle = nullptr;
   Comm* c = CommOf(context);
-  if (c == nullptr || descr == nullptr) return ncclSuccess;
-  const auto* e = static_cast<const EventDescrV5*>(descr);
-  switch (e->type) {
-    case prof_abi::kGroupApi:
-      *handle = StartGroup(c, e->groupApi.groupDepth > 1);
+  if (c == nullptr) return ncclSuccess;
+  switch (e.kind) {
+    case Event::kGroup:
+      *handle = StartGroup(c, e.group_depth > 1);
       break;
-    case prof_abi::kCollApi: {
-      const OpType op = OpOfFunc(e->collApi.func);
+    case Event::kCollApi: {
+      const OpType op = OpOfFunc(e.func);
       if (!trace::IsCollective(op)) break;
-      *handle = StartOp(c, e->parentObj, op, e->collApi.count, e->collApi.datatype, e->collApi.root,
-                        e->collApi.stream, e->collApi.graphCaptured, ProbeNowNs());
+      *handle = StartOp(c, e.parent, op, e.count, e.datatype, e.root, e.stream, e.graph_captured,
+                        ProbeNowNs());
       break;
     }
-    case prof_abi::kP2pApi: {
-      const OpType op = OpOfFunc(e->p2pApi.func);
+    case Event::kP2pApi: {
+      const OpType op = OpOfFunc(e.func);
       if (!trace::IsP2P(op)) break;
-      Handle* h = StartOp(c, e->parentObj, op, e->p2pApi.count, e->p2pApi.datatype, -1,
-                          e->p2pApi.stream, e->p2pApi.graphCaptured, ProbeNowNs());
-      JoinWhole(*c, e->parentObj, *h);
+      Handle* h = StartOp(c, e.parent, op, e.count, e.datatype, -1, e.stream, e.graph_captured,
+                          ProbeNowNs());
+      JoinWhole(*c, e.parent, *h);
       *handle = h;
       break;
     }
-    case prof_abi::kColl: {
-      Handle* h = OpParent(e->parentObj, c);
+    case Event::kColl: {
+      if (!e.has_api) {
+        const OpType op = OpOfFunc(e.func);
+        if (!trace::IsCollective(op)) break;
+        Handle* h =
+            StartOp(c, e.parent, op, e.count, e.datatype, e.root, nullptr, false, ProbeNowNs());
+        WriteRecord(*h, *c, NextCollSeq(*c), -1, RedOpOfCurrentCall(op, *c));
+        Launched(*h, e.nccl_seq, e.channels);
+        *handle = h;
+        break;
+      }
+      Handle* h = OpParent(e.parent, c);
       if (h == nullptr || h->stage.load(std::memory_order_acquire) != kStageRecorded) break;
-      Launched(*h, e->coll.seqNumber, e->coll.nChannels);
+      Launched(*h, e.nccl_seq, e.channels);
       *handle = h;
       break;
     }
-    case prof_abi::kP2p: {
-      Handle* h = OpParent(e->parentObj, c);
+    case Event::kP2p: {
+      if (!e.has_api) {
+        const OpType op = OpOfFunc(e.func);
+        if (!trace::IsP2P(op)) break;
+        Handle* h = StartOp(c, e.parent, op, e.count, e.datatype, -1, nullptr, false, ProbeNowNs());
+        *handle = OnP2p(*c, *h, e.peer, e.channels);
+        break;
+      }
+      Handle* h = OpParent(e.parent, c);
       if (h == nullptr || h->stage.load(std::memory_order_acquire) != kStageApi) break;
-      *handle = OnP2p(*c, *h, e->p2p.peer, e->p2p.nChannels);
+      *handle = OnP2p(*c, *h, e.peer, e.channels);
       break;
     }
-    case prof_abi::kKernelCh:
-      *handle = OnKernelChannel(*c, e->parentObj, e->kernelCh.channelId, e->kernelCh.pTimer);
+    case Event::kKernelCh:
+      *handle = OnKernelChannel(*c, e.parent, e.channel, e.gpu_ns);
       break;
-    case prof_abi::kProxyOp:
-      *handle = StartProxyOp(*c, e->parentObj, e->proxyOp);
+    case Event::kProxyOp:
+      *handle = StartProxyOp(*c, e.parent, *e.proxy_op);
       break;
-    case prof_abi::kProxyStep:
-      *handle = profiler::StartProxyStep(e->parentObj, e->proxyStep.step);
-      break;
-    default:
-      break;
-  }
-  return ncclSuccess;
-}
-
-ncclResult_t StartEventV4(void* context, void** handle, void* descr) noexcept {
-  if (handle == nullptr) return ncclSuccess;
-  *handle = nullptr;
-  Comm* c = CommOf(context);
-  if (c == nullptr || descr == nullptr) return ncclSuccess;
-  const auto* e = static_cast<const EventDescrV4*>(descr);
-  const int64_t now = ProbeNowNs();
-  switch (e->type) {
-    case prof_abi::kGroup:
-      *handle = StartGroup(c, false);
-      break;
-    case prof_abi::kColl: {
-      const OpType op = OpOfFunc(e->coll.func);
-      if (!trace::IsCollective(op)) break;
-      Handle* h = StartOp(c, e->parentObj, op, e->coll.count, e->coll.datatype, e->coll.root,
-                          nullptr, false, now);
-      WriteRecord(*h, *c, NextCollSeq(*c), -1, RedOpOfCurrentCall(op, *c));
-      Launched(*h, e->coll.seqNumber, e->coll.nChannels);
-      *handle = h;
-      break;
-    }
-    case prof_abi::kP2p: {
-      const OpType op = OpOfFunc(e->p2p.func);
-      if (!trace::IsP2P(op)) break;
-      Handle* h =
-          StartOp(c, e->parentObj, op, e->p2p.count, e->p2p.datatype, -1, nullptr, false, now);
-      *handle = OnP2p(*c, *h, e->p2p.peer, e->p2p.nChannels);
-      break;
-    }
-    case prof_abi::kKernelCh:
-      *handle = OnKernelChannel(*c, e->parentObj, e->kernelCh.channelId, e->kernelCh.pTimer);
-      break;
-    case prof_abi::kProxyOp:
-      *handle = StartProxyOp(*c, e->parentObj, e->proxyOp);
-      break;
-    case prof_abi::kProxyStep:
-      *handle = profiler::StartProxyStep(e->parentObj, e->proxyStep.step);
+    case Event::kProxyStep:
+      *handle = profiler::StartProxyStep(e.parent, e.step);
       break;
     default:
       break;

@@ -63,6 +63,7 @@
 #include <cstdint>
 
 #include "plugin/profiler_abi.h"
+#include "plugin/profiler_event.h"
 #include "trace/ring_writer.h"
 
 namespace ncclscope::plugin::plugin_only {
@@ -91,8 +92,7 @@ bool OwnsHandle(const void* handle) noexcept;
 
 // The table callbacks for contexts and handles this recorder owns. Thread-safe as NCCL calls
 // them; noexcept, lock-free, allocation-free.
-ncclResult_t StartEventV5(void* context, void** handle, void* descr) noexcept;
-ncclResult_t StartEventV4(void* context, void** handle, void* descr) noexcept;
+ncclResult_t StartEvent(void* context, void** handle, const profiler::Event& e) noexcept;
 ncclResult_t StopEvent(void* handle) noexcept;
 ncclResult_t RecordEventState(void* handle, int state, prof_abi::StateArgsV4* args) noexcept;
 

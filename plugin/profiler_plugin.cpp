@@ -2,10 +2,10 @@
 
 #include <cstring>
 
-#include "plugin/export.h"
 #include "plugin/plugin_only_recorder.h"
 #include "plugin/probe_clock.h"
 #include "plugin/probe_record.h"
+#include "plugin/profiler_event.h"
 #include "plugin/profiler_identity.h"
 #include "plugin/proxy_mask.h"
 #include "plugin/proxy_progress.h"
@@ -17,8 +17,6 @@
 namespace ncclscope::plugin::profiler {
 namespace {
 
-using prof_abi::EventDescrV4;
-using prof_abi::EventDescrV5;
 using trace::OpType;
 
 // Tags of our handles ("ncscAPI1", "ncscCOL1", "ncscPAP1", "ncscP2P1" read as little-endian words).
@@ -290,65 +288,7 @@ ncclResult_t Init(int abi, void** context, uint64_t comm_hash, int* mask, const 
   return ncclSuccess;
 }
 
-// Event order (NCCL 2.28.9, src/plugin/profiler.cc and src/enqueue.cc): on the calling thread
-// GroupApi, then CollApi or one P2pApi per (peer, direction) part, each started and stopped inside
-// the call; at launch Coll (parent CollApi) and P2p (parent P2pApi); later, on the proxy thread,
-// one KernelCh per channel (parent Coll or P2p) and, for network peers, ProxyOp (parent Coll or
-// P2p) and its ProxySteps.
-ncclResult_t StartEventV5(void* context, void** handle, void* descr) noexcept {
-  if (handle == nullptr) return ncclSuccess;
-  *handle = nullptr;
-  if (plugin_only::OwnsContext(context)) return plugin_only::StartEventV5(context, handle, descr);
-  Context* c = InPool(g_contexts, context);
-  if (c == nullptr || descr == nullptr) return ncclSuccess;
-  const auto* d = static_cast<const EventDescrV5*>(descr);
-  switch (d->type) {
-    case prof_abi::kCollApi:
-      *handle = NewHandle(kTagCollApi, c, {SeqOfCallInProgress(*c, false), CallOp(false), -1}, 0);
-      break;
-    case prof_abi::kP2pApi:
-      *handle = NewHandle(kTagP2pApi, c, KeyOfCallInProgress(*c, false, -1), 0);
-      break;
-    case prof_abi::kColl: {
-      const EventHandle* api = OurHandle(d->parentObj, kTagCollApi);
-      const bool mine = api != nullptr && api->ctx.load(std::memory_order_relaxed) == c;
-      OpKey k;
-      if (mine) {
-        k.seq = api->seq.load(std::memory_order_relaxed);
-        k.op = api->op.load(std::memory_order_relaxed);
-      }
-      *handle = NewHandle(kTagColl, c, k, d->coll.seqNumber);
-      break;
-    }
-    case prof_abi::kP2p: {
-      const EventHandle* api = OurHandle(d->parentObj, kTagP2pApi);
-      OpKey k{0, OpOfP2pFunc(d->p2p.func), d->p2p.peer};
-      if (api != nullptr && api->ctx.load(std::memory_order_relaxed) == c) {
-        const uint32_t op = api->op.load(std::memory_order_relaxed);
-        const int32_t peer = api->peer.load(std::memory_order_relaxed);
-        // A send/recv part must be the one its P2pApi numbered (same peer).
-        if (op != 0 && (!IsP2pOp(op) || peer == d->p2p.peer)) {
-          k.op = op;
-          k.seq = api->seq.load(std::memory_order_relaxed);
-        }
-      }
-      *handle = NewHandle(kTagP2p, c, k, 0);
-      break;
-    }
-    case prof_abi::kKernelCh:
-      *handle = OnKernelChannelStart(c, d->parentObj, d->kernelCh.channelId, d->kernelCh.pTimer);
-      break;
-    case prof_abi::kProxyOp:
-      *handle = StartProxyOp(c, d->parentObj, d->proxyOp);
-      break;
-    case prof_abi::kProxyStep:
-      *handle = StartProxyStep(d->parentObj, d->proxyStep.step);
-      break;
-    default:
-      break;
-  }
-  return ncclSuccess;
-}
+namespace {
 
 // v4 has no API events: a Coll or P2p event takes the number of the interposed call its
 // arguments name (v4_call_log.h), wherever and whenever NCCL emits it; failing that, the call in
@@ -361,43 +301,93 @@ uint64_t ClaimV4Call(Context& c, const V4CallKey& key) noexcept {
   return cs == nullptr ? 0 : cs->v4_calls.Claim(key);
 }
 
-ncclResult_t StartEventV4(void* context, void** handle, void* descr) noexcept {
+OpKey KeyOfV4Coll(Context& c, const Event& e) noexcept {
+  prof_abi::CollV4 coll{};
+  coll.func = e.func;
+  coll.sendBuff = e.send_buff;
+  coll.recvBuff = const_cast<void*>(e.recv_buff);
+  coll.count = e.count;
+  coll.root = e.root;
+  coll.datatype = e.datatype;
+  const V4CallKey key = CollEventKey(coll);
+  const uint64_t seq = ClaimV4Call(c, key);
+  return seq != 0 ? OpKey{seq, key.op, -1} : OpKey{SeqOfCallInProgress(c, true), CallOp(true), -1};
+}
+
+OpKey KeyOfV4P2p(Context& c, const Event& e) noexcept {
+  const V4CallKey key = P2pEventKey(e.func, e.send_buff, e.datatype, e.count, e.peer);
+  const uint64_t seq = ClaimV4Call(c, key);
+  OpKey k{seq, key.op, e.peer};
+  if (seq == 0) {
+    k = KeyOfCallInProgress(c, true, e.peer);
+    if (k.op == 0) k = {0, OpOfP2pFunc(e.func), e.peer};
+    if (IsP2pOp(k.op)) k.peer = e.peer;
+  }
+  return k;
+}
+
+// A v5 Coll takes its CollApi parent's key.
+OpKey KeyOfV5Coll(const Context& c, const Event& e) noexcept {
+  const EventHandle* api = OurHandle(e.parent, kTagCollApi);
+  OpKey k;
+  if (api != nullptr && api->ctx.load(std::memory_order_relaxed) == &c) {
+    k.seq = api->seq.load(std::memory_order_relaxed);
+    k.op = api->op.load(std::memory_order_relaxed);
+  }
+  return k;
+}
+
+// A v5 P2p takes its P2pApi parent's key; a send/recv part must be the one its P2pApi numbered
+// (same peer).
+OpKey KeyOfV5P2p(const Context& c, const Event& e) noexcept {
+  const EventHandle* api = OurHandle(e.parent, kTagP2pApi);
+  OpKey k{0, OpOfP2pFunc(e.func), e.peer};
+  if (api != nullptr && api->ctx.load(std::memory_order_relaxed) == &c) {
+    const uint32_t op = api->op.load(std::memory_order_relaxed);
+    const int32_t peer = api->peer.load(std::memory_order_relaxed);
+    if (op != 0 && (!IsP2pOp(op) || peer == e.peer)) {
+      k.op = op;
+      k.seq = api->seq.load(std::memory_order_relaxed);
+    }
+  }
+  return k;
+}
+
+}  // namespace
+
+// Event order (NCCL 2.28.9, src/plugin/profiler.cc and src/enqueue.cc): on the calling thread
+// GroupApi, then CollApi or one P2pApi per (peer, direction) part, each started and stopped inside
+// the call; at launch Coll (parent CollApi) and P2p (parent P2pApi); later, on the proxy thread,
+// one KernelCh per channel (parent Coll or P2p) and, for network peers, ProxyOp (parent Coll or
+// P2p) and its ProxySteps.
+ncclResult_t StartEvent(void* context, void** handle, const Event& e) noexcept {
   if (handle == nullptr) return ncclSuccess;
   *handle = nullptr;
-  if (plugin_only::OwnsContext(context)) return plugin_only::StartEventV4(context, handle, descr);
+  if (plugin_only::OwnsContext(context)) return plugin_only::StartEvent(context, handle, e);
   Context* c = InPool(g_contexts, context);
-  if (c == nullptr || descr == nullptr) return ncclSuccess;
-  const auto* d = static_cast<const EventDescrV4*>(descr);
-  switch (d->type) {
-    case prof_abi::kColl: {
-      const V4CallKey key = CollEventKey(d->coll);
-      const uint64_t seq = ClaimV4Call(*c, key);
-      const OpKey k = seq != 0 ? OpKey{seq, key.op, -1}
-                               : OpKey{SeqOfCallInProgress(*c, true), CallOp(true), -1};
-      *handle = NewHandle(kTagColl, c, k, d->coll.seqNumber);
+  if (c == nullptr) return ncclSuccess;
+  switch (e.kind) {
+    case Event::kCollApi:
+      *handle = NewHandle(kTagCollApi, c, {SeqOfCallInProgress(*c, false), CallOp(false), -1}, 0);
       break;
-    }
-    case prof_abi::kP2p: {
-      const V4CallKey key =
-          P2pEventKey(d->p2p.func, d->p2p.buff, d->p2p.datatype, d->p2p.count, d->p2p.peer);
-      const uint64_t seq = ClaimV4Call(*c, key);
-      OpKey k{seq, key.op, d->p2p.peer};
-      if (seq == 0) {
-        k = KeyOfCallInProgress(*c, true, d->p2p.peer);
-        if (k.op == 0) k = {0, OpOfP2pFunc(d->p2p.func), d->p2p.peer};
-        if (IsP2pOp(k.op)) k.peer = d->p2p.peer;
-      }
-      *handle = NewHandle(kTagP2p, c, k, 0);
+    case Event::kP2pApi:
+      *handle = NewHandle(kTagP2pApi, c, KeyOfCallInProgress(*c, false, -1), 0);
       break;
-    }
-    case prof_abi::kKernelCh:
-      *handle = OnKernelChannelStart(c, d->parentObj, d->kernelCh.channelId, d->kernelCh.pTimer);
+    case Event::kColl:
+      *handle =
+          NewHandle(kTagColl, c, e.has_api ? KeyOfV5Coll(*c, e) : KeyOfV4Coll(*c, e), e.nccl_seq);
       break;
-    case prof_abi::kProxyOp:
-      *handle = StartProxyOp(c, d->parentObj, d->proxyOp);
+    case Event::kP2p:
+      *handle = NewHandle(kTagP2p, c, e.has_api ? KeyOfV5P2p(*c, e) : KeyOfV4P2p(*c, e), 0);
       break;
-    case prof_abi::kProxyStep:
-      *handle = StartProxyStep(d->parentObj, d->proxyStep.step);
+    case Event::kKernelCh:
+      *handle = OnKernelChannelStart(c, e.parent, e.channel, e.gpu_ns);
+      break;
+    case Event::kProxyOp:
+      *handle = StartProxyOp(c, e.parent, *e.proxy_op);
+      break;
+    case Event::kProxyStep:
+      *handle = StartProxyStep(e.parent, e.step);
       break;
     default:
       break;
@@ -436,47 +426,3 @@ Stats GetStats() noexcept {
 }
 
 }  // namespace ncclscope::plugin::profiler
-
-// The tables NCCL looks up (2.28.9: ncclProfiler_v5, then v4 ...; later releases v6 first).
-namespace {
-
-namespace prof = ncclscope::plugin::profiler;
-using ncclscope::plugin::prof_abi::DebugLogger;
-using ncclscope::plugin::prof_abi::StateArgsV4;
-
-ncclResult_t InitV4(void** context, int* mask, const char* name, uint64_t comm_hash, int /*nNodes*/,
-                    int nranks, int rank, DebugLogger /*log*/) {
-  return prof::Init(4, context, comm_hash, mask, name, nranks, rank);
-}
-ncclResult_t InitV5(void** context, uint64_t comm_id, int* mask, const char* name, int /*nNodes*/,
-                    int nranks, int rank, DebugLogger /*log*/) {
-  return prof::Init(5, context, comm_id, mask, name, nranks, rank);
-}
-ncclResult_t InitV6(void** context, uint64_t comm_id, int* mask, const char* name, int /*nNodes*/,
-                    int nranks, int rank, DebugLogger /*log*/) {
-  return prof::Init(6, context, comm_id, mask, name, nranks, rank);
-}
-ncclResult_t StartV4(void* context, void** handle, void* descr) {
-  return prof::StartEventV4(context, handle, descr);
-}
-ncclResult_t StartV5(void* context, void** handle, void* descr) {
-  return prof::StartEventV5(context, handle, descr);
-}
-ncclResult_t Stop(void* handle) {
-  return prof::StopEvent(handle);
-}
-ncclResult_t Record(void* handle, int state, StateArgsV4* args) {
-  return prof::RecordEventState(handle, state, args);
-}
-ncclResult_t Fini(void* context) {
-  return prof::Finalize(context);
-}
-
-}  // namespace
-
-NCCLSCOPE_API const ncclscope::plugin::prof_abi::TableV6 ncclProfiler_v6 = {
-    "ncclscope", InitV6, StartV5, Stop, Record, Fini};
-NCCLSCOPE_API const ncclscope::plugin::prof_abi::TableV5 ncclProfiler_v5 = {
-    "ncclscope", InitV5, StartV5, Stop, Record, Fini};
-NCCLSCOPE_API const ncclscope::plugin::prof_abi::TableV4 ncclProfiler_v4 = {
-    "ncclscope", InitV4, StartV4, Stop, Record, Fini};

@@ -63,11 +63,10 @@ struct EventHandle {
   KernelChannelBits channels;
 };
 
-// The callbacks behind every exported table. `abi` is 4, 5 or 6. Thread-safe as NCCL calls them.
+// The callbacks behind every exported table (profiler_v4.cpp, profiler_v5.cpp; startEvent is
+// profiler_event.h's StartEvent). `abi` is 4, 5 or 6. Thread-safe as NCCL calls them.
 ncclResult_t Init(int abi, void** context, uint64_t comm_hash, int* mask, const char* comm_name,
                   int nranks, int rank) noexcept;
-ncclResult_t StartEventV4(void* context, void** handle, void* descr) noexcept;
-ncclResult_t StartEventV5(void* context, void** handle, void* descr) noexcept;
 ncclResult_t StopEvent(void* handle) noexcept;
 ncclResult_t RecordEventState(void* handle, int state, prof_abi::StateArgsV4* args) noexcept;
 ncclResult_t Finalize(void* context) noexcept;
