@@ -62,4 +62,13 @@ struct Event {
 // follow) whenever handle is not null.
 ncclResult_t StartEvent(void* context, void** handle, const Event& e) noexcept;
 
+// Start markers the event path wrote (device_start and p2p_device_start), of which without a
+// sequence number, and of which p2p_device_start. Thread-safe.
+struct MarkerCounts {
+  uint64_t markers = 0;
+  uint64_t unmapped = 0;
+  uint64_t p2p = 0;
+};
+MarkerCounts GetMarkerCounts() noexcept;
+
 }  // namespace ncclscope::plugin::profiler
