@@ -11,6 +11,7 @@
 #include "plugin/cupti_probe.h"
 #include "plugin/detached_thread.h"
 #include "plugin/probe_clock.h"
+#include "plugin/profiler_plugin.h"
 #include "plugin/proxy_mask.h"
 #include "plugin/proxy_progress.h"
 #include "plugin/runtime.h"

@@ -1,6 +1,6 @@
 // Which kernel channels of one operation started and stopped (KernelCh events), kept in the
-// operation's handle (the interposed mode's EventHandle, the plugin-only recorder's Handle) and
-// published by the background thread as kernel_channels records (proxy_progress.h).
+// operation's handle (profiler_handles.h) and published by the background thread as
+// kernel_channels records (proxy_progress.h).
 #pragma once
 
 #include <atomic>

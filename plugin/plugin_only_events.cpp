@@ -1,5 +1,8 @@
-// Plugin-only recording, the hot part: the profiler's events turned into the interposer's records
-// (plugin_only_recorder.h says what each event gives and in which order NCCL emits them).
+// Plugin-only recording, the hot part: how a recorded operation gets its number, and the record
+// written when it does (plugin_only_recorder.h says what each event gives and in which order
+// NCCL emits them; profiler_numbering.h how this differs from the interposed mode). The event
+// path around it (handles, start markers, kernel channels, proxy operations) is the profiler's
+// one (profiler_events.cpp).
 #include <cstdint>
 
 #include "plugin/nvtx_nccl_payload_calls.h"
@@ -7,7 +10,7 @@
 #include "plugin/plugin_only_recorder.h"
 #include "plugin/plugin_only_state.h"
 #include "plugin/probe_clock.h"
-#include "plugin/proxy_progress.h"
+#include "plugin/profiler_numbering.h"
 #include "plugin/runtime.h"
 #include "plugin/thread_state.h"
 #include "trace/record.h"
@@ -15,8 +18,15 @@
 namespace ncclscope::plugin::plugin_only {
 namespace {
 
-using prof_abi::EventDescrV4;
-using prof_abi::EventDescrV5;
+using profiler::Context;
+using profiler::Event;
+using profiler::Handle;
+using profiler::HandleOfKind;
+using profiler::kKindGroup;
+using profiler::kKindOp;
+using profiler::kStageApi;
+using profiler::kStageLaunched;
+using profiler::kStageNumbered;
 using trace::OpType;
 
 // NCCL's state values (src/include/plugin/profiler/profiler_v5.h, 2.28.9).
@@ -29,11 +39,11 @@ Runtime* LiveRuntime() noexcept {
   return rt == kRuntimeOff ? nullptr : rt;
 }
 
-// The operation handle a Coll/P2p/KernelCh event's parentObj names, when it is one of ours of the
-// same communicator.
-Handle* OpParent(const void* parent, const Comm* c) noexcept {
+// The operation handle a v5 Coll/P2p event's parentObj names, when it is one of ours of the same
+// communicator.
+Handle* OpParent(const void* parent, const Context& c) noexcept {
   Handle* h = HandleOfKind(parent, kKindOp);
-  return h != nullptr && h->comm.load(std::memory_order_relaxed) == c ? h : nullptr;
+  return h != nullptr && h->ctx.load(std::memory_order_relaxed) == &c ? h : nullptr;
 }
 
 trace::RecordData BaseRecord(OpType op, uint64_t comm_id) noexcept {
@@ -53,32 +63,24 @@ bool TrackCompletion(bool graph_captured) noexcept {
   return rt != nullptr && rt->config.track_completion && !graph_captured;
 }
 
-// A new group: v5 GroupApi (depth > 1 is the user's group) or v4 Group.
-Handle* StartGroup(Comm* c, bool user_group) noexcept {
-  Handle* h = NewHandle(kKindGroup, c);
-  h->group_id.store(g_group_ids.fetch_add(1, std::memory_order_relaxed) + 1,
-                    std::memory_order_relaxed);
-  h->group_flags.store(user_group ? trace::kFlagInGroup : 0, std::memory_order_relaxed);
-  return h;
-}
-
-// A new operation, at its API event (v5) or its Coll/P2p event (v4).
-Handle* StartOp(Comm* c, const void* group, OpType op, size_t count, const char* dtype, int root,
-                void* stream, bool graph_captured, int64_t now) noexcept {
-  Handle* h = NewHandle(kKindOp, c);
-  if (const Handle* g = HandleOfKind(group, kKindGroup)) {
+// A new operation of the call e describes, at its API event (v5) or its Coll/P2p event (v4),
+// under its group (the event's parent).
+Handle* StartOp(Context& c, const Event& e, OpType op, int root) noexcept {
+  const int64_t now = ProbeNowNs();
+  Handle* h = profiler::NewHandle(kKindOp, &c);
+  if (const Handle* g = HandleOfKind(e.parent, kKindGroup)) {
     h->group_id.store(g->group_id.load(std::memory_order_relaxed), std::memory_order_relaxed);
     h->group_flags.store(g->group_flags.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
   h->op.store(static_cast<uint32_t>(op), std::memory_order_relaxed);
-  h->count.store(count, std::memory_order_relaxed);
-  h->dtype.store(DtypeOfName(dtype), std::memory_order_relaxed);
+  h->count.store(e.count, std::memory_order_relaxed);
+  h->dtype.store(DtypeOfName(e.datatype), std::memory_order_relaxed);
   h->root.store(IsRooted(op) ? root : -1, std::memory_order_relaxed);
-  h->stream.store(reinterpret_cast<uintptr_t>(stream), std::memory_order_relaxed);
+  h->stream.store(reinterpret_cast<uintptr_t>(e.stream), std::memory_order_relaxed);
   h->t_enter_ns.store(now, std::memory_order_relaxed);
   h->t_exit_ns.store(now, std::memory_order_relaxed);
   h->tid.store(CachedTid(Tls()), std::memory_order_relaxed);
-  h->tracked.store(TrackCompletion(graph_captured), std::memory_order_relaxed);
+  h->tracked.store(TrackCompletion(e.graph_captured), std::memory_order_relaxed);
   return h;
 }
 
@@ -87,54 +89,14 @@ Handle* StartOp(Comm* c, const void* group, OpType op, size_t count, const char*
 // it, and launches an ungrouped call's Coll inside it too), when that range is the same function
 // on the same communicator (its commHash). -1 otherwise: NVTX not injected, NCCL_NVTX_DISABLE=1,
 // another NCCL's layout, or inside ncclGroupEnd.
-int32_t RedOpOfCurrentCall(OpType op, const Comm& c) noexcept {
+int32_t RedOpOfCurrentCall(OpType op, const Context& c) noexcept {
   NcclCallArgs a;
-  if (!CurrentNcclCallArgs(&a) || a.op != op || a.comm_hash != c.id) return -1;
+  if (!CurrentNcclCallArgs(&a) || a.op != op || a.comm_hash != c.comm_id) return -1;
   return a.redop;
 }
 
-}  // namespace
-
-Handle* HandleOfKind(const void* p, uint32_t kind) noexcept {
-  Handle* h = HandleOf(p);
-  return h != nullptr && h->tag.load(std::memory_order_acquire) == (kHandleTag | kind) ? h
-                                                                                       : nullptr;
-}
-
-// Appends the operation's record with sequence number seq (and `peer` for send/recv, `redop` for
-// a reduction) and publishes where it is.
-void WriteRecord(Handle& h, const Comm& c, uint64_t seq, int peer, int32_t redop) noexcept {
-  Runtime* rt = LiveRuntime();
-  if (rt == nullptr) return;
-  const auto op = static_cast<OpType>(h.op.load(std::memory_order_relaxed));
-  trace::RecordData d = BaseRecord(op, c.id);
-  d.seq = seq;
-  d.group_id = h.group_id.load(std::memory_order_relaxed);
-  d.flags = h.group_flags.load(std::memory_order_relaxed);
-  d.count = h.count.load(std::memory_order_relaxed);
-  d.stream = h.stream.load(std::memory_order_relaxed);
-  d.dtype = h.dtype.load(std::memory_order_relaxed);
-  d.redop = redop;
-  d.peer = trace::IsP2P(op) ? peer : h.root.load(std::memory_order_relaxed);
-  d.t_enter_ns = h.t_enter_ns.load(std::memory_order_relaxed);
-  d.t_exit_ns = h.t_exit_ns.load(std::memory_order_relaxed);
-  d.tid = h.tid.load(std::memory_order_relaxed);
-  const bool tracked = h.tracked.load(std::memory_order_relaxed);
-  if (tracked) d.flags |= trace::kFlagCompletionTracked;
-  h.seq.store(seq, std::memory_order_relaxed);
-  h.peer.store(d.peer, std::memory_order_relaxed);
-  h.slot.store(rt->ring->Append(d, tracked), std::memory_order_relaxed);
-  GetCounters().records.fetch_add(1, std::memory_order_relaxed);
-}
-
-uint64_t NextCollSeq(Comm& c) noexcept {
-  return c.coll_seq.fetch_add(1, std::memory_order_relaxed) + 1;
-}
-
-namespace {
-
 // 0 when the peer is out of range (NCCL rejects such a call before any event; kept defensive).
-uint64_t NextP2pSeq(Comm& c, OpType op, int peer) noexcept {
+uint64_t NextP2pSeq(Context& c, OpType op, int peer) noexcept {
   if (peer < 0 || peer >= c.nranks) return 0;
   std::atomic<uint64_t>* counters = op == OpType::kSend ? c.send_seq : c.recv_seq;
   return counters[peer].fetch_add(1, std::memory_order_relaxed) + 1;
@@ -147,8 +109,9 @@ void Launched(Handle& h, uint64_t nccl_seq, uint8_t channels) noexcept {
   h.stage.store(kStageLaunched, std::memory_order_release);
 }
 
-// A send or receive at its P2p event, which carries the peer; a part of a collective launched.
-Handle* OnP2p(Comm& c, Handle& h, int peer, uint8_t channels) noexcept {
+// A send or receive at its P2p event, which carries the peer: numbered and recorded; a part of a
+// collective launched.
+Handle* OnP2p(Context& c, Handle& h, int peer, uint8_t channels) noexcept {
   const auto op = static_cast<OpType>(h.op.load(std::memory_order_relaxed));
   if (!trace::IsP2P(op)) return nullptr;
   h.peer.store(peer, std::memory_order_relaxed);  // a part's, for its channels and proxy ops
@@ -156,71 +119,6 @@ Handle* OnP2p(Comm& c, Handle& h, int peer, uint8_t channels) noexcept {
   WriteRecord(h, c, NextP2pSeq(c, op, peer), peer);
   Launched(h, 0, channels);
   return &h;
-}
-
-}  // namespace
-
-// The first kernel channel of an operation to start: its device_start (collective) or
-// p2p_device_start (send/recv) record, in the fields the interposer mode's profiler writes them
-// with (profiler_plugin.cpp, trace/record.h).
-void WriteStartMarker(const Handle& h, const Comm& c, uint8_t channel, uint64_t gpu_ns) noexcept {
-  Runtime* rt = LiveRuntime();
-  if (rt == nullptr) return;
-  const auto op = static_cast<OpType>(h.op.load(std::memory_order_relaxed));
-  const bool p2p = trace::IsP2P(op);
-  trace::RecordData d = BaseRecord(p2p ? OpType::kP2pDeviceStart : OpType::kDeviceStart, c.id);
-  d.t_enter_ns = ProbeNowNs();
-  d.t_exit_ns = d.t_enter_ns;
-  d.seq = h.seq.load(std::memory_order_relaxed);
-  d.aux = gpu_ns;
-  if (p2p) {
-    d.peer = h.peer.load(std::memory_order_relaxed);
-    d.redop = static_cast<int32_t>(op);
-    d.dtype = channel;
-  } else {
-    d.count = h.nccl_seq.load(std::memory_order_relaxed);
-    d.peer = channel;
-  }
-  d.tid = CachedTid(Tls());
-  rt->ring->Append(d, false);
-  GetCounters().markers.fetch_add(1, std::memory_order_relaxed);
-}
-
-bool CompleteDeviceOf(const Handle& h) noexcept {
-  Runtime* rt = LiveRuntime();
-  if (rt == nullptr ||
-      !rt->ring->CompleteDevice(h.slot.load(std::memory_order_relaxed), ProbeNowNs())) {
-    return false;
-  }
-  GetCounters().completions.fetch_add(1, std::memory_order_relaxed);
-  return true;
-}
-
-// KernelChStop: once every channel of the operation stopped, its device work is done. The time
-// is the host's when the last stop arrived: pTimer is the GPU's clock.
-void OnKernelChannelStop(Handle& h) noexcept {
-  if (h.stage.load(std::memory_order_acquire) != kStageLaunched) return;
-  const uint32_t stopped = h.stopped.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (PartChannelStopped(h)) return;
-  if (stopped != h.channels.load(std::memory_order_relaxed) ||
-      !h.tracked.load(std::memory_order_relaxed)) {
-    return;
-  }
-  CompleteDeviceOf(h);
-}
-
-namespace {
-
-// KernelCh start: the first channel writes the start marker; the channel's handle is
-// proxy_progress.h's, whose KernelChStop comes back to the operation (OnKernelChannelStop).
-void* OnKernelChannel(Comm& c, const void* parent, uint8_t channel, uint64_t gpu_ns) noexcept {
-  Handle* h = OpParent(parent, &c);
-  if (h == nullptr || h->stage.load(std::memory_order_acquire) != kStageLaunched) return nullptr;
-  if (h->started.fetch_add(1, std::memory_order_relaxed) == 0 &&
-      !PartChannelStarted(*h, channel, gpu_ns)) {
-    WriteStartMarker(*h, c, channel, gpu_ns);
-  }
-  return StartKernelChannel(*h, channel);
 }
 
 // GroupEndApiStart of a user group: the thread entered its outermost ncclGroupEnd, which may
@@ -252,133 +150,141 @@ void CloseGroupEnd(Handle& g) noexcept {
 
 }  // namespace
 
-ncclResult_t StartEventV5(void* context, void** handle, void* descr) noexcept {
-  if (handle == nullptr) return ncclSuccess;
-  *handle = nullptr;
-  Comm* c = CommOf(context);
-  if (c == nullptr || descr == nullptr) return ncclSuccess;
-  const auto* e = static_cast<const EventDescrV5*>(descr);
-  switch (e->type) {
-    case prof_abi::kGroupApi:
-      *handle = StartGroup(c, e->groupApi.groupDepth > 1);
-      break;
-    case prof_abi::kCollApi: {
-      const OpType op = OpOfFunc(e->collApi.func);
-      if (!trace::IsCollective(op)) break;
-      *handle = StartOp(c, e->parentObj, op, e->collApi.count, e->collApi.datatype, e->collApi.root,
-                        e->collApi.stream, e->collApi.graphCaptured, ProbeNowNs());
-      break;
-    }
-    case prof_abi::kP2pApi: {
-      const OpType op = OpOfFunc(e->p2pApi.func);
-      if (!trace::IsP2P(op)) break;
-      Handle* h = StartOp(c, e->parentObj, op, e->p2pApi.count, e->p2pApi.datatype, -1,
-                          e->p2pApi.stream, e->p2pApi.graphCaptured, ProbeNowNs());
-      JoinWhole(*c, e->parentObj, *h);
-      *handle = h;
-      break;
-    }
-    case prof_abi::kColl: {
-      Handle* h = OpParent(e->parentObj, c);
-      if (h == nullptr || h->stage.load(std::memory_order_acquire) != kStageRecorded) break;
-      Launched(*h, e->coll.seqNumber, e->coll.nChannels);
-      *handle = h;
-      break;
-    }
-    case prof_abi::kP2p: {
-      Handle* h = OpParent(e->parentObj, c);
-      if (h == nullptr || h->stage.load(std::memory_order_acquire) != kStageApi) break;
-      *handle = OnP2p(*c, *h, e->p2p.peer, e->p2p.nChannels);
-      break;
-    }
-    case prof_abi::kKernelCh:
-      *handle = OnKernelChannel(*c, e->parentObj, e->kernelCh.channelId, e->kernelCh.pTimer);
-      break;
-    case prof_abi::kProxyOp:
-      *handle = StartProxyOp(*c, e->parentObj, e->proxyOp);
-      break;
-    case prof_abi::kProxyStep:
-      *handle = profiler::StartProxyStep(e->parentObj, e->proxyStep.step);
-      break;
-    default:
-      break;
-  }
-  return ncclSuccess;
+// Appends the operation's record with sequence number seq (and `peer` for send/recv, `redop` for
+// a reduction) and publishes where it is.
+void WriteRecord(Handle& h, const Context& c, uint64_t seq, int peer, int32_t redop) noexcept {
+  Runtime* rt = LiveRuntime();
+  if (rt == nullptr) return;
+  const auto op = static_cast<OpType>(h.op.load(std::memory_order_relaxed));
+  trace::RecordData d = BaseRecord(op, c.comm_id);
+  d.seq = seq;
+  d.group_id = h.group_id.load(std::memory_order_relaxed);
+  d.flags = h.group_flags.load(std::memory_order_relaxed);
+  d.count = h.count.load(std::memory_order_relaxed);
+  d.stream = h.stream.load(std::memory_order_relaxed);
+  d.dtype = h.dtype.load(std::memory_order_relaxed);
+  d.redop = redop;
+  d.peer = trace::IsP2P(op) ? peer : h.root.load(std::memory_order_relaxed);
+  d.t_enter_ns = h.t_enter_ns.load(std::memory_order_relaxed);
+  d.t_exit_ns = h.t_exit_ns.load(std::memory_order_relaxed);
+  d.tid = h.tid.load(std::memory_order_relaxed);
+  const bool tracked = h.tracked.load(std::memory_order_relaxed);
+  if (tracked) d.flags |= trace::kFlagCompletionTracked;
+  h.seq.store(seq, std::memory_order_relaxed);
+  // The handle's peer is a send's or receive's (the record's peer field of a collective is its
+  // root, which the handle keeps apart).
+  if (trace::IsP2P(op)) h.peer.store(peer, std::memory_order_relaxed);
+  h.slot.store(rt->ring->Append(d, tracked), std::memory_order_relaxed);
+  GetCounters().records.fetch_add(1, std::memory_order_relaxed);
 }
 
-ncclResult_t StartEventV4(void* context, void** handle, void* descr) noexcept {
-  if (handle == nullptr) return ncclSuccess;
-  *handle = nullptr;
-  Comm* c = CommOf(context);
-  if (c == nullptr || descr == nullptr) return ncclSuccess;
-  const auto* e = static_cast<const EventDescrV4*>(descr);
-  const int64_t now = ProbeNowNs();
-  switch (e->type) {
-    case prof_abi::kGroup:
-      *handle = StartGroup(c, false);
-      break;
-    case prof_abi::kColl: {
-      const OpType op = OpOfFunc(e->coll.func);
-      if (!trace::IsCollective(op)) break;
-      Handle* h = StartOp(c, e->parentObj, op, e->coll.count, e->coll.datatype, e->coll.root,
-                          nullptr, false, now);
-      WriteRecord(*h, *c, NextCollSeq(*c), -1, RedOpOfCurrentCall(op, *c));
-      Launched(*h, e->coll.seqNumber, e->coll.nChannels);
-      *handle = h;
-      break;
-    }
-    case prof_abi::kP2p: {
-      const OpType op = OpOfFunc(e->p2p.func);
-      if (!trace::IsP2P(op)) break;
-      Handle* h =
-          StartOp(c, e->parentObj, op, e->p2p.count, e->p2p.datatype, -1, nullptr, false, now);
-      *handle = OnP2p(*c, *h, e->p2p.peer, e->p2p.nChannels);
-      break;
-    }
-    case prof_abi::kKernelCh:
-      *handle = OnKernelChannel(*c, e->parentObj, e->kernelCh.channelId, e->kernelCh.pTimer);
-      break;
-    case prof_abi::kProxyOp:
-      *handle = StartProxyOp(*c, e->parentObj, e->proxyOp);
-      break;
-    case prof_abi::kProxyStep:
-      *handle = profiler::StartProxyStep(e->parentObj, e->proxyStep.step);
-      break;
-    default:
-      break;
+uint64_t NextCollSeq(Context& c) noexcept {
+  return c.coll_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+bool CompleteDeviceOf(const Handle& h) noexcept {
+  Runtime* rt = LiveRuntime();
+  if (rt == nullptr ||
+      !rt->ring->CompleteDevice(h.slot.load(std::memory_order_relaxed), ProbeNowNs())) {
+    return false;
   }
-  return ncclSuccess;
+  GetCounters().completions.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+// A new group: v5 GroupApi (depth > 1 is the user's group) or v4 Group.
+Handle* StartGroup(Context& c, const Event& e) noexcept {
+  Handle* h = profiler::NewHandle(kKindGroup, &c);
+  h->group_id.store(g_group_ids.fetch_add(1, std::memory_order_relaxed) + 1,
+                    std::memory_order_relaxed);
+  h->group_flags.store(e.group_depth > 1 ? trace::kFlagInGroup : 0, std::memory_order_relaxed);
+  return h;
+}
+
+// v5 opens an operation at its API event; the collective is numbered at its stop (StopHandle), a
+// send or receive at its P2p event.
+Handle* OpenCall(Context& c, const Event& e) noexcept {
+  const OpType op = OpOfFunc(e.func);
+  if (e.kind == Event::kCollApi) {
+    return trace::IsCollective(op) ? StartOp(c, e, op, e.root) : nullptr;
+  }
+  if (!trace::IsP2P(op)) return nullptr;
+  Handle* h = StartOp(c, e, op, -1);
+  JoinWhole(c, e.parent, *h);
+  return h;
+}
+
+// v5 launches the operation its API event opened (a collective numbered at its API stop, a send
+// or receive not yet); v4 opens it here too, from the arguments its Coll/P2p event carries.
+Handle* LaunchCall(Context& c, const Event& e) noexcept {
+  if (e.kind == Event::kColl) {
+    Handle* h = nullptr;
+    if (e.has_api) {
+      h = OpParent(e.parent, c);
+      if (h == nullptr || h->stage.load(std::memory_order_acquire) != kStageNumbered) {
+        return nullptr;
+      }
+    } else {
+      const OpType op = OpOfFunc(e.func);
+      if (!trace::IsCollective(op)) return nullptr;
+      h = StartOp(c, e, op, e.root);
+      WriteRecord(*h, c, NextCollSeq(c), -1, RedOpOfCurrentCall(op, c));
+    }
+    Launched(*h, e.nccl_seq, e.channels);
+    return h;
+  }
+  Handle* h = nullptr;
+  if (e.has_api) {
+    h = OpParent(e.parent, c);
+    if (h == nullptr || h->stage.load(std::memory_order_acquire) != kStageApi) return nullptr;
+  } else {
+    const OpType op = OpOfFunc(e.func);
+    if (!trace::IsP2P(op)) return nullptr;
+    h = StartOp(c, e, op, -1);
+  }
+  return OnP2p(c, *h, e.peer, e.channels);
 }
 
 // The stop that matters is the API event's: a collective is recorded there (enqueued, numbered
 // in call order), a send/receive learns its exit time (its record waits for the peer, at P2p).
-// The other stops of our handles (Coll, P2p) carry nothing. KernelCh, ProxyOp and ProxyStep
-// handles are proxy_progress.h's: their states and stops never come here (profiler_plugin.cpp
-// hands them to RecordProxyState and StopProxyHandle).
-ncclResult_t StopEvent(void* handle) noexcept {
-  if (Handle* g = HandleOfKind(handle, kKindGroup)) {
-    CloseGroupEnd(*g);
-    return ncclSuccess;
+// A group's stop closes its group_end record. The other stops (Coll, P2p) carry nothing.
+void StopHandle(Handle& h) noexcept {
+  if (h.tag.load(std::memory_order_acquire) == (profiler::kHandleTag | kKindGroup)) {
+    CloseGroupEnd(h);
+    return;
   }
-  Handle* h = HandleOfKind(handle, kKindOp);
-  if (h == nullptr || h->stage.load(std::memory_order_acquire) != kStageApi) return ncclSuccess;
-  Comm* c = h->comm.load(std::memory_order_relaxed);
-  if (c == nullptr) return ncclSuccess;
-  h->t_exit_ns.store(ProbeNowNs(), std::memory_order_relaxed);
-  if (PartStopped(*h)) return ncclSuccess;
-  const auto op = static_cast<OpType>(h->op.load(std::memory_order_relaxed));
+  if (h.tag.load(std::memory_order_acquire) != (profiler::kHandleTag | kKindOp) ||
+      h.stage.load(std::memory_order_acquire) != kStageApi) {
+    return;
+  }
+  Context* c = h.ctx.load(std::memory_order_relaxed);
+  if (c == nullptr) return;
+  h.t_exit_ns.store(ProbeNowNs(), std::memory_order_relaxed);
+  if (PartStopped(h)) return;
+  const auto op = static_cast<OpType>(h.op.load(std::memory_order_relaxed));
   if (trace::IsCollective(op)) {
-    WriteRecord(*h, *c, NextCollSeq(*c), -1, RedOpOfCurrentCall(op, *c));
-    h->stage.store(kStageRecorded, std::memory_order_release);
+    WriteRecord(h, *c, NextCollSeq(*c), -1, RedOpOfCurrentCall(op, *c));
+    h.stage.store(kStageNumbered, std::memory_order_release);
   }
-  return ncclSuccess;
 }
 
-ncclResult_t RecordEventState(void* handle, int state, prof_abi::StateArgsV4* /*args*/) noexcept {
-  if (state == kStateGroupEndApiStart) {
-    if (Handle* g = HandleOfKind(handle, kKindGroup)) OpenGroupEnd(*g);
+void RecordGroupState(Handle& g, int state) noexcept {
+  const Context* c = g.ctx.load(std::memory_order_relaxed);
+  if (state == kStateGroupEndApiStart && c != nullptr && c->records) OpenGroupEnd(g);
+}
+
+// KernelChStop: once every channel of the operation stopped, its device work is done. The time
+// is the host's when the last stop arrived: pTimer is the GPU's clock.
+void KernelChannelStopped(void* owner) noexcept {
+  Handle& h = *static_cast<Handle*>(owner);
+  if (h.stage.load(std::memory_order_acquire) != kStageLaunched) return;
+  const uint32_t stopped = h.stopped.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (PartChannelStopped(h)) return;
+  if (stopped != h.channels.load(std::memory_order_relaxed) ||
+      !h.tracked.load(std::memory_order_relaxed)) {
+    return;
   }
-  return ncclSuccess;
+  CompleteDeviceOf(h);
 }
 
 }  // namespace ncclscope::plugin::plugin_only

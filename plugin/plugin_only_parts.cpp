@@ -17,7 +17,8 @@
 // outermost group and thread) points to while parts are still to come; the next call starts a new
 // whole. Its record is written when the last part's P2pApi stops (the call is enqueued, as a
 // collective's at its CollApi stop), numbered by the communicator's collective counter; its
-// device start is its first part's first kernel channel, its device completion the moment all
+// device start is its first part's first kernel channel once it is numbered (the start marker of
+// profiler_events.cpp, whose owner is then the whole), its device completion the moment all
 // remote parts (peer != this rank) launched and every channel of theirs stopped.
 //
 // The parts to the rank itself (AlltoAll on every rank, Gather and Scatter at the root: a Send
@@ -47,6 +48,12 @@
 namespace ncclscope::plugin::plugin_only {
 namespace {
 
+using profiler::Context;
+using profiler::Handle;
+using profiler::kKindGroup;
+using profiler::kKindOp;
+using profiler::kStageLaunched;
+using profiler::kStageNumbered;
 using trace::OpType;
 
 bool RunsAsParts(OpType op) noexcept {
@@ -54,7 +61,7 @@ bool RunsAsParts(OpType op) noexcept {
 }
 
 // How many parts taskAppend appends for the call on this rank (see above).
-uint32_t PartsOf(OpType op, const Comm& c, int root) noexcept {
+uint32_t PartsOf(OpType op, const Context& c, int root) noexcept {
   const auto n = static_cast<uint32_t>(c.nranks);
   if (op == OpType::kAlltoAll) return 2 * n;
   return 1 + (c.rank == root ? n : 0);
@@ -62,20 +69,20 @@ uint32_t PartsOf(OpType op, const Comm& c, int root) noexcept {
 
 // Of those, the ones whose peer is another rank: all but a Send and a Recv to the rank itself
 // where it has them (AlltoAll, and Gather and Scatter at the root).
-uint32_t RemotePartsOf(OpType op, const Comm& c, int root) noexcept {
+uint32_t RemotePartsOf(OpType op, const Context& c, int root) noexcept {
   const bool has_self = op == OpType::kAlltoAll || c.rank == root;
   return PartsOf(op, c, root) - (has_self ? 2 : 0);
 }
 
 // Whether a launched part's peer is the rank itself (its P2p event stored the peer).
-bool ToSelf(const Handle& part, const Comm& c) noexcept {
+bool ToSelf(const Handle& part, const Context& c) noexcept {
   return part.peer.load(std::memory_order_relaxed) == c.rank;
 }
 
 // The collective's handle, started by its first part (whose fields it copies).
-Handle* StartWhole(Comm& c, const Handle& part, OpType op, int root) noexcept {
+Handle* StartWhole(Context& c, const Handle& part, OpType op, int root) noexcept {
   constexpr auto kRelaxed = std::memory_order_relaxed;
-  Handle* w = NewHandle(kKindOp, &c);
+  Handle* w = profiler::NewHandle(kKindOp, &c);
   w->group_id.store(part.group_id.load(kRelaxed), kRelaxed);
   w->group_flags.store(part.group_flags.load(kRelaxed), kRelaxed);
   w->op.store(static_cast<uint32_t>(op), kRelaxed);
@@ -100,7 +107,7 @@ void TryComplete(Handle& w) noexcept {
   if (w.parts_launched.load() != w.remote_parts.load(std::memory_order_relaxed)) return;
   if (w.stopped.load() != w.channels.load()) return;
   if (!w.tracked.load(std::memory_order_relaxed) ||
-      w.stage.load(std::memory_order_acquire) != kStageRecorded) {
+      w.stage.load(std::memory_order_acquire) != kStageNumbered) {
     return;
   }
   if (!w.done.exchange(true)) CompleteDeviceOf(w);
@@ -112,17 +119,17 @@ Handle* WholeOf(const Handle& part) noexcept {
 
 }  // namespace
 
-void JoinWhole(Comm& c, const void* group, Handle& part) noexcept {
-  Handle* g = HandleOfKind(group, kKindGroup);
+void JoinWhole(Context& c, const void* group, Handle& part) noexcept {
+  Handle* g = profiler::HandleOfKind(group, kKindGroup);
   if (g == nullptr) return;
   NcclCallArgs a;
-  if (!CurrentNcclCallArgs(&a) || !RunsAsParts(a.op) || a.comm_hash != c.id) return;
+  if (!CurrentNcclCallArgs(&a) || !RunsAsParts(a.op) || a.comm_hash != c.comm_id) return;
   const int32_t dtype = part.dtype.load(std::memory_order_relaxed);
   const int size = dtype >= 0 ? trace::DataTypeSize(dtype) : 0;
   if (size > 0 && a.bytes != part.count.load(std::memory_order_relaxed) * size) return;
   Handle* w = g->whole.load(std::memory_order_relaxed);
   // A new call unless the group's current one is the same call and still expects parts.
-  if (w == nullptr || w->comm.load(std::memory_order_relaxed) != &c ||
+  if (w == nullptr || w->ctx.load(std::memory_order_relaxed) != &c ||
       w->op.load(std::memory_order_relaxed) != static_cast<uint32_t>(a.op) ||
       w->parts_joined.load(std::memory_order_relaxed) >= w->parts.load(std::memory_order_relaxed)) {
     w = StartWhole(c, part, a.op, a.root);
@@ -136,13 +143,13 @@ void JoinWhole(Comm& c, const void* group, Handle& part) noexcept {
 bool PartStopped(Handle& part) noexcept {
   Handle* w = WholeOf(part);
   if (w == nullptr) return false;
-  Comm* c = w->comm.load(std::memory_order_relaxed);
+  Context* c = w->ctx.load(std::memory_order_relaxed);
   if (c != nullptr && w->parts_stopped.fetch_add(1, std::memory_order_relaxed) + 1 ==
                           w->parts.load(std::memory_order_relaxed)) {
     w->t_exit_ns.store(ProbeNowNs(), std::memory_order_relaxed);
     // The reduction op: none of these three has one.
     WriteRecord(*w, *c, NextCollSeq(*c), -1);
-    w->stage.store(kStageRecorded, std::memory_order_release);
+    w->stage.store(kStageNumbered, std::memory_order_release);
   }
   return true;
 }
@@ -153,7 +160,7 @@ bool PartLaunched(Handle& part, uint8_t channels) noexcept {
   const uint32_t n = channels != 0 ? channels : 1;
   part.channels.store(n, std::memory_order_relaxed);
   part.stage.store(kStageLaunched, std::memory_order_release);
-  const Comm* c = w->comm.load(std::memory_order_relaxed);
+  const Context* c = w->ctx.load(std::memory_order_relaxed);
   if (c == nullptr || ToSelf(part, *c)) return true;
   w->channels.fetch_add(n);
   w->parts_launched.fetch_add(1);
@@ -161,22 +168,10 @@ bool PartLaunched(Handle& part, uint8_t channels) noexcept {
   return true;
 }
 
-bool PartChannelStarted(const Handle& part, uint8_t channel, uint64_t gpu_ns) noexcept {
-  Handle* w = WholeOf(part);
-  if (w == nullptr) return false;
-  const Comm* c = w->comm.load(std::memory_order_relaxed);
-  // One device_start for the call, at the first channel of any of its parts, once it is numbered.
-  if (c != nullptr && w->stage.load(std::memory_order_acquire) == kStageRecorded &&
-      w->started.fetch_add(1, std::memory_order_relaxed) == 0) {
-    WriteStartMarker(*w, *c, channel, gpu_ns);
-  }
-  return true;
-}
-
 bool PartChannelStopped(const Handle& part) noexcept {
   Handle* w = WholeOf(part);
   if (w == nullptr) return false;
-  const Comm* c = w->comm.load(std::memory_order_relaxed);
+  const Context* c = w->ctx.load(std::memory_order_relaxed);
   if (c == nullptr || ToSelf(part, *c)) return true;
   w->stopped.fetch_add(1);
   TryComplete(*w);

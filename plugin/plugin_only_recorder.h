@@ -45,9 +45,10 @@
 //     arrived (pTimer is a GPU clock). Graph-captured operations are recorded untracked (their
 //     kernels run at each replay).
 //   - ProxyOp/ProxyStep (proxy detail, proxy_mask.h) and KernelCh: followed by proxy_progress.h
-//     as in the interposed mode (plugin_only_progress.cpp), each known by its API call's record
-//     (a part of an AlltoAll, Gather or Scatter by the whole call's), so the background thread's
-//     proxy_progress and kernel_channels records name the stage of a device stall.
+//     on the event path both modes share (profiler_events.cpp), each known by its API call's
+//     record (a part of an AlltoAll, Gather or Scatter by the whole call's: IdentityOf,
+//     profiler_handles.h), so the background thread's proxy_progress and kernel_channels records
+//     name the stage of a device stall.
 //   - v4 tables (NCCL 2.27) have no API events: Coll and P2p events at launch give the records
 //     (entry and exit times are the launch time, no stream, AllGather and Broadcast counts in
 //     bytes of ncclInt8 as NCCL reports them, no user group boundaries, no group_end records).
@@ -56,6 +57,10 @@
 //     init-hang verdicts need the interposer. The profiler never learns the ncclComm_t, so
 //     NCCLSCOPE_ON_HANG=abort has no communicator to abort.
 //
+// The events take the profiler's one event path (profiler_events.cpp); what differs from the
+// interposed mode is how an operation is numbered, and that this recorder writes its record when
+// it numbers it (profiler_numbering.h, plugin_only_events.cpp).
+//
 // Hot path (every event after init): no lock, no allocation, no system call after a thread's
 // first record; fixed pools that are never freed (NCCL may hand back a handle after its stop).
 #pragma once
@@ -63,12 +68,14 @@
 #include <cstdint>
 
 #include "plugin/profiler_abi.h"
-#include "trace/ring_writer.h"
+#include "plugin/profiler_handles.h"
 
 namespace ncclscope::plugin::plugin_only {
 
-inline constexpr uint32_t kMaxComms = 1024;
-inline constexpr uint32_t kHandlePoolSize = 16384;  // power of two: a ring of recent operations
+// Communicators and event handles are the profiler's pools (profiler_handles.h), shared with the
+// interposed mode.
+inline constexpr uint32_t kMaxComms = profiler::kMaxContexts;
+inline constexpr uint32_t kHandlePoolSize = profiler::kHandlePoolSize;
 
 // The activation mask bits plugin-only recording ORs into NCCL's mask.
 inline constexpr uint64_t kMaskV5 = prof_abi::kGroupApi | prof_abi::kCollApi | prof_abi::kP2pApi |
@@ -86,30 +93,12 @@ bool Init(int abi, void** context, uint64_t comm_hash, int* mask, const char* co
 
 // Whether context is one of this recorder's communicators. Thread-safe, lock-free.
 bool OwnsContext(const void* context) noexcept;
-// Whether handle is one of this recorder's event handles. Thread-safe, lock-free.
-bool OwnsHandle(const void* handle) noexcept;
-
-// The table callbacks for contexts and handles this recorder owns. Thread-safe as NCCL calls
-// them; noexcept, lock-free, allocation-free.
-ncclResult_t StartEventV5(void* context, void** handle, void* descr) noexcept;
-ncclResult_t StartEventV4(void* context, void** handle, void* descr) noexcept;
-ncclResult_t StopEvent(void* handle) noexcept;
-ncclResult_t RecordEventState(void* handle, int state, prof_abi::StateArgsV4* args) noexcept;
-
-// Whether this recorder took any communicator. Thread-safe, lock-free.
-bool AnyComm() noexcept;
-
-// Writes a kernel_channels record for each operation whose kernel channels changed and have not
-// all stopped (proxy_progress.h, PublishChannelBits). Background thread only: PublishProgress
-// calls it at each tick.
-void PublishChannels(trace::RingWriter& ring, int64_t now_ns) noexcept;
 
 // Counters for tests. Thread-safe.
 struct Stats {
   uint64_t comms = 0;        // communicators recorded
   uint64_t records = 0;      // collective and send/recv records written
   uint64_t completions = 0;  // of which the device completion was stamped
-  uint64_t markers = 0;      // device_start and p2p_device_start records written
   uint64_t busy_reused = 0;  // handles reused while their operation's events could still come
 };
 Stats GetStats() noexcept;

@@ -2,8 +2,9 @@
 
 #include <unistd.h>
 
-#include "plugin/plugin_only_recorder.h"
 #include "plugin/probe_clock.h"
+#include "plugin/profiler_handles.h"
+#include "plugin/profiler_plugin.h"
 #include "trace/record.h"
 
 namespace ncclscope::plugin::profiler {
@@ -215,16 +216,14 @@ void PublishOps(trace::RingWriter& ring, int64_t now) noexcept {
 }
 
 void PublishChannels(trace::RingWriter& ring, int64_t now) noexcept {
-  EventHandle* pool = HandlePool();
+  Handle* pool = HandlePool();
+  if (pool == nullptr) return;
   for (uint32_t i = 0; i < kHandlePoolSize; ++i) {
-    EventHandle& h = pool[i];
-    if (h.channels.started.load(std::memory_order_acquire) == 0) continue;
+    Handle& h = pool[i];
+    if (h.kernel_channels.started.load(std::memory_order_acquire) == 0) continue;
     const Context* c = h.ctx.load(std::memory_order_relaxed);
     if (c == nullptr) continue;
-    const OperationIdentity who{c->comm_id, h.seq.load(std::memory_order_relaxed),
-                                h.op.load(std::memory_order_relaxed),
-                                h.peer.load(std::memory_order_relaxed)};
-    PublishChannelBits(ring, h.channels, who, now);
+    PublishChannelBits(ring, h.kernel_channels, IdentityOf(h, *c), now);
   }
 }
 
@@ -232,14 +231,6 @@ void PublishChannels(trace::RingWriter& ring, int64_t now) noexcept {
 
 bool IsOwnProxyOp(const prof_abi::ProxyOpV4& d) noexcept {
   return d.pid == OwnPid();
-}
-
-void* StartProxyOp(Context* c, const void* parent, const prof_abi::ProxyOpV4& d) noexcept {
-  if (!IsOwnProxyOp(d)) return nullptr;  // PXN: parent and context are another process's
-  EventHandle* op = OperationHandle(parent);
-  if (op == nullptr || op->ctx.load(std::memory_order_relaxed) != c) return nullptr;
-  constexpr auto kRelaxed = std::memory_order_relaxed;
-  return StartProxyOpFor({c->comm_id, op->seq.load(kRelaxed), op->op.load(kRelaxed), -1}, d);
 }
 
 void* StartProxyOpFor(const OperationIdentity& who, const prof_abi::ProxyOpV4& d) noexcept {
@@ -276,10 +267,6 @@ void* StartProxyStep(const void* parent, int step) noexcept {
   st.tag.store(kTagProxyStep, std::memory_order_release);
   op->posted.fetch_add(1, std::memory_order_release);
   return &st;
-}
-
-void* StartKernelCh(EventHandle* op, uint8_t channel) noexcept {
-  return StartKernelCh(op->channels, channel, nullptr, nullptr);
 }
 
 void* StartKernelCh(KernelChannelBits& bits, uint8_t channel, KernelChStopHook on_stop,
@@ -344,7 +331,6 @@ void PublishProgress(trace::RingWriter& ring, int64_t now_ns) noexcept {
   if (!AnyContext()) return;
   PublishOps(ring, now_ns);
   PublishChannels(ring, now_ns);
-  plugin_only::PublishChannels(ring, now_ns);
 }
 
 void PublishChannelBits(trace::RingWriter& ring, KernelChannelBits& bits,

@@ -23,8 +23,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "plugin/kernel_channel_bits.h"
 #include "plugin/profiler_abi.h"
-#include "plugin/profiler_plugin.h"
 #include "trace/ring_writer.h"
 
 namespace ncclscope::plugin::profiler {
@@ -90,21 +90,15 @@ struct OperationIdentity {
 // some operations of ours, and their events (with that process's pid, parent and context) are
 // emitted there; here a parentObj with another pid is never ours, whatever it points at.
 bool IsOwnProxyOp(const prof_abi::ProxyOpV4& d) noexcept;
-// ProxyOp start under context c (already checked to be ours): the checks (own pid, parent an
-// operation of c), then StartProxyOpFor. Returns the handle, or null when the operation is not ours
-// to track (a foreign pid or parent, a full pool).
-void* StartProxyOp(Context* c, const void* parent, const prof_abi::ProxyOpV4& d) noexcept;
 // ProxyOp start of an operation the caller checked is ours (IsOwnProxyOp, its parent), known by
 // `who` (its peer unused: the proxy's peer is d.peer); d gives channel, side and step count.
 // Returns the handle, or null when the pool is full.
 void* StartProxyOpFor(const OperationIdentity& who, const prof_abi::ProxyOpV4& d) noexcept;
 // ProxyStep start: parent is the ProxyOp handle. Returns the step handle or null.
 void* StartProxyStep(const void* parent, int step) noexcept;
-// KernelCh start of operation `op` (ours): marks the channel started, returns the handle that
-// NCCL passes to the KernelChStop state and the stop.
-void* StartKernelCh(EventHandle* op, uint8_t channel) noexcept;
-// The same for any operation whose channels `bits` keeps; at KernelChStop the channel is marked
-// stopped, then on_stop(owner) is called when on_stop is not null.
+// KernelCh start of an operation (ours) whose channels `bits` keeps: marks the channel started,
+// returns the handle that NCCL passes to the KernelChStop state and the stop. At KernelChStop the
+// channel is marked stopped, then on_stop(owner) is called when on_stop is not null.
 void* StartKernelCh(KernelChannelBits& bits, uint8_t channel, KernelChStopHook on_stop,
                     void* owner) noexcept;
 // State and stop of a handle that may be one of the above: returns false when it is none of ours
@@ -112,8 +106,8 @@ void* StartKernelCh(KernelChannelBits& bits, uint8_t channel, KernelChStopHook o
 bool RecordProxyState(void* handle, int state) noexcept;
 bool StopProxyHandle(void* handle) noexcept;
 
-// Writes this tick's proxy_progress and kernel_channels records into `ring` (of the interposed
-// mode's operations and of the plugin-only recorder's). Background thread only (one caller); no
+// Writes this tick's proxy_progress and kernel_channels records into `ring` (of every operation in
+// the profiler's handle pool, profiler_handles.h). Background thread only (one caller); no
 // allocation, no lock.
 void PublishProgress(trace::RingWriter& ring, int64_t now_ns) noexcept;
 // One operation's kernel_channels record when its channels changed since it was last written (and

@@ -1,0 +1,80 @@
+// The ncclProfiler_v4 table (NCCL 2.26-2.27): its descriptor read into the one Event
+// (profiler_event.h). v4 has no API events: Coll and P2p events carry the call's arguments, and
+// their parent is the Group event.
+#include "plugin/export.h"
+#include "plugin/profiler_event.h"
+#include "plugin/profiler_plugin.h"
+
+namespace ncclscope::plugin::profiler {
+namespace {
+
+using prof_abi::EventDescrV4;
+
+Event FromV4(const EventDescrV4& d) noexcept {
+  Event e;
+  e.parent = d.parentObj;
+  switch (d.type) {
+    case prof_abi::kGroup:
+      e.kind = Event::kGroup;
+      break;
+    case prof_abi::kColl:
+      e.kind = Event::kColl;
+      e.func = d.coll.func;
+      e.count = d.coll.count;
+      e.datatype = d.coll.datatype;
+      e.root = d.coll.root;
+      e.send_buff = d.coll.sendBuff;
+      e.recv_buff = d.coll.recvBuff;
+      e.nccl_seq = d.coll.seqNumber;
+      e.channels = d.coll.nChannels;
+      break;
+    case prof_abi::kP2p:
+      e.kind = Event::kP2p;
+      e.func = d.p2p.func;
+      e.count = d.p2p.count;
+      e.datatype = d.p2p.datatype;
+      e.send_buff = d.p2p.buff;
+      e.peer = d.p2p.peer;
+      e.channels = d.p2p.nChannels;
+      break;
+    case prof_abi::kKernelCh:
+      e.kind = Event::kKernelCh;
+      e.channel = d.kernelCh.channelId;
+      e.gpu_ns = d.kernelCh.pTimer;
+      break;
+    case prof_abi::kProxyOp:
+      e.kind = Event::kProxyOp;
+      e.proxy_op = &d.proxyOp;
+      break;
+    case prof_abi::kProxyStep:
+      e.kind = Event::kProxyStep;
+      e.step = d.proxyStep.step;
+      break;
+    default:
+      break;
+  }
+  return e;
+}
+
+ncclResult_t InitV4(void** context, int* mask, const char* name, uint64_t comm_hash, int /*nNodes*/,
+                    int nranks, int rank, prof_abi::DebugLogger /*log*/) {
+  return Init(4, context, comm_hash, mask, name, nranks, rank);
+}
+
+ncclResult_t StartV4(void* context, void** handle, void* descr) {
+  if (handle == nullptr) return ncclSuccess;
+  *handle = nullptr;
+  if (descr == nullptr) return ncclSuccess;
+  return StartEvent(context, handle, FromV4(*static_cast<const EventDescrV4*>(descr)));
+}
+
+}  // namespace
+}  // namespace ncclscope::plugin::profiler
+
+NCCLSCOPE_API const ncclscope::plugin::prof_abi::TableV4 ncclProfiler_v4 = {
+    "ncclscope",
+    ncclscope::plugin::profiler::InitV4,
+    ncclscope::plugin::profiler::StartV4,
+    ncclscope::plugin::profiler::StopEvent,
+    ncclscope::plugin::profiler::RecordEventState,
+    ncclscope::plugin::profiler::Finalize};

@@ -1,0 +1,110 @@
+// The ncclProfiler_v5 (NCCL 2.28) and ncclProfiler_v6 tables: their descriptor read into the one
+// Event (profiler_event.h). v6 adds copy-engine events to the union and keeps the members we read
+// in place, so both read EventDescrV5. Coll and P2p events have their API event as parent.
+#include "plugin/export.h"
+#include "plugin/profiler_event.h"
+#include "plugin/profiler_plugin.h"
+
+namespace ncclscope::plugin::profiler {
+namespace {
+
+using prof_abi::EventDescrV5;
+
+Event FromV5(const EventDescrV5& d) noexcept {
+  Event e;
+  e.has_api = true;
+  e.parent = d.parentObj;
+  switch (d.type) {
+    case prof_abi::kGroupApi:
+      e.kind = Event::kGroup;
+      e.group_depth = d.groupApi.groupDepth;
+      e.graph_captured = d.groupApi.graphCaptured;
+      break;
+    case prof_abi::kCollApi:
+      e.kind = Event::kCollApi;
+      e.func = d.collApi.func;
+      e.count = d.collApi.count;
+      e.datatype = d.collApi.datatype;
+      e.root = d.collApi.root;
+      e.stream = d.collApi.stream;
+      e.graph_captured = d.collApi.graphCaptured;
+      break;
+    case prof_abi::kP2pApi:
+      e.kind = Event::kP2pApi;
+      e.func = d.p2pApi.func;
+      e.count = d.p2pApi.count;
+      e.datatype = d.p2pApi.datatype;
+      e.stream = d.p2pApi.stream;
+      e.graph_captured = d.p2pApi.graphCaptured;
+      break;
+    case prof_abi::kColl:
+      e.kind = Event::kColl;
+      e.func = d.coll.func;
+      e.count = d.coll.count;
+      e.datatype = d.coll.datatype;
+      e.root = d.coll.root;
+      e.send_buff = d.coll.sendBuff;
+      e.recv_buff = d.coll.recvBuff;
+      e.nccl_seq = d.coll.seqNumber;
+      e.channels = d.coll.nChannels;
+      break;
+    case prof_abi::kP2p:
+      e.kind = Event::kP2p;
+      e.func = d.p2p.func;
+      e.count = d.p2p.count;
+      e.datatype = d.p2p.datatype;
+      e.send_buff = d.p2p.buff;
+      e.peer = d.p2p.peer;
+      e.channels = d.p2p.nChannels;
+      break;
+    case prof_abi::kKernelCh:
+      e.kind = Event::kKernelCh;
+      e.channel = d.kernelCh.channelId;
+      e.gpu_ns = d.kernelCh.pTimer;
+      break;
+    case prof_abi::kProxyOp:
+      e.kind = Event::kProxyOp;
+      e.proxy_op = &d.proxyOp;
+      break;
+    case prof_abi::kProxyStep:
+      e.kind = Event::kProxyStep;
+      e.step = d.proxyStep.step;
+      break;
+    default:
+      break;
+  }
+  return e;
+}
+
+// v5 and v6 pass commId before the mask (v4 passes it after the name).
+template <int kAbi>
+ncclResult_t InitV5(void** context, uint64_t comm_id, int* mask, const char* name, int /*nNodes*/,
+                    int nranks, int rank, prof_abi::DebugLogger /*log*/) {
+  return Init(kAbi, context, comm_id, mask, name, nranks, rank);
+}
+
+ncclResult_t StartV5(void* context, void** handle, void* descr) {
+  if (handle == nullptr) return ncclSuccess;
+  *handle = nullptr;
+  if (descr == nullptr) return ncclSuccess;
+  return StartEvent(context, handle, FromV5(*static_cast<const EventDescrV5*>(descr)));
+}
+
+}  // namespace
+}  // namespace ncclscope::plugin::profiler
+
+// NCCL 2.28.9 looks up ncclProfiler_v5, then v4 ...; later releases v6 first.
+NCCLSCOPE_API const ncclscope::plugin::prof_abi::TableV6 ncclProfiler_v6 = {
+    "ncclscope",
+    ncclscope::plugin::profiler::InitV5<6>,
+    ncclscope::plugin::profiler::StartV5,
+    ncclscope::plugin::profiler::StopEvent,
+    ncclscope::plugin::profiler::RecordEventState,
+    ncclscope::plugin::profiler::Finalize};
+NCCLSCOPE_API const ncclscope::plugin::prof_abi::TableV5 ncclProfiler_v5 = {
+    "ncclscope",
+    ncclscope::plugin::profiler::InitV5<5>,
+    ncclscope::plugin::profiler::StartV5,
+    ncclscope::plugin::profiler::StopEvent,
+    ncclscope::plugin::profiler::RecordEventState,
+    ncclscope::plugin::profiler::Finalize};
