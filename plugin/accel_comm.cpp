@@ -37,9 +37,9 @@ uint64_t HostHash() {
 // whose GPU is nearly full must still take part in the exchanges, since one that leaves them out
 // leaves its peers waiting in NCCL's allgather for ever. Room for nranks offers and this rank's.
 struct ExchangeBuffer {
-  const AccelDriver& cu;
+  const cuda::Driver& cu;
   CUdeviceptr dev = 0;
-  ExchangeBuffer(const AccelDriver& driver, int nranks) : cu(driver) {
+  ExchangeBuffer(const cuda::Driver& driver, int nranks) : cu(driver) {
     if (cu.mem_alloc(&dev, sizeof(Offer) * static_cast<size_t>(nranks + 1)) != CUDA_SUCCESS)
       dev = 0;
   }
@@ -52,7 +52,7 @@ struct ExchangeBuffer {
 
 // Allgathers `bytes` (at most sizeof(Offer)) of `mine` from every rank into `all` through NCCL
 // itself (the library behind the interposer), on `stream`, through `dev`, synchronously.
-bool Exchange(const AccelDriver& cu, ncclComm_t comm, CUstream stream, CUdeviceptr dev,
+bool Exchange(const cuda::Driver& cu, ncclComm_t comm, CUstream stream, CUdeviceptr dev,
               const void* mine, size_t bytes, int nranks, void* all) {
   using AllGatherFn =
       ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
@@ -67,7 +67,7 @@ bool Exchange(const AccelDriver& cu, ncclComm_t comm, CUstream stream, CUdevicep
 }
 
 // This rank's buffers, their handles and the kernels; false (with what failed) when any is missing.
-bool Prepare(const AccelDriver& cu, AccelComm* c, Offer* o, std::string* why) {
+bool Prepare(const cuda::Driver& cu, AccelComm* c, Offer* o, std::string* why) {
   CUdevice dev = 0;
   int major = 0;
   if (cu.ctx_get_device(&dev) != CUDA_SUCCESS ||
@@ -142,7 +142,7 @@ bool Prepare(const AccelDriver& cu, AccelComm* c, Offer* o, std::string* why) {
   return true;
 }
 
-void FreeBuffers(const AccelDriver& cu, AccelComm* c) {
+void FreeBuffers(const cuda::Driver& cu, AccelComm* c) {
   // The pinned stall record is kept: a few bytes, and freeing it needs one more driver function.
   for (CUdeviceptr* p : {&c->staging, &c->scratch, &c->signal}) {
     if (*p != 0) cu.mem_free(*p);
@@ -185,7 +185,7 @@ void FillCommonArgs(const AccelComm& c, const void* sendbuff, void* recvbuff, Ar
 
 // Launches one kernel of the communicator after its previous launch when that was on another
 // stream (the kernels share the communicator's buffers and flags).
-bool LaunchInOrder(const AccelDriver& cu, AccelComm* c, CUfunction kernel, uint32_t blocks,
+bool LaunchInOrder(const cuda::Driver& cu, AccelComm* c, CUfunction kernel, uint32_t blocks,
                    uint32_t threads, void** params, CUstream stream) {
   if (c->launched && stream != c->last_stream &&
       cu.stream_wait_event(stream, c->last_launch, 0) != CUDA_SUCCESS) {
@@ -203,7 +203,7 @@ bool LaunchInOrder(const AccelDriver& cu, AccelComm* c, CUfunction kernel, uint3
 
 // The same for a kernel of the barrier protocol, with the next epoch (the launch's parameter
 // carries it), remembered with the call's sequence number for a stall report.
-bool Launch(const AccelDriver& cu, AccelComm* c, CUfunction kernel, uint32_t blocks,
+bool Launch(const cuda::Driver& cu, AccelComm* c, CUfunction kernel, uint32_t blocks,
             uint32_t threads, void** params, CUstream stream, uint64_t seq) {
   if (!LaunchInOrder(cu, c, kernel, blocks, threads, params, stream)) return false;
   c->epoch += 1;
@@ -213,7 +213,7 @@ bool Launch(const AccelDriver& cu, AccelComm* c, CUfunction kernel, uint32_t blo
 
 }  // namespace
 
-std::unique_ptr<AccelComm> SetUpAccelComm(const AccelDriver& cu, ncclComm_t comm, int rank,
+std::unique_ptr<AccelComm> SetUpAccelComm(const cuda::Driver& cu, ncclComm_t comm, int rank,
                                           int nranks, size_t buffer_bytes, uint64_t timeout_ns) {
   auto c = std::make_unique<AccelComm>();
   c->rank = rank;
@@ -288,7 +288,7 @@ std::unique_ptr<AccelComm> SetUpAccelComm(const AccelDriver& cu, ncclComm_t comm
   return c;
 }
 
-bool LaunchAccelAllReduce(const AccelDriver& cu, AccelComm* c, const nc::AllReducePlan& plan,
+bool LaunchAccelAllReduce(const cuda::Driver& cu, AccelComm* c, const nc::AllReducePlan& plan,
                           const void* sendbuff, void* recvbuff, CUstream stream, uint64_t seq) {
   const int algorithm = plan.algorithm == nc::Algorithm::kOneShot ? 0 : 1;
   const int dtype = plan.dtype == nc::Dtype::kFp16 ? 0 : plan.dtype == nc::Dtype::kFp32 ? 1 : 2;
@@ -300,7 +300,7 @@ bool LaunchAccelAllReduce(const AccelDriver& cu, AccelComm* c, const nc::AllRedu
   return Launch(cu, c, c->kernel[algorithm][dtype], plan.blocks, plan.threads, params, stream, seq);
 }
 
-bool LaunchAccelAlltoAll(const AccelDriver& cu, AccelComm* c, const nc::AlltoAllPlan& plan,
+bool LaunchAccelAlltoAll(const cuda::Driver& cu, AccelComm* c, const nc::AlltoAllPlan& plan,
                          const void* sendbuff, void* recvbuff, CUstream stream, uint64_t seq) {
   nc::AlltoAllKernelArgs a{};
   FillCommonArgs(*c, sendbuff, recvbuff, &a);
@@ -309,7 +309,7 @@ bool LaunchAccelAlltoAll(const AccelDriver& cu, AccelComm* c, const nc::AlltoAll
   return Launch(cu, c, c->alltoall, plan.blocks, plan.threads, params, stream, seq);
 }
 
-bool LaunchAccelExchange(const AccelDriver& cu, AccelComm* c, const nc::ExchangePlan& plan,
+bool LaunchAccelExchange(const cuda::Driver& cu, AccelComm* c, const nc::ExchangePlan& plan,
                          const ExchangePartBuffer* parts, CUstream stream) {
   nc::ExchangeKernelArgs a{};
   for (int q = 0; q < c->nranks; ++q) {

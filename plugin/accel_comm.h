@@ -18,7 +18,7 @@
 #include "collectives/bounded_wait.h"
 #include "collectives/exchange_plan.h"
 #include "collectives/planner.h"
-#include "plugin/accel_driver.h"
+#include "cuda/driver.h"
 #include "trace/record.h"
 
 namespace ncclscope::plugin {
@@ -82,19 +82,20 @@ struct AccelComm {
 // allgathers on a stream of ours): allocates and registers this rank's buffers, loads the kernels,
 // and maps the peers'. The result is ready on every rank or on none, with the reason. Blocks
 // until the exchange is done.
-std::unique_ptr<AccelComm> SetUpAccelComm(const AccelDriver& cu, ncclComm_t comm, int rank,
+std::unique_ptr<AccelComm> SetUpAccelComm(const cuda::Driver& cu, ncclComm_t comm, int rank,
                                           int nranks, size_t buffer_bytes, uint64_t timeout_ns);
 
 // Launches one AllReduce planned by collectives::PlanAllReduce on `stream` (the caller's).
 // Returns false when the launch failed: the caller sends the call to NCCL instead.
 // `seq` is the collective sequence number the call's record will carry.
-bool LaunchAccelAllReduce(const AccelDriver& cu, AccelComm* c,
+bool LaunchAccelAllReduce(const cuda::Driver& cu, AccelComm* c,
                           const collectives::AllReducePlan& plan, const void* sendbuff,
                           void* recvbuff, CUstream stream, uint64_t seq);
 
 // Launches one ncclAlltoAll planned by collectives::PlanAlltoAll, as LaunchAccelAllReduce does.
-bool LaunchAccelAlltoAll(const AccelDriver& cu, AccelComm* c, const collectives::AlltoAllPlan& plan,
-                         const void* sendbuff, void* recvbuff, CUstream stream, uint64_t seq);
+bool LaunchAccelAlltoAll(const cuda::Driver& cu, AccelComm* c,
+                         const collectives::AlltoAllPlan& plan, const void* sendbuff,
+                         void* recvbuff, CUstream stream, uint64_t seq);
 
 // One part of an exchange as the routing hands it over: a send's sendbuff or a receive's recvbuff.
 struct ExchangePartBuffer {
@@ -106,8 +107,9 @@ struct ExchangePartBuffer {
 
 // Launches the parts `plan` gave ncclscope (parts[i] for plan.part_op[i]), advancing the pairs'
 // chunk counters once launched. False when the launch failed (counters unchanged).
-bool LaunchAccelExchange(const AccelDriver& cu, AccelComm* c, const collectives::ExchangePlan& plan,
-                         const ExchangePartBuffer* parts, CUstream stream);
+bool LaunchAccelExchange(const cuda::Driver& cu, AccelComm* c,
+                         const collectives::ExchangePlan& plan, const ExchangePartBuffer* parts,
+                         CUstream stream);
 
 // Whether a kernel of this communicator gave up waiting (read without a copy); *out gets what it
 // wrote and the sequence number of its call. Thread: the communicator's caller.

@@ -97,7 +97,7 @@ void EndHeldGroup(const CallFrame& f) noexcept {
   CommState* cs = HeldComm(f);
   if (cs == nullptr) return;
   AccelComm* ac = cs->accel.get();
-  const AccelDriver* cu = LoadedAccelDriver(f.rt->config);
+  const cuda::Driver* cu = LoadedAccelDriver(f.rt->config);
   if (cu == nullptr || !ac->ready || ac->held.empty() || !OneStream(*ac)) {
     FlushHeldP2p(f);
     return;

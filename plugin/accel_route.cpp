@@ -7,8 +7,8 @@
 #include "collectives/alltoall_plan.h"
 #include "collectives/bounded_wait.h"
 #include "collectives/planner.h"
+#include "cuda/driver.h"
 #include "plugin/accel_comm.h"
-#include "plugin/accel_driver.h"
 #include "plugin/accel_stall_report.h"
 #include "plugin/recorder.h"
 #include "plugin/warn.h"
@@ -20,21 +20,26 @@ namespace nc = collectives;
 
 }  // namespace
 
-const AccelDriver* LoadedAccelDriver(const Config& config) noexcept {
+const cuda::Driver* LoadedAccelDriver(const Config& config) noexcept {
   static std::once_flag once;
-  static AccelDriver driver;
-  static bool loaded = false;
-  std::call_once(once, [&] {
-    std::string error;
-    loaded = LoadAccelDriver(config.cuda_library, &driver, &error);
-    if (!loaded) {
-      WarnOnce(WarnKey::kAccel, "NCCLSCOPE_ACCEL: %s; every call goes to NCCL", error.c_str());
-    }
-  });
-  return loaded ? &driver : nullptr;
+  static const cuda::Driver* driver = nullptr;
+  try {
+    std::call_once(once, [&] {
+      std::string error;
+      const cuda::Driver* shared = cuda::SharedDriver(config.cuda_library, &error);
+      if (shared != nullptr && cuda::Supports(*shared, cuda::kUseAccel, &error)) {
+        driver = shared;
+      } else {
+        WarnOnce(WarnKey::kAccel, "NCCLSCOPE_ACCEL: %s; every call goes to NCCL", error.c_str());
+      }
+    });
+  } catch (...) {
+    // std::call_once reports a failed lock or allocation by throwing: the calls go to NCCL.
+  }
+  return driver;
 }
 
-bool StreamCapturing(const AccelDriver& cu, cudaStream_t stream) noexcept {
+bool StreamCapturing(const cuda::Driver& cu, cudaStream_t stream) noexcept {
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   return cu.stream_is_capturing(reinterpret_cast<CUstream>(stream), &capture) != CUDA_SUCCESS ||
          capture != CU_STREAM_CAPTURE_STATUS_NONE;
@@ -67,7 +72,7 @@ bool Routable(const CallFrame& f, const CommState* cs) {
 // What the set-up agreed on (one host, every peer mapped, the GPU generation, the buffer) and the
 // stream's capture state, into a call for the planner (AllReduceCall, AlltoAllCall).
 template <typename Call>
-void Agreed(const AccelDriver& cu, const AccelComm& ac, cudaStream_t stream, Call* call) {
+void Agreed(const cuda::Driver& cu, const AccelComm& ac, cudaStream_t stream, Call* call) {
   call->single_node = call->peers_reachable = true;
   call->capturing = StreamCapturing(cu, stream);
   call->gpu = ac.gpu;
@@ -81,7 +86,7 @@ uint64_t NextSeq(const CommState* cs) {
 
 // Sets the communicator's side up (collectively: every rank must be at the same point), once.
 void SetUpOnce(const CallFrame& f, CommState* cs, ncclComm_t comm, int nranks,
-               const AccelDriver& cu) {
+               const cuda::Driver& cu) {
   if (cs->accel != nullptr) return;
   cs->accel = SetUpAccelComm(cu, comm, cs->rank.load(std::memory_order_relaxed), nranks,
                              f.rt->config.accel_buffer,
@@ -99,8 +104,8 @@ void SetUpOnce(const CallFrame& f, CommState* cs, ncclComm_t comm, int nranks,
 // The communicator's side, set up at its creation or else at its first eligible call (every rank
 // is then at the same call) and still usable; null when the call goes to NCCL.
 AccelComm* ReadyComm(const CallFrame& f, CommState* cs, ncclComm_t comm, int nranks,
-                     const AccelDriver** driver) {
-  const AccelDriver* cu = LoadedAccelDriver(f.rt->config);
+                     const cuda::Driver** driver) {
+  const cuda::Driver* cu = LoadedAccelDriver(f.rt->config);
   if (cu == nullptr) {
     return nullptr;
   }
@@ -146,7 +151,7 @@ bool RouteAllReduce(const CallFrame& f, CommState* cs, ncclComm_t comm, const vo
   call.nranks = cs->nranks.load(std::memory_order_acquire);
   call.in_place = sendbuff == recvbuff;
   if (!SymmetricEligible(call)) return false;
-  const AccelDriver* cu = nullptr;
+  const cuda::Driver* cu = nullptr;
   AccelComm* ac = ReadyComm(f, cs, comm, call.nranks, &cu);
   if (ac == nullptr) return false;
   Agreed(*cu, *ac, stream, &call);
@@ -168,7 +173,7 @@ bool RouteAlltoAll(const CallFrame& f, CommState* cs, ncclComm_t comm, const voi
   call.nranks = cs->nranks.load(std::memory_order_acquire);
   call.in_place = sendbuff == recvbuff;
   if (!SymmetricEligible(call)) return false;
-  const AccelDriver* cu = nullptr;
+  const cuda::Driver* cu = nullptr;
   AccelComm* ac = ReadyComm(f, cs, comm, call.nranks, &cu);
   if (ac == nullptr) return false;
   Agreed(*cu, *ac, stream, &call);
@@ -184,7 +189,7 @@ void SetUpAccelAtCreation(const CallFrame& f, ncclComm_t comm) noexcept {
   CommState* cs = LookupComm(f, comm);
   if (cs == nullptr || cs->accel != nullptr) return;
   const int nranks = cs->nranks.load(std::memory_order_acquire);
-  const AccelDriver* cu = LoadedAccelDriver(f.rt->config);
+  const cuda::Driver* cu = LoadedAccelDriver(f.rt->config);
   if (nranks < 2 || cu == nullptr) return;
   try {
     SetUpOnce(f, cs, comm, nranks, *cu);

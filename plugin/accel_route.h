@@ -6,16 +6,17 @@
 
 #include <cstddef>
 
-#include "plugin/accel_driver.h"
+#include "cuda/driver.h"
 #include "plugin/call_frame.h"
 #include "plugin/comm_state.h"
 
 namespace ncclscope::plugin {
 
-// The driver table, loaded once at the first routed call; null (one warning) when it cannot be.
-const AccelDriver* LoadedAccelDriver(const Config& config) noexcept;
+// The process's driver table (cuda/driver.h), checked for what the collectives call once at the
+// first routed call; null (one warning) when it cannot be loaded or lacks one. Thread-safe.
+const cuda::Driver* LoadedAccelDriver(const Config& config) noexcept;
 // Whether `stream` is being captured into a CUDA graph (or its state cannot be read).
-bool StreamCapturing(const AccelDriver& cu, cudaStream_t stream) noexcept;
+bool StreamCapturing(const cuda::Driver& cu, cudaStream_t stream) noexcept;
 
 // Runs the call on ncclscope's kernels when it is eligible (the communicator set up at its first
 // eligible call, collectively) and returns true with *result what the call returns; false: the

@@ -1,8 +1,21 @@
 #include "plugin/completion_tracker.h"
 
+#include "cuda/gpu_uuid.h"
 #include "plugin/warn.h"
 
 namespace ncclscope::plugin {
+
+bool LoadCompletionDriver(const std::string& library, cuda::Driver* driver, std::string* error) {
+  cuda::Driver d;
+  if (!cuda::LoadDriverFor(cuda::kUseCompletion, library, &d, error)) return false;
+  const CUresult rc = d.init(0);
+  if (rc != CUDA_SUCCESS) {
+    *error = "cuInit failed with CUresult " + std::to_string(static_cast<int>(rc));
+    return false;
+  }
+  *driver = d;
+  return true;
+}
 
 CompletionTracker::CompletionTracker(trace::RingWriter* ring, uint32_t event_pool,
                                      DriverLoader loader)
@@ -31,7 +44,7 @@ bool CompletionTracker::Ready() noexcept {
     std::lock_guard<std::mutex> lock(load_mutex_);
     if (driver_state_.load(std::memory_order_relaxed) == kNotLoaded) {
       std::string error;
-      CudaDriver driver;
+      cuda::Driver driver;
       const bool ok = loader_(&driver, &error);
       if (ok) {
         driver_ = driver;
@@ -48,7 +61,7 @@ bool CompletionTracker::Ready() noexcept {
 
 std::string CompletionTracker::GpuUuid(int ordinal) noexcept {
   try {
-    return Ready() ? GpuUuidOf(driver_, ordinal) : std::string();
+    return Ready() ? cuda::GpuUuidOf(driver_, ordinal) : std::string();
   } catch (...) {
     return {};
   }

@@ -13,8 +13,8 @@
 #include <cuda.h>
 #include <nccl.h>
 
+#include "cuda/driver.h"
 #include "plugin/bounded_queue.h"
-#include "plugin/cuda_driver.h"
 #include "trace/ring_writer.h"
 
 namespace ncclscope::plugin {
@@ -23,7 +23,7 @@ class CompletionTracker {
  public:
   // Fills the driver table; called once, at the first call that wants tracking. Returns false with
   // *error set when the driver is unusable.
-  using DriverLoader = std::function<bool(CudaDriver*, std::string*)>;
+  using DriverLoader = std::function<bool(cuda::Driver*, std::string*)>;
 
   // ring outlives the tracker. Allocates the pool and queues; not thread-safe (construction).
   CompletionTracker(trace::RingWriter* ring, uint32_t event_pool, DriverLoader loader);
@@ -70,7 +70,7 @@ class CompletionTracker {
 
   trace::RingWriter* ring_;
   DriverLoader loader_;
-  CudaDriver driver_;
+  cuda::Driver driver_;
   enum : int { kNotLoaded, kReady, kFailed };
   std::atomic<int> driver_state_{kNotLoaded};
   std::mutex load_mutex_;
@@ -80,5 +80,9 @@ class CompletionTracker {
   BoundedQueue<Handoff> handoff_;
   std::vector<Handoff> in_flight_;  // poller thread only; reserved up front
 };
+
+// The tracker's loader in a job: the process's table of `library` (cuda/driver.h), checked for the
+// functions the tracker calls, then cuInit(0). False with *error naming what failed. Thread-safe.
+bool LoadCompletionDriver(const std::string& library, cuda::Driver* driver, std::string* error);
 
 }  // namespace ncclscope::plugin

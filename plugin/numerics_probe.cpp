@@ -59,6 +59,10 @@ uint64_t ReadPinned(const uint64_t& word) {
 
 }  // namespace
 
+bool LoadNumericsDriver(const std::string& library, cuda::Driver* driver, std::string* error) {
+  return cuda::LoadDriverFor(cuda::kUseNumerics, library, driver, error);
+}
+
 NumericsProbe::NumericsProbe(trace::RingWriter* ring, NumericsSettings settings,
                              std::string cuda_library, DriverLoader loader)
     : ring_(ring),

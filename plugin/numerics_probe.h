@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "collectives/numerics_kernel_args.h"
+#include "cuda/driver.h"
 #include "plugin/bounded_queue.h"
 #include "plugin/comm_state.h"
-#include "plugin/numerics_driver.h"
 #include "plugin/numerics_settings.h"
 #include "plugin/thread_state.h"
 #include "trace/numerics_record.h"
@@ -45,9 +45,13 @@ struct NumericsCall {
   cudaStream_t stream = nullptr;
 };
 
+// The probe's loader in a job: the process's table of `library` (cuda/driver.h), checked for the
+// functions the passes call. False with *error naming what failed. Thread-safe.
+bool LoadNumericsDriver(const std::string& library, cuda::Driver* driver, std::string* error);
+
 class NumericsProbe {
  public:
-  using DriverLoader = bool (*)(const std::string& library, NumericsDriver*, std::string*);
+  using DriverLoader = bool (*)(const std::string& library, cuda::Driver*, std::string*);
 
   // ring outlives the probe. Allocates the slot queues; loads nothing. Not thread-safe
   // (construction).
@@ -133,7 +137,7 @@ class NumericsProbe {
   const NumericsSettings settings_;
   const std::string cuda_library_;
   DriverLoader loader_;
-  NumericsDriver driver_;
+  cuda::Driver driver_;
   enum : int { kNotLoaded, kReady, kFailed };
   std::atomic<int> state_{kNotLoaded};
   std::mutex load_mutex_;  // loading the driver and modules: first sampled call per context only

@@ -93,8 +93,8 @@ Runtime* CreateRuntime(bool from_profiler) {
     const std::string library = rt->config.cuda_library;
     rt->tracker = std::make_unique<CompletionTracker>(
         rt->ring.get(), static_cast<uint32_t>(rt->config.event_pool),
-        [library](CudaDriver* driver, std::string* err) {
-          return LoadCudaDriver(library, driver, err);
+        [library](cuda::Driver* driver, std::string* err) {
+          return LoadCompletionDriver(library, driver, err);
         });
   }
   rt->watchdog = MakeWatchdog(rt.get());

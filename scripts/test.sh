@@ -88,7 +88,7 @@ configure_and_build build-asan \
    plugin_only_parts_test plugin_nvtx_nccl_payload_recorder_test nvtx_fuzz nvtx_nccl_payload_fuzz \
    collectives_tests numerics_tests plugin_only_proxy_test exporters_timeline_tests exporters_report_tests \
    timeline_fuzz flight_recorder_tests flight_recorder_fuzz fr_pickle_decode_fuzz fr_json_tests fr_json_fuzz fr_import_tests fr_import_fuzz \
-   fr_export_tests fr_export_fuzz moe_library_test proc_environ_fuzz" \
+   fr_export_tests fr_export_fuzz moe_library_test proc_environ_fuzz cuda_driver_tests" \
   -DNCCLSCOPE_SANITIZE=address,undefined "${sanitizer_flags[@]}"
 begin_stage "ASan+UBSan: unit tests"
 ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit

@@ -107,7 +107,7 @@ TEST_F(TrackerTest, EventIsRecreatedWhenTheContextChanges) {
 }
 
 TEST_F(TrackerTest, MissingDriverDisablesTrackingWithoutCounting) {
-  CompletionTracker tracker(ring_.get(), 4, [](CudaDriver*, std::string* e) {
+  CompletionTracker tracker(ring_.get(), 4, [](cuda::Driver*, std::string* e) {
     *e = "no driver here";
     return false;
   });

@@ -1,4 +1,4 @@
-// A scriptable CudaDriver for tests: events complete when the test says so.
+// A scriptable CUDA driver table (cuda/driver.h) for tests: events complete when the test says so.
 #pragma once
 
 #include <cuda.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/cuda_driver.h"
+#include "cuda/driver.h"
 
 namespace ncclscope::testing {
 
@@ -27,8 +27,8 @@ inline int EventNumber(CUevent e) {
   return static_cast<int>(reinterpret_cast<uintptr_t>(e));
 }
 
-inline plugin::CudaDriver MakeFakeDriver() {
-  plugin::CudaDriver d;
+inline cuda::Driver MakeFakeDriver() {
+  cuda::Driver d;
   d.init = [](unsigned) { return CUDA_SUCCESS; };
   d.ctx_get_current = [](CUcontext* c) {
     *c = reinterpret_cast<CUcontext>(g_fake->context);
@@ -56,7 +56,7 @@ inline plugin::CudaDriver MakeFakeDriver() {
 }
 
 // A loader for CompletionTracker that installs the fake.
-inline bool LoadFake(plugin::CudaDriver* d, std::string*) {
+inline bool LoadFake(cuda::Driver* d, std::string*) {
   *d = MakeFakeDriver();
   return true;
 }

@@ -1,4 +1,4 @@
-// A CUDA driver table for NumericsProbe (plugin/numerics_driver.h) without a GPU, shared by the
+// A CUDA driver table for NumericsProbe (cuda/driver.h) without a GPU, shared by the
 // probe's unit test and its benchmark: launches either run the kernels' CPU twins at once (so
 // results are real) or do nothing; events fire when the state says so. One state at a time
 // (g_fake_numerics), set by the user before the probe loads the table.
@@ -10,7 +10,7 @@
 
 #include "collectives/numerics_kernel_args.h"
 #include "collectives/numerics_twin.h"
-#include "plugin/numerics_driver.h"
+#include "cuda/driver.h"
 
 namespace ncclscope::testing {
 
@@ -102,7 +102,7 @@ inline CUresult EventQuery(CUevent) {
 }  // namespace fake_numerics
 
 // NumericsProbe's DriverLoader for the fake.
-inline bool LoadFakeNumericsDriver(const std::string&, plugin::NumericsDriver* d, std::string*) {
+inline bool LoadFakeNumericsDriver(const std::string&, cuda::Driver* d, std::string*) {
   using namespace fake_numerics;  // NOLINT(google-build-using-namespace): the table's functions
   d->ctx_get_current = CtxGetCurrent;
   d->ctx_get_device = CtxGetDevice;

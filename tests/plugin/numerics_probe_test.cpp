@@ -26,7 +26,7 @@ using testing::FakeNumericsDriver;
 using testing::LoadFakeNumericsDriver;
 const char* const kHashName = nc::kContentHashKernelName;
 
-bool LoadFails(const std::string&, NumericsDriver*, std::string* error) {
+bool LoadFails(const std::string&, cuda::Driver*, std::string* error) {
   *error = "no driver here";
   return false;
 }
