@@ -10,7 +10,6 @@ namespace {
 
 namespace nc = collectives;
 
-constexpr size_t kPack = nc::kPackBytes;
 // A misplaced part starts this far past a 16-byte boundary: a 2-byte element's split offset.
 constexpr size_t kSkew = 2;
 // What placing parts costs at most beyond their bytes: alignment up to 16 plus the skew.
@@ -25,15 +24,17 @@ const nc::ExchangeTuningRow* Row(nc::GpuClass gpu, int nranks) {
 // (pair 0 -> 0 always) and give every rank count a mix of the sizes.
 std::vector<std::vector<size_t>> PairBytes(ExchangePattern p, int n, size_t chunk) {
   std::vector<std::vector<size_t>> b(static_cast<size_t>(n), std::vector<size_t>(n, 0));
-  const size_t small[] = {0, kPack, 37 * kPack, chunk - kPack, chunk, 1000 * kPack};
-  const size_t large[] = {0, chunk + 5 * kPack, 3 * chunk - kPack, 2 * chunk,
-                          3 * chunk + 123 * kPack};
+  const size_t small[] = {0,     nc::kPackBytes,       37 * nc::kPackBytes, chunk - nc::kPackBytes,
+                          chunk, 1000 * nc::kPackBytes};
+  const size_t large[] = {0, chunk + 5 * nc::kPackBytes, 3 * chunk - nc::kPackBytes, 2 * chunk,
+                          3 * chunk + 123 * nc::kPackBytes};
   for (int s = 0; s < n; ++s) {
     for (int d = 0; d < n; ++d) {
       size_t& v = b[static_cast<size_t>(s)][static_cast<size_t>(d)];
       switch (p) {
         case ExchangePattern::kPipeline:
-          v = d == s + 1 ? 2 * chunk + 37 * kPack : 0;  // stage s's activations to stage s + 1
+          v = d == s + 1 ? 2 * chunk + 37 * nc::kPackBytes
+                         : 0;  // stage s's activations to stage s + 1
           break;
         case ExchangePattern::kSmall:
           v = small[(3 * s + 5 * d + s * d) % 6];
@@ -67,7 +68,8 @@ bool MakeRank(const ExchangeGroup& g, int r, nc::GpuClass gpu, size_t staging_by
   size_t send_end = 0, recv_end = 0;
   for (size_t i = 0; i < out->ops.size(); ++i) {
     size_t& end = out->ops[i].send ? send_end : recv_end;
-    const size_t at = (end + kPack - 1) / kPack * kPack + (i % 3 == 1 ? kSkew : 0);
+    const size_t at =
+        (end + nc::kPackBytes - 1) / nc::kPackBytes * nc::kPackBytes + (i % 3 == 1 ? kSkew : 0);
     out->offset.push_back(at);
     end = at + out->ops[i].bytes;
   }
@@ -153,7 +155,7 @@ bool BuildAbsentExchangeGroup(nc::GpuClass gpu, int nranks, int absent, size_t s
     if (r == absent) continue;
     // Three chunks: the sender's third chunk waits for the absent rank to free the first (two
     // slots per destination: the second does not wait).
-    const size_t bytes = nc::kExchangeSlotsPerPeer * row->chunk_bytes + kPack;
+    const size_t bytes = nc::kExchangeSlotsPerPeer * row->chunk_bytes + nc::kPackBytes;
     g->bytes[static_cast<size_t>(r)][static_cast<size_t>(absent)] = bytes;
     g->bytes[static_cast<size_t>(absent)][static_cast<size_t>(r)] = bytes;
   }
@@ -176,8 +178,8 @@ size_t ExchangeBytesNeeded(nc::GpuClass gpu, int nranks) {
     }
   }
   // The absent-rank group: the absent rank's peers' parts.
-  return std::max(
-      need, (n - 1) * (nc::kExchangeSlotsPerPeer * row->chunk_bytes + kPack) + kPlacementSlack * n);
+  return std::max(need, (n - 1) * (nc::kExchangeSlotsPerPeer * row->chunk_bytes + nc::kPackBytes) +
+                            kPlacementSlack * n);
 }
 
 }  // namespace ncclscope::gpu_check

@@ -10,16 +10,13 @@
 #include "collectives/bounded_wait.h"
 #include "collectives/exchange_twin.h"
 #include "collectives/gpu_check/exchange_group.h"
+#include "collectives/gpu_check/run_limits.h"
 #include "collectives/gpu_check/test_data.h"
 
 namespace ncclscope::gpu_check {
 namespace {
 
 namespace nc = collectives;
-
-constexpr uint64_t kMsToNs = 1000000;
-// Long enough for the largest group on a slow machine; the twin never waits for an absent rank.
-constexpr int64_t kTwinTimeoutNs = 300ll * 1000 * 1000 * 1000;
 
 using Matrix = std::vector<std::vector<uint32_t>>;
 
@@ -147,7 +144,7 @@ std::string RunTwin(const ExchangeGroup& g, const Shape& shape, TwinComm& comm,
   std::vector<nc::Stall> stalls(static_cast<size_t>(n));
   std::vector<int> done(static_cast<size_t>(n), 0);
   std::vector<std::thread> threads;
-  const int64_t deadline = nc::MonotonicNs() + kTwinTimeoutNs;
+  const int64_t deadline = nc::MonotonicNs() + static_cast<int64_t>(kTwinTimeoutNs);
   for (int r = 0; r < n; ++r) {
     const Side side{comm.staging_ptr.data(), comm.signal_ptr.data(),
                     in[static_cast<size_t>(r)].data(), out[static_cast<size_t>(r)].data(), nullptr};

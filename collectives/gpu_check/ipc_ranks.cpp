@@ -13,6 +13,7 @@
 #include "collectives/gpu_check/moe_ipc.h"
 #include "collectives/gpu_check/open_device.h"
 #include "collectives/gpu_check/pipes.h"
+#include "collectives/gpu_check/run_limits.h"
 #include "collectives/gpu_check/test_data.h"
 #include "collectives/gpu_check/twin_reference.h"
 
@@ -21,7 +22,6 @@ namespace {
 
 namespace nc = collectives;
 
-constexpr uint64_t kMsToNs = 1000000;
 constexpr int64_t kSetUpNs = 120ll * 1000 * 1000 * 1000;  // cuInit and allocation, per process
 
 // What a rank tells the parent after allocating: its three registered buffers' handles, and one

@@ -8,13 +8,12 @@
 #include "collectives/gpu_check/moe_compare.h"
 #include "collectives/gpu_check/moe_device.h"
 #include "collectives/gpu_check/moe_twin.h"
+#include "collectives/gpu_check/run_limits.h"
 
 namespace ncclscope::gpu_check {
 namespace {
 
 namespace nc = collectives;
-
-constexpr uint64_t kMsToNs = 1000000;
 
 // One executable graph per rank for one kernel; destroyed with the object.
 class RankGraphs {

@@ -12,22 +12,12 @@
 #include "collectives/gpu_check/moe_device.h"
 #include "collectives/gpu_check/moe_graph.h"
 #include "collectives/gpu_check/moe_twin.h"
+#include "collectives/gpu_check/run_limits.h"
 
 namespace ncclscope::gpu_check {
 namespace {
 
 namespace nc = collectives;
-
-constexpr uint64_t kMsToNs = 1000000;
-
-// Runs fn(r) for every rank on its own thread (host work only: the driver's context is current
-// on this thread alone).
-template <typename Fn>
-void OnEveryRank(int n, Fn fn) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) threads.emplace_back(fn, r);
-  for (std::thread& t : threads) t.join();
-}
 
 size_t Row(const ncclscope_moe_plan& p) {
   return static_cast<size_t>(p.row_bytes);

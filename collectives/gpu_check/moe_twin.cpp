@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "collectives/gpu_check/kernel_params.h"
+#include "collectives/gpu_check/run_limits.h"
 #include "collectives/gpu_check/test_data.h"
 #include "collectives/moe_buffer.h"
 
@@ -12,17 +13,6 @@ namespace ncclscope::gpu_check {
 namespace {
 
 namespace nc = collectives;
-
-// Long enough for the largest case on a slow machine; the twin never waits for an absent rank.
-constexpr uint64_t kTwinTimeoutNs = 300ull * 1000 * 1000 * 1000;
-
-// Runs fn(r) for every rank on its own thread: the twins' calls wait for each other.
-template <typename Fn>
-void OnEveryRank(int n, Fn fn) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) threads.emplace_back(fn, r);
-  for (std::thread& t : threads) t.join();
-}
 
 std::string Failed(const char* call, int r, ncclscope_moe_result result,
                    const ncclscope_moe_stall& s) {

@@ -14,6 +14,7 @@
 #include "collectives/gpu_check/open_device.h"
 #include "collectives/gpu_check/rank_count_run.h"
 #include "collectives/gpu_check/report.h"
+#include "collectives/gpu_check/run_limits.h"
 #include "collectives/gpu_check/test_data.h"
 #include "collectives/gpu_check/twin_reference.h"
 
@@ -22,7 +23,6 @@ namespace {
 
 namespace nc = collectives;
 
-constexpr uint64_t kMsToNs = 1000000;
 constexpr int kCopyReps = 5;
 
 // Reads + writes per second of a device-to-device copy of `bytes`: the ceiling the kernels' own

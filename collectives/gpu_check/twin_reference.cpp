@@ -1,4 +1,5 @@
 #include "collectives/gpu_check/twin_reference.h"
+#include "collectives/gpu_check/run_limits.h"
 
 #include <thread>
 
@@ -10,9 +11,6 @@ namespace ncclscope::gpu_check {
 namespace {
 
 namespace nc = collectives;
-
-// Long enough for the largest case on a slow machine; a twin never waits for a rank that is absent.
-constexpr uint64_t kTwinTimeoutNs = 300ull * 1000 * 1000 * 1000;
 
 }  // namespace
 
