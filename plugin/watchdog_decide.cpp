@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "hang_detector/correlator.h"
+#include "hang_detector/decision/correlator.h"
 #include "hang_detector/incident/incident_files.h"
 #include "hang_detector/incident/incident_key.h"
 #include "hang_detector/incident/incident_lifecycle.h"
-#include "hang_detector/verdict_json.h"
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/verdicts/verdict_json.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "plugin/incident_report.h"
 #include "plugin/nccl_symbols.h"
 #include "plugin/probe_record.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "hang_detector/rank_digest.h"
+#include "hang_detector/ingest/rank_digest.h"
 #include "tests/hang_detector/device_compute_job.h"
 
 namespace ncclscope::testing {

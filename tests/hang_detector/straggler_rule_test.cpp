@@ -11,7 +11,7 @@
 #include <random>
 #include <string>
 
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "tests/hang_detector/straggler_job.h"
 
 namespace ncclscope::testing {
