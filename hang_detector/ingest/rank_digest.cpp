@@ -63,9 +63,9 @@ struct PairHash {
 constexpr size_t kProxyRecordsPerComm = 128;
 
 // The device_compute records (NCCLSCOPE_CUPTI) of the collectives kept, by (communicator,
-// sequence number) or by the group whose end launched them, as hang_detector/device_compute.h
-// looks them up: the GPU time before a collective that tells a compute straggler from a slow link
-// in another node's view.
+// sequence number) or by the group whose end launched them, as
+// hang_detector/detectors/device_compute.h looks them up: the GPU time before a collective that
+// tells a compute straggler from a slow link in another node's view.
 void KeepDeviceCompute(const RankFile& f, std::vector<char>* keep) {
   if (f.device_compute.empty()) return;
   std::set<std::pair<uint64_t, uint64_t>> calls;
@@ -150,7 +150,7 @@ std::vector<char> ChooseRecords(const RankFile& f, const DigestLimits& limits) {
   NewestPerKey<PairKey, PairHash> pairs(limits.per_pair);
   // The profiler's send/recv starts, per (comm, direction, peer) like the operations they mark,
   // and its newest proxy progress per communicator: what names the stage of a stall
-  // (hang_detector/stall_stage.h) in another node's view.
+  // (hang_detector/detectors/stall_stage.h) in another node's view.
   NewestPerKey<PairKey, PairHash> p2p_starts(limits.per_pair);
   NewestPerKey<uint64_t> proxy(kProxyRecordsPerComm);
   for (uint32_t p = n; p-- > 0;) {

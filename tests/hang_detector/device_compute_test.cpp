@@ -1,5 +1,5 @@
-// Straggler verdicts by device time (hang_detector/device_compute.h) over synthetic training
-// loops with the device_compute records the CUPTI probe writes (device_compute_job.h).
+// Straggler verdicts by device time (hang_detector/detectors/device_compute.h) over synthetic
+// training loops with the device_compute records the CUPTI probe writes (device_compute_job.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
