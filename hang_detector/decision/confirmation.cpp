@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "hang_detector/detectors/detectors.h"
+#include "hang_detector/decision/steps.h"
 #include "hang_detector/ingest/presence_files.h"
 #include "trace/nccl_names.h"
 

@@ -8,7 +8,7 @@
 #include <iterator>
 
 #include "hang_detector/decision/program_order.h"
-#include "hang_detector/detectors/detectors.h"
+#include "hang_detector/decision/steps.h"
 #include "hang_detector/detectors/nvtx_places.h"
 #include "hang_detector/ingest/job_index.h"
 #include "hang_detector/ingest/presence_files.h"

@@ -1,12 +1,16 @@
 // Internal to the correlator: the shared context and one function per family of verdicts. Each
-// detector reads the index and appends candidate verdicts; correlator.cpp ranks and merges them.
+// detector reads the index and appends candidate verdicts; decision/correlator.cpp ranks and merges
+// them (decision/steps.h: the steps around the detectors).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "hang_detector/decision/correlator.h"
+#include "hang_detector/detectors/analyze_options.h"
 #include "hang_detector/ingest/job_index.h"
+#include "hang_detector/ingest/process_probe.h"
+#include "hang_detector/verdicts/rank_list.h"
+#include "hang_detector/verdicts/verdict.h"
 
 namespace ncclscope::hang_detector {
 
@@ -54,9 +58,6 @@ struct Context {
   std::string CommName(const CommModel& c) const;
 };
 
-// Sets ctx->live, ref_wall and post_mortem from heartbeats, flags and the process probe.
-void AssessLiveness(Context* ctx);
-
 // missing, desync and device-stall on collectives, and the waiting-on view.
 // The operation `pos` of `file` waits behind on its own stream: the nearest earlier one still
 // waiting, outside its group; -1 when none (it is at the head of its stream).
@@ -70,24 +71,13 @@ void CheckP2P(const Context& ctx, std::vector<Verdict>* out);
 void CheckInits(const Context& ctx, std::vector<Verdict>* out);
 // Compute stragglers and slow links over the newest complete collectives (straggler_scores.h).
 void CheckStragglers(const Context& ctx, std::vector<Verdict>* out);
-// Turns verdicts whose culprits are dead or frozen into dead/frozen ones, and reports dead or
-// frozen ranks no verdict names.
-void ApplyLiveness(const Context& ctx, std::vector<Verdict>* verdicts);
-
 // nan-origin and corrupt-output from the numerics records (numerics_checks.cpp), placed after the
 // hang-class verdicts and before the stragglers. Run after ApplyLiveness and Merge: a numerics
 // culprit is not a hang's, so it must neither hide a dead rank's own verdict nor merge with one.
 void AddNumerics(const Context& ctx, std::vector<Verdict>* verdicts);
 
-// Stage two: marks each hang-class verdict confirmed or a suspect (with the wait that would
-// confirm it) and says what its culprits are doing; confirmed hangs move first.
-void ConfirmHangs(const Context& ctx, std::vector<Verdict>* verdicts);
-
 // Sorted, duplicate-free rank list helpers.
 void SortUnique(std::vector<int>* ranks);
-// "rank 5", "ranks 0,2,4", "ranks 0-7", "ranks 3-2019:32,2083-4067:32 (127 ranks)", where a-b:s
-// is a, a + s, ..., b as in Slurm's array ranges.
-std::string RankList(const std::vector<int>& ranks);
 // "rank 3 waits", "ranks 0-2 wait", "nobody waits".
 std::string RanksWait(const std::vector<int>& ranks);
 

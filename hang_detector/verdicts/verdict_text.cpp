@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "hang_detector/detectors/detectors.h"
+#include "hang_detector/verdicts/rank_list.h"
 #include "trace/nvtx_names.h"
 
 namespace ncclscope::hang_detector {

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "hang_detector/detectors/detectors.h"
+#include "hang_detector/verdicts/rank_list.h"
 #include "hang_detector/verdicts/verdict_text.h"
 
 namespace ncclscope::hang_detector {
