@@ -38,6 +38,8 @@ constexpr int64_t kMinLookNs = 100'000'000;
 
 }  // namespace
 
+// One decider per node and job: the node lock, not the exporters' election across nodes
+// (docs/design.md, "Why two elections").
 bool Watchdog::Decides() {
   if (no_lock_ || lock_.held()) return true;
   std::string error;
