@@ -41,8 +41,8 @@
 #include "exporters/digest_fetch.h"
 #include "exporters/node_digest.h"
 #include "exporters/ring_source.h"
-#include "hang_detector/correlator.h"
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/decision/correlator.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "trace/clock.h"
 
 namespace ncclscope::bench {

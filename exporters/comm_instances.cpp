@@ -6,7 +6,7 @@
 #include <map>
 
 // RankList: the notation of analyze's verdicts, so a communicator reads the same in every output.
-#include "hang_detector/detectors.h"
+#include "hang_detector/verdicts/rank_list.h"
 
 namespace ncclscope::exporters {
 

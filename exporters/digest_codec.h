@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "hang_detector/process_probe.h"
-#include "hang_detector/rank_file.h"
+#include "hang_detector/ingest/process_probe.h"
+#include "hang_detector/ingest/rank_file.h"
 
 namespace ncclscope::exporters {
 

@@ -9,7 +9,7 @@
 #include "exporters/digest.pb.h"
 #include "exporters/digest_codec.h"
 #include "exporters/digest_codes.h"
-#include "hang_detector/rank_digest.h"
+#include "hang_detector/ingest/rank_digest.h"
 #include "trace/numerics_record.h"
 
 namespace ncclscope::exporters {

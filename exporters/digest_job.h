@@ -10,7 +10,7 @@
 
 #include "exporters/digest_fetch.h"
 #include "exporters/source_clashes.h"
-#include "hang_detector/job_index.h"
+#include "hang_detector/ingest/job_index.h"
 
 namespace ncclscope::exporters {
 

@@ -12,8 +12,8 @@
 #include "exporters/node_digest.h"
 #include "exporters/ring_source.h"
 #include "exporters/verdict_poller.h"
-#include "hang_detector/correlator.h"
-#include "hang_detector/process_probe.h"
+#include "hang_detector/decision/correlator.h"
+#include "hang_detector/ingest/process_probe.h"
 
 namespace ncclscope::exporters {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "hang_detector/correlator.h"
+#include "hang_detector/decision/correlator.h"
 
 namespace ncclscope::exporters {
 

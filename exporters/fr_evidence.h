@@ -5,7 +5,7 @@
 #pragma once
 
 #include "exporters/fr_ring_source.h"
-#include "hang_detector/verdict.h"
+#include "hang_detector/verdicts/verdict.h"
 
 namespace ncclscope::exporters {
 

@@ -10,7 +10,7 @@
 #include "exporters/digest_fetch.h"
 #include "exporters/digest_file.h"
 #include "exporters/digest_job.h"
-#include "hang_detector/verdict_json.h"
+#include "hang_detector/verdicts/verdict_json.h"
 #include "trace/clock.h"
 
 namespace ncclscope::exporters {

@@ -17,8 +17,8 @@
 #include "exporters/peer_sources.h"
 #include "exporters/ring_source.h"
 #include "exporters/source_clashes.h"
-#include "hang_detector/correlator.h"
-#include "hang_detector/process_probe.h"
+#include "hang_detector/decision/correlator.h"
+#include "hang_detector/ingest/process_probe.h"
 
 namespace ncclscope::exporters {
 

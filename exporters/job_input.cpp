@@ -1,7 +1,7 @@
 #include "exporters/job_input.h"
 
 #include "exporters/fr_evidence.h"
-#include "hang_detector/parallel_compact.h"
+#include "hang_detector/ingest/parallel_compact.h"
 #include "trace/ring_reader.h"
 
 namespace ncclscope::exporters {

@@ -10,8 +10,8 @@
 
 #include "exporters/fr_ring_source.h"
 #include "exporters/ring_source.h"
-#include "hang_detector/correlator.h"
-#include "hang_detector/job_index.h"
+#include "hang_detector/decision/correlator.h"
+#include "hang_detector/ingest/job_index.h"
 
 namespace ncclscope::exporters {
 

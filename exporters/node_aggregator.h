@@ -19,8 +19,8 @@
 #include "exporters/nvtx_phases.h"
 #include "exporters/ring_source.h"
 #include "exporters/size_classes.h"
-#include "hang_detector/process_probe.h"
-#include "hang_detector/verdict.h"
+#include "hang_detector/ingest/process_probe.h"
+#include "hang_detector/verdicts/verdict.h"
 
 namespace ncclscope::exporters {
 

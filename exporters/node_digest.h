@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "exporters/ring_source.h"
-#include "hang_detector/process_probe.h"
-#include "hang_detector/rank_digest.h"
+#include "hang_detector/ingest/process_probe.h"
+#include "hang_detector/ingest/rank_digest.h"
 
 namespace ncclscope::exporters {
 

@@ -5,9 +5,9 @@
 #include <iostream>
 #include <string>
 
-#include "hang_detector/correlator.h"
+#include "hang_detector/decision/correlator.h"
 #include "hang_detector/incident/incident_files.h"
-#include "hang_detector/process_probe.h"
+#include "hang_detector/ingest/process_probe.h"
 #include "trace/clock.h"
 
 namespace ncclscope::exporters {

@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "exporters/verdict_stages.h"
-#include "hang_detector/correlator.h"
-#include "hang_detector/verdict.h"
+#include "hang_detector/decision/correlator.h"
+#include "hang_detector/verdicts/verdict.h"
 
 namespace ncclscope::exporters {
 

@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "hang_detector/incident/incident_record.h"
-#include "hang_detector/verdict.h"
+#include "hang_detector/verdicts/verdict.h"
 
 namespace ncclscope::exporters {
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "hang_detector/incident/incident_lifecycle.h"
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/verdicts/verdict_text.h"
 
 namespace ncclscope::plugin {
 namespace {

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "hang_detector/job_index.h"
-#include "hang_detector/rank_file.h"
+#include "hang_detector/ingest/job_index.h"
+#include "hang_detector/ingest/rank_file.h"
 
 namespace ncclscope::plugin {
 

@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "hang_detector/incident/incident_record.h"
-#include "hang_detector/process_probe.h"
-#include "hang_detector/verdict.h"
+#include "hang_detector/ingest/process_probe.h"
+#include "hang_detector/verdicts/verdict.h"
 #include "plugin/node_lock.h"
 #include "plugin/op_watch.h"
 #include "plugin/ring_cache.h"

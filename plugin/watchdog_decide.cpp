@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "hang_detector/correlator.h"
+#include "hang_detector/decision/correlator.h"
 #include "hang_detector/incident/incident_files.h"
 #include "hang_detector/incident/incident_key.h"
 #include "hang_detector/incident/incident_lifecycle.h"
-#include "hang_detector/verdict_json.h"
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/verdicts/verdict_json.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "plugin/incident_report.h"
 #include "plugin/nccl_symbols.h"
 #include "plugin/probe_record.h"
@@ -38,6 +38,8 @@ constexpr int64_t kMinLookNs = 100'000'000;
 
 }  // namespace
 
+// One decider per node and job: the node lock, not the exporters' election across nodes
+// (docs/design.md, "Why two elections").
 bool Watchdog::Decides() {
   if (no_lock_ || lock_.held()) return true;
   std::string error;

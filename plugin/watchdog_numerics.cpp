@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <climits>
 
-#include "hang_detector/correlator.h"
+#include "hang_detector/decision/correlator.h"
 #include "hang_detector/incident/incident_files.h"
 #include "hang_detector/incident/incident_key.h"
-#include "hang_detector/verdict_json.h"
+#include "hang_detector/verdicts/verdict_json.h"
 #include "plugin/incident_report.h"
 #include "plugin/probe_clock.h"
 #include "plugin/runtime.h"

@@ -5,7 +5,8 @@
 # from HEAD's commit time, not the clock, so one tree always lints the same files, and it spans one
 # working session (3 hours): the sessions before were linted by their own landing's CI, and 221
 # files (8 hours) took 14.6 min of clang-tidy on 2 cores, most of CI's 35-minute budget. Needs a configured build dir for
-# compile_commands.json. Usage: scripts/lint.sh [BUILD_DIR] [BASE_COMMIT]
+# compile_commands.json. First, and without one, the rooms' include rules (scripts/check-includes.sh).
+# Usage: scripts/lint.sh [BUILD_DIR] [BASE_COMMIT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -14,6 +15,9 @@ base=${2:-$(git rev-list -1 --before="$((head_time - 4 * 3600))" HEAD 2>/dev/nul
 
 echo "lint: Markdown links"
 python3 scripts/check_links.py
+
+echo "lint: include rules (scripts/include-rules.txt)"
+scripts/check-includes.sh
 
 echo "lint: clang-format"
 git ls-files '*.cpp' '*.h' '*.cc' '*.hpp' | xargs clang-format --dry-run --Werror

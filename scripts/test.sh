@@ -108,6 +108,6 @@ build-tsan/bin/plugin_profiler_p2p_test
 build-tsan/bin/collectives_tests
 build-tsan/bin/plugin_only_proxy_test
 
-begin_stage "lint: clang-format, clang-tidy on changed code"
+begin_stage "lint: includes, clang-format, clang-tidy on changes"
 scripts/lint.sh build
 end_stage

@@ -19,10 +19,10 @@
 
 #include "exporters/digest_job.h"
 #include "exporters/job_input.h"
-#include "hang_detector/correlator.h"
+#include "hang_detector/decision/correlator.h"
 #include "hang_detector/incident/incident_files.h"
-#include "hang_detector/verdict_json.h"
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/verdicts/verdict_json.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "tools/commands.h"
 #include "tools/trace_dirs.h"
 #include "trace/clock.h"

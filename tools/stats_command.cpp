@@ -16,7 +16,7 @@
 #include "exporters/cost_table.h"
 #include "exporters/job_input.h"
 #include "exporters/size_classes.h"
-#include "hang_detector/json_writer.h"
+#include "hang_detector/verdicts/json_writer.h"
 #include "tools/commands.h"
 #include "tools/trace_dirs.h"
 #include "trace/nccl_names.h"

@@ -13,7 +13,7 @@
 #include "exporters/size_classes.h"
 #include "exporters/timeline/output_file.h"
 #include "exporters/timeline/timeline_builder.h"
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "trace/nccl_names.h"
 
 namespace ncclscope::exporters::report {

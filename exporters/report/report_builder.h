@@ -11,7 +11,7 @@
 
 #include "exporters/cost_table.h"
 #include "exporters/ring_source.h"
-#include "hang_detector/verdict.h"
+#include "hang_detector/verdicts/verdict.h"
 
 namespace ncclscope::exporters::report {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "hang_detector/json_writer.h"
+#include "hang_detector/verdicts/json_writer.h"
 
 namespace ncclscope::exporters::timeline {
 

@@ -13,7 +13,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "hang_detector/verdict.h"
+#include "hang_detector/verdicts/verdict.h"
 #include "trace/record.h"
 #include "trace/ring_visitor.h"
 

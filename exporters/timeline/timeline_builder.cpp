@@ -16,7 +16,7 @@
 #include "exporters/timeline/clock_bound.h"
 #include "exporters/timeline/rank_records.h"
 #include "exporters/timeline/rank_writer.h"
-#include "hang_detector/verdict.h"
+#include "hang_detector/verdicts/verdict.h"
 #include "trace/nccl_names.h"
 
 namespace ncclscope::exporters::timeline {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "hang_detector/verdict.h"
+#include "hang_detector/verdicts/verdict.h"
 
 namespace ncclscope::exporters::timeline {
 

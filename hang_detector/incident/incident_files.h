@@ -22,7 +22,7 @@
 #include <string>
 
 #include "hang_detector/incident/incident_record.h"
-#include "hang_detector/verdict.h"
+#include "hang_detector/verdicts/verdict.h"
 
 namespace ncclscope::hang_detector {
 

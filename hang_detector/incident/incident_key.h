@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "hang_detector/verdict.h"
+#include "hang_detector/verdicts/verdict.h"
 
 namespace ncclscope::hang_detector {
 

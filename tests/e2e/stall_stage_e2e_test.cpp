@@ -146,7 +146,8 @@ TEST(StallStage, BlockedStreamHasPostedProxyStepsAndNoDeviceStart) {
 TEST(StallStage, BlockedStreamIsNotStartedThoughItsProxyPostedSteps) {
   // The kernel may start, and its device_start be written, before the call returns and its record
   // is written (rank 1: device_start tp #2 at record 19, allgather tp #2 at record 20): that start
-  // still counts, so rank 1 is not read as a silent proxy (hang_detector/device_stall.cpp).
+  // still counts, so rank 1 is not read as a silent proxy
+  // (hang_detector/detectors/device_stall.cpp).
   ScratchDir dir;
   const ProcessResult sim = RunSim("hang.json", 8, dir / "trace", kKillAfterS, kProxyAlways);
   EXPECT_NE(sim.exit_code, 0);

@@ -8,7 +8,7 @@
 #include "exporters/file_tail.h"
 #include "exporters/node_aggregator.h"
 #include "exporters/verdict_stages.h"
-#include "hang_detector/correlator.h"
+#include "hang_detector/decision/correlator.h"
 #include "tests/exporters/scrape_text.h"
 #include "tests/exporters/snapshot_source.h"
 #include "tests/hang_detector/job_builder.h"

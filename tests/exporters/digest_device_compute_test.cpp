@@ -9,7 +9,7 @@
 
 #include "exporters/digest.pb.h"
 #include "exporters/digest_codec.h"
-#include "hang_detector/rank_digest.h"
+#include "hang_detector/ingest/rank_digest.h"
 #include "tests/hang_detector/device_compute_job.h"
 
 namespace ncclscope::testing {

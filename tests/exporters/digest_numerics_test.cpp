@@ -10,9 +10,9 @@
 
 #include "exporters/digest.pb.h"
 #include "exporters/digest_codec.h"
-#include "hang_detector/correlator.h"
-#include "hang_detector/job_index.h"
-#include "hang_detector/rank_digest.h"
+#include "hang_detector/decision/correlator.h"
+#include "hang_detector/ingest/job_index.h"
+#include "hang_detector/ingest/rank_digest.h"
 #include "tests/hang_detector/job_builder.h"
 #include "tests/hang_detector/numerics_records.h"
 

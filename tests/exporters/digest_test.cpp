@@ -9,8 +9,8 @@
 
 #include "exporters/digest.pb.h"
 #include "exporters/digest_codec.h"
-#include "hang_detector/correlator.h"
-#include "hang_detector/rank_digest.h"
+#include "hang_detector/decision/correlator.h"
+#include "hang_detector/ingest/rank_digest.h"
 #include "tests/hang_detector/job_builder.h"
 #include "tests/hang_detector/nvtx_records.h"
 

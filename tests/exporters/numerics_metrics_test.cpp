@@ -7,7 +7,7 @@
 #include <string>
 
 #include "exporters/node_aggregator.h"
-#include "hang_detector/correlator.h"
+#include "hang_detector/decision/correlator.h"
 #include "tests/exporters/scrape_text.h"
 #include "tests/exporters/snapshot_source.h"
 #include "tests/hang_detector/job_builder.h"

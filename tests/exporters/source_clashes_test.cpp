@@ -11,7 +11,7 @@
 #include "exporters/digest_codec.h"
 #include "exporters/digest_job.h"
 #include "exporters/source_clashes.h"
-#include "hang_detector/correlator.h"
+#include "hang_detector/decision/correlator.h"
 #include "tests/hang_detector/job_builder.h"
 
 namespace ncclscope::testing {

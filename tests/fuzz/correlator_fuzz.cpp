@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <string>
 
-#include "hang_detector/correlator.h"
-#include "hang_detector/verdict_json.h"
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/decision/correlator.h"
+#include "hang_detector/verdicts/verdict_json.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "tests/fuzz/ring_set_codec.h"
 #include "trace/ring_reader.h"
 #include "trace/trace_set.h"

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "exporters/digest_codec.h"
-#include "hang_detector/correlator.h"
-#include "hang_detector/rank_digest.h"
-#include "hang_detector/verdict_json.h"
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/decision/correlator.h"
+#include "hang_detector/ingest/rank_digest.h"
+#include "hang_detector/verdicts/verdict_json.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "tests/hang_detector/job_builder.h"
 #include "tests/hang_detector/nvtx_records.h"
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "hang_detector/correlator.h"
-#include "hang_detector/rank_file.h"
+#include "hang_detector/decision/correlator.h"
+#include "hang_detector/ingest/rank_file.h"
 #include "trace/flight_recorder/fr_dir.h"
 #include "trace/flight_recorder/fr_json.h"
 #include "trace/flight_recorder/fr_records.h"

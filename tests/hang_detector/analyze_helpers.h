@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "hang_detector/correlator.h"
+#include "hang_detector/decision/correlator.h"
 #include "tests/hang_detector/job_builder.h"
 
 namespace ncclscope::testing {

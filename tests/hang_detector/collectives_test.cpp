@@ -1,7 +1,7 @@
 // Missing, desync and device-stall on collectives, and the waiting-on view, over synthetic jobs.
 #include <gtest/gtest.h>
 
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
 
 namespace ncclscope::testing {

@@ -3,7 +3,7 @@
 // states the trace the faults leave and asserts who is named, and who only waits.
 #include <gtest/gtest.h>
 
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
 #include "tests/hang_detector/summary_ranks.h"
 

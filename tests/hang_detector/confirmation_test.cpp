@@ -4,8 +4,8 @@
 // job's own pauses says HANG and exits 2.
 #include <gtest/gtest.h>
 
-#include "hang_detector/rank_digest.h"
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/ingest/rank_digest.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
 
 namespace ncclscope::testing {

@@ -1,5 +1,5 @@
-// Straggler verdicts by device time (hang_detector/device_compute.h) over synthetic training
-// loops with the device_compute records the CUPTI probe writes (device_compute_job.h).
+// Straggler verdicts by device time (hang_detector/detectors/device_compute.h) over synthetic
+// training loops with the device_compute records the CUPTI probe writes (device_compute_job.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "hang_detector/rank_digest.h"
+#include "hang_detector/ingest/rank_digest.h"
 #include "tests/hang_detector/device_compute_job.h"
 
 namespace ncclscope::testing {

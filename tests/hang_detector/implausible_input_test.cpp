@@ -7,9 +7,9 @@
 #include <climits>
 #include <string>
 
-#include "hang_detector/job_index.h"
-#include "hang_detector/verdict_json.h"
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/ingest/job_index.h"
+#include "hang_detector/verdicts/verdict_json.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
 
 namespace ncclscope::testing {

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "hang_detector/process_probe.h"
-#include "hang_detector/rank_file.h"
+#include "hang_detector/ingest/process_probe.h"
+#include "hang_detector/ingest/rank_file.h"
 #include "trace/record.h"
 #include "trace/trace_set.h"
 

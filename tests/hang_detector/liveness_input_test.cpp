@@ -2,7 +2,7 @@
 // correlator has to work around: missing files, wrapped rings, torn records.
 #include <gtest/gtest.h>
 
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
 
 namespace ncclscope::testing {

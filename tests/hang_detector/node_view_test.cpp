@@ -3,7 +3,7 @@
 // as having issued anything, and the verdict says how much of the job it saw.
 #include <gtest/gtest.h>
 
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
 
 namespace ncclscope::testing {

@@ -7,8 +7,8 @@
 
 #include <functional>
 
-#include "hang_detector/verdict_json.h"
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/verdicts/verdict_json.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
 #include "tests/hang_detector/numerics_records.h"
 #include "tests/hang_detector/nvtx_records.h"

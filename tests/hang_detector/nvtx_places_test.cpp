@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hang_detector/rank_digest.h"
-#include "hang_detector/verdict_json.h"
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/ingest/rank_digest.h"
+#include "hang_detector/verdicts/verdict_json.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
 #include "tests/hang_detector/device_compute_job.h"
 #include "tests/hang_detector/nvtx_records.h"

@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "hang_detector/job_index.h"
+#include "hang_detector/ingest/job_index.h"
 #include "tests/hang_detector/analyze_helpers.h"
 #include "tests/hang_detector/summary_ranks.h"
 #include "trace/identity.h"

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "hang_detector/process_probe.h"
+#include "hang_detector/ingest/process_probe.h"
 
 namespace ncclscope::hang_detector {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "hang_detector/detectors.h"
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/verdicts/rank_list.h"
+#include "hang_detector/verdicts/verdict_text.h"
 
 namespace ncclscope::hang_detector {
 namespace {

@@ -4,9 +4,9 @@
 // member's kernel started, so without these records the stall is a tie.
 #include <gtest/gtest.h>
 
-#include "hang_detector/rank_digest.h"
-#include "hang_detector/verdict_json.h"
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/ingest/rank_digest.h"
+#include "hang_detector/verdicts/verdict_json.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
 
 namespace ncclscope::testing {

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
 #include "tests/hang_detector/step_model.h"
 

@@ -1,8 +1,8 @@
-// The straggler rule (hang_detector/compute_straggler.cpp, slow_link.cpp): lateness counts when it
-// is large against the step time (5 %), sustained (later than the others, of its own doing, in two
-// thirds of the newest steps) and beyond the scheduling noise the job itself shows; a link is slow
-// when its transfers are 1.5x the reference in two thirds of the steps. The step time is the NVTX
-// step's where the calls carry one, else the communicator's own period. Synthetic jobs
+// The straggler rule (hang_detector/detectors/compute_straggler.cpp, slow_link.cpp): lateness
+// counts when it is large against the step time (5 %), sustained (later than the others, of its own
+// doing, in two thirds of the newest steps) and beyond the scheduling noise the job itself shows; a
+// link is slow when its transfers are 1.5x the reference in two thirds of the steps. The step time
+// is the NVTX step's where the calls carry one, else the communicator's own period. Synthetic jobs
 // (straggler_job.h) with and without NVTX steps, at 8 and 32 ranks.
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <random>
 #include <string>
 
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "tests/hang_detector/straggler_job.h"
 
 namespace ncclscope::testing {

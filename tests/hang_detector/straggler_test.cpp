@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "tests/hang_detector/straggler_job.h"
 
 namespace ncclscope::testing {

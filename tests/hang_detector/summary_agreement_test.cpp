@@ -4,7 +4,7 @@
 // passing agreement check means something.
 #include <gtest/gtest.h>
 
-#include "hang_detector/verdict_text.h"
+#include "hang_detector/verdicts/verdict_text.h"
 #include "tests/hang_detector/analyze_helpers.h"
 #include "tests/hang_detector/summary_ranks.h"
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "hang_detector/job_index.h"
+#include "hang_detector/ingest/job_index.h"
 #include "tests/hang_detector/job_builder.h"
 
 namespace ncclscope::testing {

@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hang_detector/json_writer.h"
-#include "hang_detector/verdict_json.h"
+#include "hang_detector/verdicts/json_writer.h"
+#include "hang_detector/verdicts/verdict_json.h"
 
 namespace ncclscope::hang_detector {
 namespace {

@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "hang_detector/correlator.h"
-#include "hang_detector/verdict_json.h"
+#include "hang_detector/decision/correlator.h"
+#include "hang_detector/verdicts/verdict_json.h"
 #include "tests/watchdog/hung_rings.h"
 #include "trace/clock.h"
 

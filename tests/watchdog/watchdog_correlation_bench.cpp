@@ -23,7 +23,7 @@
 #include <filesystem>
 #include <string>
 
-#include "hang_detector/correlator.h"
+#include "hang_detector/decision/correlator.h"
 #include "hang_detector/incident/incident_files.h"
 #include "hang_detector/incident/incident_key.h"
 #include "hang_detector/incident/incident_record.h"

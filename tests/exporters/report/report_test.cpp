@@ -12,7 +12,7 @@
 #include "exporters/cost_table.h"
 #include "exporters/report/html.h"
 #include "exporters/report/report_builder.h"
-#include "hang_detector/correlator.h"
+#include "hang_detector/decision/correlator.h"
 #include "tests/exporters/snapshot_source.h"
 #include "tests/hang_detector/job_builder.h"
 #include "tests/trace/temp_dir.h"

@@ -16,7 +16,7 @@
 #include "exporters/timeline/chrome_json_writer.h"
 #include "exporters/timeline/perfetto_writer.h"
 #include "exporters/timeline/timeline_builder.h"
-#include "hang_detector/correlator.h"
+#include "hang_detector/decision/correlator.h"
 #include "tests/exporters/snapshot_source.h"
 #include "tests/exporters/timeline/decoded_trace.h"
 #include "tests/hang_detector/job_builder.h"
