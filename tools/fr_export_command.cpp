@@ -1,6 +1,6 @@
 // `ncclscope fr-export DIR -o OUTDIR [--version V] [--format pickle|json] [--buffer-size N]
 // [--prefix P] [--job ID]`: one PyTorch Flight Recorder dump per rank of the job's ring files
-// (exporters/flight_recorder/ring_to_fr.h), for torch's analyzer (torchfrtrace OUTDIR) and other
+// (trace/flight_recorder/ring_to_fr.h), for torch's analyzer (torchfrtrace OUTDIR) and other
 // FR readers. Exit code: 0, or 3 when the input is unusable (no ring file, bad option, the output
 // cannot be written).
 #include <iostream>
@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "exporters/flight_recorder/fr_write.h"
-#include "exporters/flight_recorder/ring_to_fr.h"
 #include "tools/commands.h"
 #include "trace/flight_recorder/fr_dump.h"
 #include "trace/flight_recorder/fr_dump_versions.h"
+#include "trace/flight_recorder/fr_write.h"
+#include "trace/flight_recorder/ring_to_fr.h"
 #include "trace/job_choice.h"
 #include "trace/trace_set.h"
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "exporters/flight_recorder/fr_write.h"
 #include "tests/trace/temp_dir.h"
 #include "trace/flight_recorder/fr_json.h"
+#include "trace/flight_recorder/fr_write.h"
 #include "trace/flight_recorder/pickle_reader.h"
 #include "trace/ring_reader.h"
 #include "trace/ring_writer.h"

@@ -1,8 +1,9 @@
-// Fuzz target: any bytes offered as a PyTorch Flight Recorder dump go through the direct decoder
-// (DecodeFrDumpPickle, with and without frames) and the generic path (ParsePickle +
-// DecodeFrDump); it traps where they disagree: one reads a dump the other refuses, the dumps
-// differ, or the errors do. Seeds: sample dumps of every version in WritePickle's layout and in
-// the memo layouts of torch and CPython (frames and lists shared through the memo).
+// Fuzz target: any bytes offered as a PyTorch Flight Recorder dump go through DecodeFrDumpPickle
+// (the decoder on the reader's flat form, with and without frames) and the value-tree path
+// (ParsePickle + DecodeFrDump, which flattens the tree again); it traps where they disagree: one
+// reads a dump the other refuses, the dumps differ, or the errors do. Seeds: sample dumps of every
+// version in WritePickle's layout and in the memo layouts of torch and CPython (frames and lists
+// shared through the memo).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -11,7 +12,6 @@
 #include "tests/trace/flight_recorder/fr_sample_dumps.h"
 #include "tests/trace/flight_recorder/memo_layout_pickle.h"
 #include "trace/flight_recorder/fr_dump.h"
-#include "trace/flight_recorder/fr_pickle_decode.h"
 #include "trace/flight_recorder/pickle_reader.h"
 #include "trace/flight_recorder/pickle_writer.h"
 
@@ -32,27 +32,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_elements = 1 << 16;
   limits.max_string_bytes = 1 << 20;
   std::string direct_error;
-  FrPickleDecodePath path = FrPickleDecodePath::kDirect;
-  const auto direct = DecodeFrDumpPickle(data, size, limits, &direct_error, true, &path);
+  const auto direct = DecodeFrDumpPickle(data, size, limits, &direct_error, true);
   if (!direct && direct_error.empty()) __builtin_trap();  // a rejection must always say why
-  // Refused: a MARK whose values were taken, which ParsePickle would index past its stack for.
-  if (path == FrPickleDecodePath::kRefused) return 0;
-  std::string generic_error;
-  std::optional<FrDump> generic;
-  if (auto tree = ParsePickle(data, size, limits, &generic_error)) {
-    generic = DecodeFrDump(*tree, &generic_error);
+  std::string tree_error;
+  std::optional<FrDump> tree_dump;
+  if (auto tree = ParsePickle(data, size, limits, &tree_error)) {
+    tree_dump = DecodeFrDump(*tree, &tree_error);
   }
-  if (direct.has_value() != generic.has_value()) __builtin_trap();
+  if (direct.has_value() != tree_dump.has_value()) __builtin_trap();
   if (!direct) {
-    if (direct_error != generic_error) __builtin_trap();
+    if (direct_error != tree_error) __builtin_trap();
     return 0;
   }
-  if (!Same(*direct, *generic)) __builtin_trap();
+  if (!Same(*direct, *tree_dump)) __builtin_trap();
   std::string error;
   auto no_frames = DecodeFrDumpPickle(data, size, limits, &error, false);
   if (!no_frames) __builtin_trap();
-  for (FrEntry& e : generic->entries) e.frames.reset();
-  if (!Same(*no_frames, *generic)) __builtin_trap();
+  for (FrEntry& e : tree_dump->entries) e.frames.reset();
+  if (!Same(*no_frames, *tree_dump)) __builtin_trap();
   return 0;
 }
 

@@ -10,7 +10,6 @@
 #include <optional>
 
 #include "trace/flight_recorder/fr_json.h"
-#include "trace/flight_recorder/fr_pickle_decode.h"
 #include "trace/flight_recorder/pickle_reader.h"
 #include "trace/regular_file.h"
 #include "trace/trace_dir.h"

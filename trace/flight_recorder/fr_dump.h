@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trace/flight_recorder/pickle_reader.h"
 #include "trace/flight_recorder/pickle_value.h"
 
 namespace ncclscope::flight_recorder {
@@ -104,8 +105,19 @@ struct FrDump {
 // "entries[3].op_id: expected int, got str" or "entries[0]: missing key 'state'". Unknown keys
 // (nccl_comm_state, later additions) are ignored; keys a version did not have yet are optional.
 // Accepts both the pickle and the JSON typing of a field (FlightRecorderDetail.hpp's dump and
-// dump_json). Pure.
+// dump_json). A key repeated in a hand-built dict counts with its first value (PickleDict::Find).
+// Pure.
 std::optional<FrDump> DecodeFrDump(const PickleValue& root, std::string* error);
+
+// The dump in the pickle data[0, size), or nullopt with *error set (never empty): the reader's
+// error (ReadPickle, naming the offset) or the decoder's (naming the entry and key), the same as
+// DecodeFrDump(*ParsePickle(data, size, limits, error), error) sets. The same decoder reads the
+// flat form the reader leaves, without a value tree: the importer reads thousands of dumps of
+// thousands of entries. With keep_frames false every entry's `frames` is left empty (nullopt)
+// but still checked, so a dump with a bad frame is refused. Thread-safe (each thread keeps its
+// own working memory between calls); the result owns all its data.
+std::optional<FrDump> DecodeFrDumpPickle(const void* data, size_t size, const PickleLimits& limits,
+                                         std::string* error, bool keep_frames = true);
 
 // The value tree torch would pickle for `dump`, with the keys of dump.version in torch's order;
 // absent optional values are left out (duration_ms, frames) or None (time_discovered_*). A frame

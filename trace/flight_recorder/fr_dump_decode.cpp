@@ -1,187 +1,232 @@
-// DecodeFrDump: the value tree of a dump -> FrDump, naming the place of every problem.
+// DecodeFrDump and DecodeFrDumpPickle: a dump's values -> FrDump, naming the place of every
+// problem. One decoder, on the flat form of the values (pickle_flat.h): a pickle is read into it
+// without copying (the importer reads thousands of dumps of thousands of entries), a value tree
+// (from JSON, or built in a test) is flattened into it first.
+#include <array>
 #include <charconv>
 #include <climits>
+#include <cstring>
+#include <span>
 
 #include "trace/flight_recorder/fr_dump.h"
 #include "trace/flight_recorder/fr_dump_versions.h"
+#include "trace/flight_recorder/pickle_flat.h"
 
 namespace ncclscope::flight_recorder {
 
 namespace {
 
+using flat::FlatPickle;
+using flat::Kind;
+using flat::Val;
+
 std::string Quoted(std::string_view s) {
   return "'" + std::string(s) + "'";
 }
 
-// Reads the keys of one dict; `where` names it in errors ("entries[3]", "pg_config['0']").
+// Where a dict sits, spelled only when an error names it: "entries[3]", "entries[3].frames[2]",
+// "pg_config['0']", or "" for the dump itself.
+struct Where {
+  const Where* parent = nullptr;
+  std::string_view name;
+  size_t index = SIZE_MAX;           // "[index]" when set
+  const std::string* key = nullptr;  // "['key']" when set
+
+  std::string Text() const {
+    std::string text = parent != nullptr ? parent->Text() : "";
+    if (!name.empty()) {
+      if (!text.empty()) text += ".";
+      text += name;
+    }
+    if (index != SIZE_MAX) text += "[" + std::to_string(index) + "]";
+    if (key != nullptr) text += "[" + Quoted(*key) + "]";
+    return text;
+  }
+};
+
+// Which str key of a dict sits where, for the keys in `keys`: one pass over the dict, the first
+// of a repeated key counting (as PickleDict::Find; a pickle's dicts hold each key once). Keys
+// the table does not name are ignored.
+template <size_t N>
+void MapKeys(const FlatPickle& p, std::span<const Val> items,
+             const std::array<std::string_view, N>& keys, std::array<const Val*, N>* at) {
+  at->fill(nullptr);
+  for (size_t i = 0; i + 1 < items.size(); i += 2) {
+    if (items[i].kind != Kind::kStr) continue;
+    const std::string_view key = p.Str(items[i]);
+    for (size_t k = 0; k < N; ++k) {
+      if (keys[k] == key) {
+        if ((*at)[k] == nullptr) (*at)[k] = &items[i + 1];
+        break;
+      }
+    }
+  }
+}
+
+// Reads the fields of one dict, each at its slot; errors name the dict's place and the key.
+template <size_t N>
 class DictReader {
  public:
-  DictReader(const PickleDict& dict, std::string where, std::string* error)
-      : dict_(dict), where_(std::move(where)), error_(error) {}
+  DictReader(const FlatPickle& p, const std::array<std::string_view, N>& keys,
+             const std::array<const Val*, N>& at, const Where& where, std::string* error)
+      : p_(p), keys_(keys), at_(at), where_(where), error_(error) {}
 
-  // The value under `key`; nullptr, with the error set when `required`, if absent.
-  const PickleValue* Get(std::string_view key, bool required) {
-    const PickleValue* v = dict_.Find(key);
-    if (v == nullptr && required) Fail("", "missing key " + Quoted(key));
+  // The value at `slot`; nullptr, with the error set when `required`, if absent.
+  const Val* Get(size_t slot, bool required) {
+    const Val* v = at_[slot];
+    if (v == nullptr && required) Fail("", "missing key " + Quoted(keys_[slot]));
     return v;
   }
 
-  bool Fail(std::string_view key, const std::string& what) {
-    *error_ = where_;
-    if (!key.empty()) *error_ += (where_.empty() ? "" : ".") + std::string(key);
+  [[gnu::cold, gnu::noinline]] bool Fail(std::string_view key, const std::string& what) {
+    *error_ = where_.Text();
+    if (!key.empty()) *error_ += (error_->empty() ? "" : ".") + std::string(key);
     if (error_->empty()) *error_ = "dump";
     *error_ += ": " + what;
     return false;
   }
-  bool WrongType(std::string_view key, const char* expected, const PickleValue& got) {
-    return Fail(key, std::string("expected ") + expected + ", got " + PickleKindName(got.kind()) +
-                         " " + Describe(got));
+  [[gnu::cold, gnu::noinline]] bool WrongType(std::string_view key, const char* expected,
+                                              const Val& got) {
+    return Fail(key, std::string("expected ") + expected + ", got " + PickleKindName(got.kind) +
+                         " " + Describe(p_, got));
+  }
+  bool WrongType(size_t slot, const char* expected, const Val& got) {
+    return WrongType(keys_[slot], expected, got);
   }
 
-  bool Int(std::string_view key, bool required, int64_t* out) {
-    const PickleValue* v = Get(key, required);
+  bool Int(size_t slot, bool required, int64_t* out) {
+    const Val* v = Get(slot, required);
     if (v == nullptr) return !required;
-    if (const int64_t* i = v->AsInt()) {
-      *out = *i;
-      return true;
-    }
-    return WrongType(key, "int", *v);
+    if (v->kind != Kind::kInt) return WrongType(slot, "int", *v);
+    *out = static_cast<int64_t>(v->bits);
+    return true;
   }
-  bool Bool(std::string_view key, bool required, bool* out) {
-    const PickleValue* v = Get(key, required);
+  bool Bool(size_t slot, bool required, bool* out) {
+    const Val* v = Get(slot, required);
     if (v == nullptr) return !required;
-    if (const bool* b = v->AsBool()) {
-      *out = *b;
-      return true;
-    }
-    return WrongType(key, "bool", *v);
+    if (v->kind != Kind::kBool) return WrongType(slot, "bool", *v);
+    *out = v->bits != 0;
+    return true;
   }
-  bool Str(std::string_view key, bool required, std::string* out) {
-    const PickleValue* v = Get(key, required);
+  bool Str(size_t slot, bool required, std::string* out) {
+    const Val* v = Get(slot, required);
     if (v == nullptr) return !required;
-    if (const std::string* s = v->AsStr()) {
-      *out = *s;
-      return true;
-    }
-    return WrongType(key, "str", *v);
+    if (v->kind != Kind::kStr) return WrongType(slot, "str", *v);
+    out->assign(p_.Str(*v));
+    return true;
   }
-  bool OptionalStr(std::string_view key, std::optional<std::string>* out) {
-    const PickleValue* v = Get(key, false);
+  bool OptionalStr(size_t slot, std::optional<std::string>* out) {
+    const Val* v = Get(slot, false);
     if (v == nullptr) return true;
-    if (const std::string* s = v->AsStr()) {
-      *out = *s;
-      return true;
-    }
-    return WrongType(key, "str", *v);
+    if (v->kind != Kind::kStr) return WrongType(slot, "str", *v);
+    out->emplace(p_.Str(*v));
+    return true;
   }
   // An int, or a decimal string (JSON writes pg_status values as strings).
-  bool IntOrDecimal(std::string_view key, bool required, int64_t* out) {
-    const PickleValue* v = Get(key, required);
+  bool IntOrDecimal(size_t slot, bool required, int64_t* out) {
+    const Val* v = Get(slot, required);
     if (v == nullptr) return !required;
-    if (const int64_t* i = v->AsInt()) {
-      *out = *i;
+    if (v->kind == Kind::kInt) {
+      *out = static_cast<int64_t>(v->bits);
       return true;
     }
-    if (const std::string* s = v->AsStr()) {
-      const char* end = s->data() + s->size();
-      auto [p, ec] = std::from_chars(s->data(), end, *out);
-      if (ec == std::errc() && p == end && !s->empty()) return true;
+    if (v->kind == Kind::kStr) {
+      const std::string_view s = p_.Str(*v);
+      const char* end = s.data() + s.size();
+      auto [ptr, ec] = std::from_chars(s.data(), end, *out);
+      if (ec == std::errc() && ptr == end && !s.empty()) return true;
     }
-    return WrongType(key, "int or decimal str", *v);
+    return WrongType(slot, "int or decimal str", *v);
   }
   // An int time, or None (pickle) or 0 (JSON) for "not seen".
-  bool OptionalTime(std::string_view key, bool required, std::optional<int64_t>* out) {
-    const PickleValue* v = Get(key, required);
+  bool OptionalTime(size_t slot, bool required, std::optional<int64_t>* out) {
+    const Val* v = Get(slot, required);
     if (v == nullptr) return !required;
-    if (v->is_none()) return true;
-    if (const int64_t* i = v->AsInt()) {
-      if (*i != 0) *out = *i;
-      return true;
-    }
-    return WrongType(key, "int or None", *v);
+    if (v->kind == Kind::kNone) return true;
+    if (v->kind != Kind::kInt) return WrongType(slot, "int or None", *v);
+    if (v->bits != 0) *out = static_cast<int64_t>(v->bits);
+    return true;
   }
-  bool OptionalFloat(std::string_view key, std::optional<double>* out) {
-    const PickleValue* v = Get(key, false);
+  bool OptionalFloat(size_t slot, std::optional<double>* out) {
+    const Val* v = Get(slot, false);
     if (v == nullptr) return true;
-    if (const double* d = v->AsFloat()) {
-      *out = *d;
+    if (v->kind == Kind::kFloat) {
+      double d;
+      std::memcpy(&d, &v->bits, sizeof(d));
+      *out = d;
       return true;
     }
-    if (const int64_t* i = v->AsInt()) {  // JSON may drop the fraction of a whole number
-      *out = static_cast<double>(*i);
+    if (v->kind == Kind::kInt) {  // JSON may drop the fraction of a whole number
+      *out = static_cast<double>(static_cast<int64_t>(v->bits));
       return true;
     }
-    return WrongType(key, "float", *v);
+    return WrongType(slot, "float", *v);
   }
-  bool Sizes(std::string_view key, bool required, std::vector<std::vector<int64_t>>* out) {
-    const PickleValue* v = Get(key, required);
+  bool Sizes(size_t slot, bool required, std::vector<std::vector<int64_t>>* out) {
+    const Val* v = Get(slot, required);
     if (v == nullptr) return !required;
-    const PickleList* outer = v->AsList();
-    if (outer == nullptr) return WrongType(key, "list of lists of int", *v);
-    out->clear();
-    for (size_t i = 0; i < outer->items.size(); ++i) {
-      const PickleList* inner = outer->items[i].AsList();
-      const std::string item_key = std::string(key) + "[" + std::to_string(i) + "]";
-      if (inner == nullptr) return WrongType(item_key, "list of int", outer->items[i]);
-      std::vector<int64_t> dims;
-      for (size_t j = 0; j < inner->items.size(); ++j) {
-        const int64_t* d = inner->items[j].AsInt();
-        if (d == nullptr)
-          return WrongType(item_key + "[" + std::to_string(j) + "]", "int", inner->items[j]);
-        dims.push_back(*d);
+    if (v->kind != Kind::kList) return WrongType(slot, "list of lists of int", *v);
+    const auto outer = p_.Items(*v);
+    out->resize(outer.size());
+    for (size_t i = 0; i < outer.size(); ++i) {
+      if (outer[i].kind != Kind::kList) return WrongType(ItemKey(slot, i), "list of int", outer[i]);
+      const auto inner = p_.Items(outer[i]);
+      std::vector<int64_t>& dims = (*out)[i];
+      dims.resize(inner.size());
+      for (size_t j = 0; j < inner.size(); ++j) {
+        if (inner[j].kind != Kind::kInt)
+          return WrongType(ItemKey(slot, i) + "[" + std::to_string(j) + "]", "int", inner[j]);
+        dims[j] = static_cast<int64_t>(inner[j].bits);
       }
-      out->push_back(std::move(dims));
     }
     return true;
   }
-  bool StrList(std::string_view key, bool required, std::vector<std::string>* out) {
-    const PickleValue* v = Get(key, required);
+  bool StrList(size_t slot, bool required, std::vector<std::string>* out) {
+    const Val* v = Get(slot, required);
     if (v == nullptr) return !required;
-    const PickleList* list = v->AsList();
-    if (list == nullptr) return WrongType(key, "list of str", *v);
-    out->clear();
-    for (size_t i = 0; i < list->items.size(); ++i) {
-      const std::string* s = list->items[i].AsStr();
-      if (s == nullptr)
-        return WrongType(std::string(key) + "[" + std::to_string(i) + "]", "str", list->items[i]);
-      out->push_back(*s);
+    if (v->kind != Kind::kList) return WrongType(slot, "list of str", *v);
+    const auto items = p_.Items(*v);
+    out->resize(items.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].kind != Kind::kStr) return WrongType(ItemKey(slot, i), "str", items[i]);
+      (*out)[i].assign(p_.Str(items[i]));
     }
     return true;
   }
 
-  static std::string Describe(const PickleValue& v) {
-    std::string text = DescribePickleValue(v);
+  std::string ItemKey(size_t slot, size_t index) const {
+    return std::string(keys_[slot]) + "[" + std::to_string(index) + "]";
+  }
+  static std::string Describe(const FlatPickle& p, const Val& v) {
+    std::string text = DescribePickleValue(p.Materialize(v));
     if (text.size() > 60) text = text.substr(0, 57) + "...";
     return text;
   }
+  const FlatPickle& pickle() const { return p_; }
+  const Where& where() const { return where_; }
+  std::string* error() const { return error_; }
 
  private:
-  const PickleDict& dict_;
-  std::string where_;
+  const FlatPickle& p_;
+  const std::array<std::string_view, N>& keys_;
+  const std::array<const Val*, N>& at_;
+  const Where& where_;
   std::string* error_;
 };
 
-std::string Item(std::string_view where, size_t index) {
-  return std::string(where) + "[" + std::to_string(index) + "]";
-}
-std::string Item(std::string_view where, std::string_view key) {
-  return std::string(where) + "[" + Quoted(key) + "]";
-}
-
 // "[0, 1, 2]" (c10d/TraceUtils.h ranks_str; torchcomms' copy writes "[0,1,2]") or a list of ints.
-bool ParseRanks(const PickleValue& v, std::vector<int>* out) {
+bool ParseRanks(const FlatPickle& p, const Val& v, std::vector<int>* out) {
   out->clear();
-  if (const PickleList* list = v.AsList()) {
-    for (const PickleValue& item : list->items) {
-      const int64_t* r = item.AsInt();
-      if (r == nullptr || *r < 0 || *r > INT_MAX) return false;
-      out->push_back(static_cast<int>(*r));
+  if (v.kind == Kind::kList) {
+    for (const Val& item : p.Items(v)) {
+      const auto r = static_cast<int64_t>(item.bits);
+      if (item.kind != Kind::kInt || r < 0 || r > INT_MAX) return false;
+      out->push_back(static_cast<int>(r));
     }
     return true;
   }
-  const std::string* s = v.AsStr();
-  if (s == nullptr) return false;
-  std::string_view text = *s;
+  if (v.kind != Kind::kStr) return false;
+  std::string_view text = p.Str(v);
   auto trim = [](std::string_view t) {
     while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
     while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
@@ -194,8 +239,8 @@ bool ParseRanks(const PickleValue& v, std::vector<int>* out) {
     const size_t comma = text.find(',');
     const std::string_view number = trim(text.substr(0, comma));
     int rank = 0;
-    auto [p, ec] = std::from_chars(number.data(), number.data() + number.size(), rank);
-    if (ec != std::errc() || p != number.data() + number.size() || number.empty() || rank < 0)
+    auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), rank);
+    if (ec != std::errc() || ptr != number.data() + number.size() || number.empty() || rank < 0)
       return false;
     out->push_back(rank);
     if (comma == std::string_view::npos) break;
@@ -205,9 +250,134 @@ bool ParseRanks(const PickleValue& v, std::vector<int>* out) {
   return true;
 }
 
-bool DecodeState(DictReader& r, FrState* out) {
-  std::string state;
-  if (!r.Str("state", true, &state)) return false;
+// The entry keys, one slot each.
+enum Slot : uint8_t {
+  kRecordId,
+  kPgId,
+  kProcessGroup,
+  kThreadName,
+  kThreadId,
+  kCollectiveSeqId,
+  kP2pSeqId,
+  kOpId,
+  kProfilingName,
+  kTimeCreatedNs,
+  kDurationMs,
+  kInputSizes,
+  kInputDtypes,
+  kOutputSizes,
+  kOutputDtypes,
+  kState,
+  kStartedNs,
+  kCompletedNs,
+  kRetired,
+  kTimeoutMs,
+  kIsP2p,
+  kFrames,
+  kSlots,
+};
+constexpr std::array<std::string_view, kSlots> kEntryKeys = {
+    "record_id",
+    "pg_id",
+    "process_group",
+    "thread_name",
+    "thread_id",
+    "collective_seq_id",
+    "p2p_seq_id",
+    "op_id",
+    "profiling_name",
+    "time_created_ns",
+    "duration_ms",
+    "input_sizes",
+    "input_dtypes",
+    "output_sizes",
+    "output_dtypes",
+    "state",
+    "time_discovered_started_ns",
+    "time_discovered_completed_ns",
+    "retired",
+    "timeout_ms",
+    "is_p2p",
+    "frames",
+};
+constexpr std::array<std::string_view, 3> kFrameKeys = {"name", "filename", "line"};
+
+// Decodes the entries of one dump, in order.
+class EntryDecoder {
+ public:
+  EntryDecoder(const FlatPickle& p, bool keep_frames, std::string* error)
+      : p_(p),
+        keep_frames_(keep_frames),
+        error_(error),
+        frame_checked_(keep_frames ? 0 : p.nodes.size(), 0) {}
+
+  bool Entry(const Val& v, size_t index, FrEntry* e);
+
+ private:
+  // The entry's keys at their slots. torch and CPython memoize every string, so from the second
+  // entry on each key is the same bytes of the input as in the entry before: the slot found then
+  // is taken again without comparing text. The first of a repeated key counts.
+  void MapEntryKeys(std::span<const Val> items, std::array<const Val*, kSlots>* at) {
+    at->fill(nullptr);
+    for (size_t i = 0; i + 1 < items.size(); i += 2) {
+      const Val& key = items[i];
+      if (key.kind != Kind::kStr) continue;  // str keys only, as PickleDict::Find
+      const size_t position = i / 2;
+      if (position >= predicted_.size()) predicted_.resize(position + 1);
+      Predicted& guess = predicted_[position];
+      if (!guess.valid || guess.offset != key.bits || guess.len != key.len) {
+        guess = {true, key.len, key.bits, kSlots};
+        const std::string_view text = p_.Str(key);
+        for (uint8_t s = 0; s < kSlots; ++s) {
+          if (kEntryKeys[s] == text) {
+            guess.slot = s;
+            break;
+          }
+        }
+      }
+      if (guess.slot < kSlots && (*at)[guess.slot] == nullptr) (*at)[guess.slot] = &items[i + 1];
+    }
+  }
+  static bool ProcessGroup(DictReader<kSlots>& r, FrEntry* e);
+  static bool State(DictReader<kSlots>& r, FrState* out);
+  bool Frame(const Val& v, const Where& where, FrFrame* out);
+  bool Frames(DictReader<kSlots>& r, FrEntry* e);
+
+  const FlatPickle& p_;
+  const bool keep_frames_;
+  std::string* error_;
+  // Without keep_frames, a frame dict shared through the memo is checked once: 1 when it passed.
+  std::vector<uint8_t> frame_checked_;
+  struct Predicted {
+    bool valid = false;
+    uint32_t len = 0;
+    uint64_t offset = 0;
+    uint8_t slot = kSlots;
+  };
+  std::vector<Predicted> predicted_;
+};
+
+bool EntryDecoder::ProcessGroup(DictReader<kSlots>& r, FrEntry* e) {
+  const Val* v = r.Get(kProcessGroup, true);
+  if (v == nullptr) return false;
+  // A tuple in pickle, a 2-element list in JSON.
+  const FlatPickle& p = r.pickle();
+  if (v->kind == Kind::kTuple || v->kind == Kind::kList) {
+    const auto items = p.Items(*v);
+    if (items.size() == 2 && items[0].kind == Kind::kStr && items[1].kind == Kind::kStr) {
+      e->pg_name.assign(p.Str(items[0]));
+      e->pg_desc.assign(p.Str(items[1]));
+      return true;
+    }
+  }
+  return r.WrongType(kProcessGroup, "(name: str, desc: str)", *v);
+}
+
+bool EntryDecoder::State(DictReader<kSlots>& r, FrState* out) {
+  const Val* v = r.Get(kState, true);
+  if (v == nullptr) return false;
+  if (v->kind != Kind::kStr) return r.WrongType(kState, "str", *v);
+  const std::string_view state = r.pickle().Str(*v);
   for (FrState s : {FrState::kScheduled, FrState::kStarted, FrState::kCompleted}) {
     if (state == FrStateName(s)) {
       *out = s;
@@ -217,130 +387,194 @@ bool DecodeState(DictReader& r, FrState* out) {
   return r.Fail("state", "expected scheduled, started or completed, got " + Quoted(state));
 }
 
-bool DecodeProcessGroup(DictReader& r, FrEntry* e) {
-  const PickleValue* v = r.Get("process_group", true);
-  if (v == nullptr) return false;
-  // A tuple in pickle, a 2-element list in JSON.
-  const std::vector<PickleValue>* items = nullptr;
-  if (const PickleTuple* t = v->AsTuple()) items = &t->items;
-  if (const PickleList* l = v->AsList()) items = &l->items;
-  if (items == nullptr || items->size() != 2 || (*items)[0].AsStr() == nullptr ||
-      (*items)[1].AsStr() == nullptr) {
-    return r.WrongType("process_group", "(name: str, desc: str)", *v);
-  }
-  e->pg_name = *(*items)[0].AsStr();
-  e->pg_desc = *(*items)[1].AsStr();
-  return true;
+// A frame dict: name, filename (str) and line (int), each required. `out` may be null (checked
+// only).
+bool EntryDecoder::Frame(const Val& v, const Where& where, FrFrame* out) {
+  std::array<const Val*, kFrameKeys.size()> at;
+  MapKeys(p_, p_.Items(v), kFrameKeys, &at);
+  DictReader<kFrameKeys.size()> r(p_, kFrameKeys, at, where, error_);
+  FrFrame scratch;
+  FrFrame* f = out != nullptr ? out : &scratch;
+  return r.Str(0, true, &f->name) && r.Str(1, true, &f->filename) && r.Int(2, true, &f->line);
 }
 
-bool DecodeFrames(DictReader& r, const std::string& where, std::string* error, FrEntry* e) {
-  const PickleValue* v = r.Get("frames", false);
+bool EntryDecoder::Frames(DictReader<kSlots>& r, FrEntry* e) {
+  const Val* v = r.Get(kFrames, false);
   if (v == nullptr) return true;
-  const PickleList* list = v->AsList();
-  if (list == nullptr) return r.WrongType("frames", "list of frame dicts", *v);
-  std::vector<FrFrame> frames;
-  frames.reserve(list->items.size());
-  for (size_t i = 0; i < list->items.size(); ++i) {
-    const PickleDict* d = list->items[i].AsDict();
-    if (d == nullptr) return r.WrongType(Item("frames", i), "dict", list->items[i]);
-    DictReader fr(*d, Item(where + ".frames", i), error);  // "entries[3].frames[2].line: ..."
-    FrFrame f;
-    if (!fr.Str("name", true, &f.name) || !fr.Str("filename", true, &f.filename) ||
-        !fr.Int("line", true, &f.line)) {
-      return false;
-    }
-    frames.push_back(std::move(f));
+  if (v->kind != Kind::kList) return r.WrongType(kFrames, "list of frame dicts", *v);
+  const auto items = p_.Items(*v);
+  std::vector<FrFrame> frames(keep_frames_ ? items.size() : 0);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Val& f = items[i];
+    if (f.kind != Kind::kDict) return r.WrongType(r.ItemKey(kFrames, i), "dict", f);
+    if (!keep_frames_ && frame_checked_[f.bits] != 0) continue;
+    // "entries[3].frames[2].line: ..."
+    const Where where{&r.where(), "frames", i, nullptr};
+    if (!Frame(f, where, keep_frames_ ? &frames[i] : nullptr)) return false;
+    if (!keep_frames_) frame_checked_[f.bits] = 1;
   }
-  e->frames = std::move(frames);
+  if (keep_frames_) e->frames = std::move(frames);
   return true;
 }
 
-bool DecodeEntry(const PickleValue& v, size_t index, std::string* error, FrEntry* e) {
-  const std::string where = Item("entries", index);
-  const PickleDict* d = v.AsDict();
-  if (d == nullptr) {
-    *error = where + ": expected dict, got " + PickleKindName(v.kind());
+bool EntryDecoder::Entry(const Val& v, size_t index, FrEntry* e) {
+  const Where where{nullptr, "entries", index, nullptr};
+  if (v.kind != Kind::kDict) {
+    *error_ = where.Text() + ": expected dict, got " + PickleKindName(v.kind);
     return false;
   }
-  DictReader r(*d, where, error);
-  return r.Int("record_id", true, &e->record_id) && r.Int("pg_id", true, &e->pg_id) &&
-         DecodeProcessGroup(r, e) && r.OptionalStr("thread_name", &e->thread_name) &&
-         r.OptionalStr("thread_id", &e->thread_id) &&
-         r.Int("collective_seq_id", true, &e->collective_seq_id) &&
-         r.Int("p2p_seq_id", true, &e->p2p_seq_id) && r.Int("op_id", true, &e->op_id) &&
-         r.Str("profiling_name", true, &e->profiling_name) &&
-         r.Int("time_created_ns", true, &e->time_created_ns) &&
-         r.OptionalFloat("duration_ms", &e->duration_ms) &&
-         r.Sizes("input_sizes", true, &e->input_sizes) &&
-         r.StrList("input_dtypes", true, &e->input_dtypes) &&
-         r.Sizes("output_sizes", true, &e->output_sizes) &&
-         r.StrList("output_dtypes", true, &e->output_dtypes) && DecodeState(r, &e->state) &&
-         r.OptionalTime("time_discovered_started_ns", true, &e->time_discovered_started_ns) &&
-         r.OptionalTime("time_discovered_completed_ns", true, &e->time_discovered_completed_ns) &&
-         r.Bool("retired", true, &e->retired) && r.Int("timeout_ms", true, &e->timeout_ms) &&
-         r.Bool("is_p2p", true, &e->is_p2p) && DecodeFrames(r, where, error, e);
+  std::array<const Val*, kSlots> at;
+  MapEntryKeys(p_.Items(v), &at);
+  DictReader<kSlots> r(p_, kEntryKeys, at, where, error_);
+  return r.Int(kRecordId, true, &e->record_id) && r.Int(kPgId, true, &e->pg_id) &&
+         ProcessGroup(r, e) && r.OptionalStr(kThreadName, &e->thread_name) &&
+         r.OptionalStr(kThreadId, &e->thread_id) &&
+         r.Int(kCollectiveSeqId, true, &e->collective_seq_id) &&
+         r.Int(kP2pSeqId, true, &e->p2p_seq_id) && r.Int(kOpId, true, &e->op_id) &&
+         r.Str(kProfilingName, true, &e->profiling_name) &&
+         r.Int(kTimeCreatedNs, true, &e->time_created_ns) &&
+         r.OptionalFloat(kDurationMs, &e->duration_ms) &&
+         r.Sizes(kInputSizes, true, &e->input_sizes) &&
+         r.StrList(kInputDtypes, true, &e->input_dtypes) &&
+         r.Sizes(kOutputSizes, true, &e->output_sizes) &&
+         r.StrList(kOutputDtypes, true, &e->output_dtypes) && State(r, &e->state) &&
+         r.OptionalTime(kStartedNs, true, &e->time_discovered_started_ns) &&
+         r.OptionalTime(kCompletedNs, true, &e->time_discovered_completed_ns) &&
+         r.Bool(kRetired, true, &e->retired) && r.Int(kTimeoutMs, true, &e->timeout_ms) &&
+         r.Bool(kIsP2p, true, &e->is_p2p) && Frames(r, e);
 }
 
-bool DecodePgConfig(const PickleValue& v, std::string* error, std::vector<FrPgConfig>* out) {
-  const PickleDict* d = v.AsDict();
-  if (d == nullptr) {
-    *error = "pg_config: expected dict, got " + std::string(PickleKindName(v.kind()));
+constexpr std::array<std::string_view, 3> kPgConfigKeys = {"name", "desc", "ranks"};
+
+bool DecodePgConfig(const FlatPickle& p, const Val& v, std::string* error,
+                    std::vector<FrPgConfig>* out) {
+  if (v.kind != Kind::kDict) {
+    *error = "pg_config: expected dict, got " + std::string(PickleKindName(v.kind));
     return false;
   }
-  for (const auto& [key, value] : d->items) {
-    const std::string* k = std::get_if<std::string>(&key);
-    if (k == nullptr) {
-      *error = "pg_config: key " + std::to_string(std::get<int64_t>(key)) + " is not a str";
+  const auto items = p.Items(v);
+  for (size_t i = 0; i + 1 < items.size(); i += 2) {
+    if (items[i].kind != Kind::kStr) {
+      *error =
+          "pg_config: key " + std::to_string(static_cast<int64_t>(items[i].bits)) + " is not a str";
       return false;
     }
-    const std::string where = Item("pg_config", *k);
-    const PickleDict* pg = value.AsDict();
-    if (pg == nullptr) {
-      *error = where + ": expected dict, got " + PickleKindName(value.kind());
-      return false;
-    }
-    DictReader r(*pg, where, error);
     FrPgConfig c;
-    c.key = *k;
-    if (!r.Str("name", true, &c.name) || !r.Str("desc", true, &c.desc)) return false;
-    const PickleValue* ranks = r.Get("ranks", true);
+    c.key = p.Str(items[i]);
+    const Where where{nullptr, "pg_config", SIZE_MAX, &c.key};
+    const Val& value = items[i + 1];
+    if (value.kind != Kind::kDict) {
+      *error = where.Text() + ": expected dict, got " + PickleKindName(value.kind);
+      return false;
+    }
+    std::array<const Val*, kPgConfigKeys.size()> at;
+    MapKeys(p, p.Items(value), kPgConfigKeys, &at);
+    DictReader<kPgConfigKeys.size()> r(p, kPgConfigKeys, at, where, error);
+    if (!r.Str(0, true, &c.name) || !r.Str(1, true, &c.desc)) return false;
+    const Val* ranks = r.Get(2, true);
     if (ranks == nullptr) return false;
-    if (!ParseRanks(*ranks, &c.ranks))
-      return r.WrongType("ranks", "a rank list such as \"[0, 1]\"", *ranks);
+    if (!ParseRanks(p, *ranks, &c.ranks))
+      return r.WrongType(2, "a rank list such as \"[0, 1]\"", *ranks);
     out->push_back(std::move(c));
   }
   return true;
 }
 
-bool DecodePgStatus(const PickleValue& v, std::string* error, std::vector<FrPgStatus>* out) {
-  const PickleDict* d = v.AsDict();
-  if (d == nullptr) {
-    *error = "pg_status: expected dict, got " + std::string(PickleKindName(v.kind()));
+constexpr std::array<std::string_view, 3> kPgStatusKeys = {
+    "last_enqueued_collective", "last_started_collective", "last_completed_collective"};
+
+bool DecodePgStatus(const FlatPickle& p, const Val& v, std::string* error,
+                    std::vector<FrPgStatus>* out) {
+  if (v.kind != Kind::kDict) {
+    *error = "pg_status: expected dict, got " + std::string(PickleKindName(v.kind));
     return false;
   }
-  for (const auto& [key, value] : d->items) {
+  const auto items = p.Items(v);
+  for (size_t i = 0; i + 1 < items.size(); i += 2) {
     FrPgStatus s;
     // str(pg_id) in torch's dumps; an int key is read as its decimal text.
-    if (const std::string* k = std::get_if<std::string>(&key)) {
-      s.pg_id = *k;
+    if (items[i].kind == Kind::kStr) {
+      s.pg_id = p.Str(items[i]);
     } else {
-      s.pg_id = std::to_string(std::get<int64_t>(key));
+      s.pg_id = std::to_string(static_cast<int64_t>(items[i].bits));
     }
-    const std::string where = Item("pg_status", s.pg_id);
-    const PickleDict* pg = value.AsDict();
-    if (pg == nullptr) {
-      *error = where + ": expected dict, got " + PickleKindName(value.kind());
+    const Where where{nullptr, "pg_status", SIZE_MAX, &s.pg_id};
+    const Val& value = items[i + 1];
+    if (value.kind != Kind::kDict) {
+      *error = where.Text() + ": expected dict, got " + PickleKindName(value.kind);
       return false;
     }
-    DictReader r(*pg, where, error);
-    if (!r.IntOrDecimal("last_enqueued_collective", true, &s.last_enqueued_collective) ||
-        !r.IntOrDecimal("last_started_collective", true, &s.last_started_collective) ||
-        !r.IntOrDecimal("last_completed_collective", true, &s.last_completed_collective)) {
+    std::array<const Val*, kPgStatusKeys.size()> at;
+    MapKeys(p, p.Items(value), kPgStatusKeys, &at);
+    DictReader<kPgStatusKeys.size()> r(p, kPgStatusKeys, at, where, error);
+    if (!r.IntOrDecimal(0, true, &s.last_enqueued_collective) ||
+        !r.IntOrDecimal(1, true, &s.last_started_collective) ||
+        !r.IntOrDecimal(2, true, &s.last_completed_collective)) {
       return false;
     }
     out->push_back(std::move(s));
   }
   return true;
+}
+
+constexpr std::array<std::string_view, 6> kTopKeys = {
+    "version", "comm_lib_version", "nccl_version", "pg_config", "pg_status", "entries"};
+
+std::optional<FrDump> Decode(const FlatPickle& p, bool keep_frames, std::string* error) {
+  const Val& root = p.root;
+  if (root.kind != Kind::kDict) {
+    *error = std::string("dump: expected dict, got ") + PickleKindName(root.kind);
+    return std::nullopt;
+  }
+  std::array<const Val*, kTopKeys.size()> at;
+  MapKeys(p, p.Items(root), kTopKeys, &at);
+  const Where top;
+  DictReader<kTopKeys.size()> r(p, kTopKeys, at, top, error);
+  FrDump dump;
+  if (!r.Str(0, true, &dump.version)) return std::nullopt;
+  const std::optional<FrVersion> version = ParseFrVersion(dump.version);
+  if (!version || version->major != 2 || *version < fr_versions::kOldest) {
+    r.Fail("version",
+           "unsupported dump version " + Quoted(dump.version) + " (read: 2.2 and later 2.x)");
+    return std::nullopt;
+  }
+  if (!r.Str(1, false, &dump.comm_lib_version) ||
+      (dump.comm_lib_version.empty() && !r.Str(2, false, &dump.comm_lib_version))) {
+    return std::nullopt;
+  }
+  const Val* pg_config = r.Get(3, true);
+  if (pg_config == nullptr || !DecodePgConfig(p, *pg_config, error, &dump.pg_config))
+    return std::nullopt;
+  const bool status_required = *version >= fr_versions::kPgStatus;
+  const Val* pg_status = r.Get(4, status_required);
+  if (pg_status == nullptr && status_required) return std::nullopt;
+  if (pg_status != nullptr && !DecodePgStatus(p, *pg_status, error, &dump.pg_status))
+    return std::nullopt;
+  // Absent when dumped without collectives, and in JSON when there are none.
+  if (const Val* entries = r.Get(5, false)) {
+    if (entries->kind != Kind::kList) {
+      r.WrongType(5, "list", *entries);
+      return std::nullopt;
+    }
+    const auto list = p.Items(*entries);
+    EntryDecoder decoder(p, keep_frames, error);
+    dump.entries.resize(list.size());
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!decoder.Entry(list[i], i, &dump.entries[i])) return std::nullopt;
+    }
+  }
+  return dump;
+}
+
+// Working memory kept per thread between dumps: a 2000-entry dump with 16 unshared stack frames
+// per entry needs about 5 MiB.
+constexpr size_t kKeepBytes = size_t{32} << 20;
+
+void TrimIfLarge(FlatPickle& p) {
+  const size_t bytes = p.items.capacity() * sizeof(Val) + p.nodes.capacity() * sizeof(flat::Node) +
+                       (p.stack.capacity() + p.memo.capacity()) * sizeof(Val) +
+                       p.marks.capacity() * sizeof(size_t);
+  if (bytes > kKeepBytes) p = FlatPickle();
 }
 
 }  // namespace
@@ -349,45 +583,24 @@ std::optional<FrDump> DecodeFrDump(const PickleValue& root, std::string* error) 
   std::string scratch;
   std::string* err = error != nullptr ? error : &scratch;
   err->clear();
-  const PickleDict* top = root.AsDict();
-  if (top == nullptr) {
-    *err = std::string("dump: expected dict, got ") + PickleKindName(root.kind());
-    return std::nullopt;
-  }
-  DictReader r(*top, "", err);
-  FrDump dump;
-  if (!r.Str("version", true, &dump.version)) return std::nullopt;
-  const std::optional<FrVersion> version = ParseFrVersion(dump.version);
-  if (!version || version->major != 2 || *version < fr_versions::kOldest) {
-    r.Fail("version",
-           "unsupported dump version " + Quoted(dump.version) + " (read: 2.2 and later 2.x)");
-    return std::nullopt;
-  }
-  if (!r.Str("comm_lib_version", false, &dump.comm_lib_version) ||
-      (dump.comm_lib_version.empty() && !r.Str("nccl_version", false, &dump.comm_lib_version))) {
-    return std::nullopt;
-  }
-  const PickleValue* pg_config = r.Get("pg_config", true);
-  if (pg_config == nullptr || !DecodePgConfig(*pg_config, err, &dump.pg_config))
-    return std::nullopt;
-  const bool status_required = *version >= fr_versions::kPgStatus;
-  const PickleValue* pg_status = r.Get("pg_status", status_required);
-  if (pg_status == nullptr && status_required) return std::nullopt;
-  if (pg_status != nullptr && !DecodePgStatus(*pg_status, err, &dump.pg_status))
-    return std::nullopt;
-  // Absent when dumped without collectives, and in JSON when there are none.
-  if (const PickleValue* entries = r.Get("entries", false)) {
-    const PickleList* list = entries->AsList();
-    if (list == nullptr) {
-      r.WrongType("entries", "list", *entries);
-      return std::nullopt;
-    }
-    dump.entries.resize(list->items.size());
-    for (size_t i = 0; i < list->items.size(); ++i) {
-      if (!DecodeEntry(list->items[i], i, err, &dump.entries[i])) return std::nullopt;
-    }
-  }
-  return dump;
+  FlatPickle p;
+  flat::FlattenPickleValue(root, &p);
+  return Decode(p, /*keep_frames=*/true, err);
+}
+
+std::optional<FrDump> DecodeFrDumpPickle(const void* data, size_t size, const PickleLimits& limits,
+                                         std::string* error, bool keep_frames) {
+  std::string scratch;
+  std::string* err = error != nullptr ? error : &scratch;
+  err->clear();
+  // Reused by the next dump read on this thread, unless it grew past kKeepBytes.
+  thread_local FlatPickle p;
+  struct TrimOnReturn {
+    FlatPickle& p;
+    ~TrimOnReturn() { TrimIfLarge(p); }
+  } trim{p};
+  if (!ReadPickle(data, size, limits, &p, err)) return std::nullopt;
+  return Decode(p, keep_frames, err);
 }
 
 }  // namespace ncclscope::flight_recorder

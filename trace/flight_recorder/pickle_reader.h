@@ -5,6 +5,10 @@
 // no path from the input to code. Hardened for files from anywhere, like the ring reader: every
 // count and offset is checked against the input and the limits, and every error says what and at
 // which byte offset.
+//
+// One reader, two ways to take its result: ReadPickle leaves it in flat form (pickle_flat.h),
+// pointing into the input, which is how the FR dump decoder reads dumps fast; ParsePickle turns
+// that into a value tree. Both read the same opcodes under the same limits with the same errors.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "trace/flight_recorder/pickle_flat.h"
 #include "trace/flight_recorder/pickle_value.h"
 
 namespace ncclscope::flight_recorder {
@@ -32,11 +37,19 @@ struct PickleLimits {
   size_t max_string_bytes = size_t{256} << 20;
 };
 
-// The value the pickle in data[0, size) holds, or nullopt with *error set (never empty), e.g.
-// "pickle: unsupported opcode GLOBAL (0x63) at offset 2: only plain data is read". The input must
-// end right after its STOP. A value referenced twice through the memo is copied into both places,
-// and the reader refuses to modify a container once it sits inside another, so no cycle can form.
-// Thread-safe (no shared state); the result owns all its data.
+// Reads the pickle in data[0, size) into *out, reusing the memory *out holds; *out then points
+// into the input, which must outlive it. False with *error set (never empty) on anything that is
+// not a plain-data pickle, e.g. "pickle: unsupported opcode GLOBAL (0x63) at offset 2: only plain
+// data is read". The input must end right after its STOP. A repeated dict key keeps its first
+// place and takes the last value (Python's dict), and a container shared through the memo is one
+// node referenced from each place. The reader refuses to modify a container once it sits inside
+// another, so no cycle can form. Thread-safe for distinct *out.
+bool ReadPickle(const void* data, size_t size, const PickleLimits& limits, flat::FlatPickle* out,
+                std::string* error);
+
+// The value the pickle in data[0, size) holds, or nullopt with *error set as ReadPickle sets it.
+// A value referenced twice through the memo is copied into both places. Thread-safe (no shared
+// state); the result owns all its data.
 std::optional<PickleValue> ParsePickle(const void* data, size_t size, const PickleLimits& limits,
                                        std::string* error);
 

@@ -9,7 +9,6 @@
 #include "tests/trace/flight_recorder/fr_sample_dumps.h"
 #include "tests/trace/flight_recorder/pickle_bytes.h"
 #include "trace/flight_recorder/fr_dump.h"
-#include "trace/flight_recorder/pickle_flat_reader.h"
 #include "trace/flight_recorder/pickle_reader.h"
 #include "trace/flight_recorder/pickle_writer.h"
 
@@ -222,9 +221,7 @@ TEST(FrDumpTest, AFrameSeveralEntriesHaveIsOneObjectInThePickleAsInTorchs) {
   const std::string bytes = WritePickle(EncodeFrDump(SampleDump("2.10")));
   flat::FlatPickle p;
   std::string error;
-  ASSERT_EQ(flat::ReadFlatPickle(bytes.data(), bytes.size(), PickleLimits{}, &p, &error),
-            flat::FlatRead::kRead)
-      << error;
+  ASSERT_TRUE(ReadPickle(bytes.data(), bytes.size(), PickleLimits{}, &p, &error)) << error;
   auto find = [&](const flat::Val& dict, std::string_view key) -> const flat::Val* {
     const auto items = p.Items(dict);
     for (size_t i = 0; i + 1 < items.size(); i += 2) {

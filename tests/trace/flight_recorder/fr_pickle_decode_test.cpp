@@ -1,8 +1,8 @@
-// The direct FR dump decoder against the generic path (ParsePickle + DecodeFrDump): the same dump
+// DecodeFrDumpPickle (the decoder on the reader's flat form, pointing into the input) against the
+// value-tree path (ParsePickle, then DecodeFrDump, which flattens the tree again): the same dump
 // or the same error for sample dumps of every version, memo layouts of torch and CPython, odd but
-// valid dicts, every truncation and every changed byte, and limits at their edge; and that the
-// dumps torch writes take the direct path (a differential test that always fell back would pass).
-#include "trace/flight_recorder/fr_pickle_decode.h"
+// valid dicts, every truncation and every changed byte, and limits at their edge.
+#include "trace/flight_recorder/fr_dump.h"
 
 #include <gtest/gtest.h>
 
@@ -25,7 +25,7 @@ using testing::SampleDump;
 using testing::SampleDumpTree;
 using testing::WriteMemoLayoutPickle;
 
-std::optional<FrDump> Generic(const std::string& bytes, const PickleLimits& limits,
+std::optional<FrDump> ViaTree(const std::string& bytes, const PickleLimits& limits,
                               std::string* error) {
   auto tree = ParsePickle(bytes.data(), bytes.size(), limits, error);
   if (!tree) return std::nullopt;
@@ -33,34 +33,28 @@ std::optional<FrDump> Generic(const std::string& bytes, const PickleLimits& limi
 }
 
 // Decodes `bytes` both ways, with and without frames, and fails the test where they differ.
-// Returns the path the direct decoder took with frames.
-FrPickleDecodePath ExpectSameAsGeneric(const std::string& bytes, const std::string& what,
-                                       const PickleLimits& limits = PickleLimits{}) {
-  std::string generic_error;
-  std::optional<FrDump> generic = Generic(bytes, limits, &generic_error);
-  FrPickleDecodePath path = FrPickleDecodePath::kRefused;
+void ExpectSameAsTree(const std::string& bytes, const std::string& what,
+                      const PickleLimits& limits = PickleLimits{}) {
+  std::string tree_error;
+  std::optional<FrDump> tree_dump = ViaTree(bytes, limits, &tree_error);
   for (bool keep_frames : {true, false}) {
     std::string error = "stale";
-    FrPickleDecodePath took = FrPickleDecodePath::kRefused;
     std::optional<FrDump> direct =
-        DecodeFrDumpPickle(bytes.data(), bytes.size(), limits, &error, keep_frames, &took);
-    if (keep_frames) path = took;
-    EXPECT_NE(took, FrPickleDecodePath::kRefused) << what;
-    EXPECT_EQ(direct.has_value(), generic.has_value())
-        << what << " (keep_frames " << keep_frames << "): direct says '" << error << "', generic '"
-        << generic_error << "'";
-    if (!direct || !generic) {
-      EXPECT_EQ(error, generic_error) << what;
+        DecodeFrDumpPickle(bytes.data(), bytes.size(), limits, &error, keep_frames);
+    EXPECT_EQ(direct.has_value(), tree_dump.has_value())
+        << what << " (keep_frames " << keep_frames << "): direct says '" << error
+        << "', the tree path '" << tree_error << "'";
+    if (!direct || !tree_dump) {
+      EXPECT_EQ(error, tree_error) << what;
       continue;
     }
     EXPECT_TRUE(error.empty()) << what;
-    FrDump expected = *generic;
+    FrDump expected = *tree_dump;
     if (!keep_frames) {
       for (FrEntry& e : expected.entries) e.frames.reset();
     }
     EXPECT_EQ(*direct, expected) << what << " (keep_frames " << keep_frames << ")";
   }
-  return path;
 }
 
 // Replaces (or adds) `key` in the dict `d` points to; appends a second copy when `repeat`.
@@ -85,26 +79,22 @@ PickleValue* Entry(PickleValue* tree, size_t i) {
 
 class FrPickleDecodeVersionTest : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(FrPickleDecodeVersionTest, SampleDumpTakesTheDirectPathAndMatches) {
+TEST_P(FrPickleDecodeVersionTest, SampleDumpMatches) {
   const std::string bytes = WritePickle(SampleDumpTree(GetParam()));
   std::string error;
-  FrPickleDecodePath path = FrPickleDecodePath::kGeneric;
-  auto dump = DecodeFrDumpPickle(bytes.data(), bytes.size(), PickleLimits{}, &error, true, &path);
+  auto dump = DecodeFrDumpPickle(bytes.data(), bytes.size(), PickleLimits{}, &error, true);
   ASSERT_TRUE(dump.has_value()) << error;
-  EXPECT_EQ(path, FrPickleDecodePath::kDirect);
   EXPECT_EQ(*dump, SampleDump(GetParam()));
 
-  auto no_frames =
-      DecodeFrDumpPickle(bytes.data(), bytes.size(), PickleLimits{}, &error, false, &path);
+  auto no_frames = DecodeFrDumpPickle(bytes.data(), bytes.size(), PickleLimits{}, &error, false);
   ASSERT_TRUE(no_frames.has_value()) << error;
-  EXPECT_EQ(path, FrPickleDecodePath::kDirect);
   FrDump expected = SampleDump(GetParam());
   ASSERT_TRUE(expected.entries[0].frames.has_value());  // so that dropping them is seen
   for (FrEntry& e : expected.entries) e.frames.reset();
   EXPECT_EQ(*no_frames, expected);
 }
 
-TEST_P(FrPickleDecodeVersionTest, MemoLayoutsOfTorchAndCPythonTakeTheDirectPath) {
+TEST_P(FrPickleDecodeVersionTest, MemoLayoutsOfTorchAndCPythonMatch) {
   // Frames repeated across entries, as torch's dumper shares them, and (share_lists) the sizes
   // and dtypes lists shared too.
   PickleValue tree = SampleDumpTree(GetParam());
@@ -115,7 +105,7 @@ TEST_P(FrPickleDecodeVersionTest, MemoLayoutsOfTorchAndCPythonTakeTheDirectPath)
       const std::string what = "layout " + std::to_string(static_cast<int>(layout)) +
                                " share_lists " + std::to_string(share_lists);
       const std::string bytes = WriteMemoLayoutPickle(tree, layout, share_lists);
-      EXPECT_EQ(ExpectSameAsGeneric(bytes, what), FrPickleDecodePath::kDirect) << what;
+      ExpectSameAsTree(bytes, what);
       auto dump = DecodeFrDumpPickle(bytes.data(), bytes.size(), PickleLimits{}, nullptr);
       ASSERT_TRUE(dump.has_value()) << what;
       ASSERT_TRUE(dump->entries[1].frames.has_value()) << what;
@@ -131,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(Versions, FrPickleDecodeVersionTest,
                            return name;
                          });
 
-TEST(FrPickleDecodeTest, OddButValidDictsMatchTheGenericPath) {
+TEST(FrPickleDecodeTest, OddButValidDictsMatchTheTreePath) {
   // A repeated key counts with its last value (Python's dict), int keys and unknown keys are
   // ignored, JSON typing passes, and a dump without entries decodes.
   PickleValue tree = SampleDumpTree("2.10");
@@ -147,7 +137,7 @@ TEST(FrPickleDecodeTest, OddButValidDictsMatchTheGenericPath) {
   PickleValue* frame = &Key(Entry(&tree, 0), "frames")->AsList()->items[0];
   Set(frame, "line", 5, /*repeat=*/true);
   const std::string bytes = WritePickle(tree);
-  EXPECT_EQ(ExpectSameAsGeneric(bytes, "odd dicts"), FrPickleDecodePath::kDirect);
+  ExpectSameAsTree(bytes, "odd dicts");
   auto dump = DecodeFrDumpPickle(bytes.data(), bytes.size(), PickleLimits{}, nullptr);
   ASSERT_TRUE(dump.has_value());
   EXPECT_EQ(dump->version, "2.11");
@@ -159,10 +149,10 @@ TEST(FrPickleDecodeTest, OddButValidDictsMatchTheGenericPath) {
   PickleValue empty = SampleDumpTree("2.10");
   empty.AsDict()->items.pop_back();  // entries, written last
   ASSERT_EQ(Key(&empty, "entries"), nullptr);
-  EXPECT_EQ(ExpectSameAsGeneric(WritePickle(empty), "no entries"), FrPickleDecodePath::kDirect);
+  ExpectSameAsTree(WritePickle(empty), "no entries");
 }
 
-TEST(FrPickleDecodeTest, BadDumpsGetTheGenericPathsError) {
+TEST(FrPickleDecodeTest, BadDumpsGetTheTreePathsError) {
   struct Case {
     const char* what;
     void (*change)(PickleValue*);
@@ -202,7 +192,7 @@ TEST(FrPickleDecodeTest, BadDumpsGetTheGenericPathsError) {
     PickleValue tree = SampleDumpTree("2.10");
     c.change(&tree);
     const std::string bytes = WritePickle(tree);
-    EXPECT_EQ(ExpectSameAsGeneric(bytes, c.what), FrPickleDecodePath::kGeneric) << c.what;
+    ExpectSameAsTree(bytes, c.what);
     std::string error;
     EXPECT_FALSE(DecodeFrDumpPickle(bytes.data(), bytes.size(), PickleLimits{}, &error));
     EXPECT_FALSE(error.empty()) << c.what;
@@ -210,7 +200,7 @@ TEST(FrPickleDecodeTest, BadDumpsGetTheGenericPathsError) {
   }
 }
 
-TEST(FrPickleDecodeTest, EveryTruncationFailsAsTheGenericPathFails) {
+TEST(FrPickleDecodeTest, EveryTruncationFailsAsTheTreePathFails) {
   for (MemoLayout layout : {MemoLayout::kTorch, MemoLayout::kCPython}) {
     PickleValue tree = SampleDumpTree("2.10");
     Set(Entry(&tree, 1), "frames", *Key(Entry(&tree, 0), "frames"));
@@ -220,12 +210,12 @@ TEST(FrPickleDecodeTest, EveryTruncationFailsAsTheGenericPathFails) {
       std::string error;
       EXPECT_FALSE(DecodeFrDumpPickle(prefix.data(), prefix.size(), PickleLimits{}, &error)) << n;
       EXPECT_EQ(error.rfind("pickle: truncated input: ", 0), 0u) << n << ": " << error;
-      ExpectSameAsGeneric(prefix, "prefix of " + std::to_string(n) + " bytes");
+      ExpectSameAsTree(prefix, "prefix of " + std::to_string(n) + " bytes");
     }
   }
 }
 
-TEST(FrPickleDecodeTest, EveryChangedByteAgreesWithTheGenericPath) {
+TEST(FrPickleDecodeTest, EveryChangedByteAgreesWithTheTreePath) {
   PickleValue tree = SampleDumpTree("2.10");
   Set(Entry(&tree, 1), "frames", *Key(Entry(&tree, 0), "frames"));
   for (MemoLayout layout : {MemoLayout::kTorch, MemoLayout::kCPython}) {
@@ -234,18 +224,18 @@ TEST(FrPickleDecodeTest, EveryChangedByteAgreesWithTheGenericPath) {
       for (int value : {0x00, 0x01, 0xff, int{'('}, int{'e'}, int{'u'}, int{'h'}, int{']'}}) {
         std::string changed = bytes;
         changed[i] = static_cast<char>(value);
-        ExpectSameAsGeneric(changed, "byte " + std::to_string(i) + " = " + std::to_string(value));
+        ExpectSameAsTree(changed, "byte " + std::to_string(i) + " = " + std::to_string(value));
         if (::testing::Test::HasFailure()) return;
       }
     }
   }
 }
 
-TEST(FrPickleDecodeTest, LimitsAtTheirEdgeAgreeWithTheGenericPath) {
+TEST(FrPickleDecodeTest, LimitsAtTheirEdgeAgreeWithTheTreePath) {
   PickleValue tree = SampleDumpTree("2.10");
   Set(Entry(&tree, 1), "frames", *Key(Entry(&tree, 0), "frames"));
   const std::string bytes = WriteMemoLayoutPickle(tree, MemoLayout::kTorch, true);
-  // The smallest value of each limit the generic path accepts, then one below it, both ways.
+  // The smallest value of each limit the tree_dump path accepts, then one below it, both ways.
   auto edge = [&](auto set, size_t high) {
     size_t low = 0;
     while (low < high) {  // invariant: high is accepted
@@ -253,7 +243,7 @@ TEST(FrPickleDecodeTest, LimitsAtTheirEdgeAgreeWithTheGenericPath) {
       PickleLimits limits;
       set(&limits, mid);
       std::string error;
-      if (Generic(bytes, limits, &error)) {
+      if (ViaTree(bytes, limits, &error)) {
         high = mid;
       } else {
         low = mid + 1;
@@ -274,11 +264,7 @@ TEST(FrPickleDecodeTest, LimitsAtTheirEdgeAgreeWithTheGenericPath) {
     for (size_t v : {least, least - 1}) {
       PickleLimits limits;
       set(&limits, v);
-      const FrPickleDecodePath path =
-          ExpectSameAsGeneric(bytes, std::string(name) + " = " + std::to_string(v), limits);
-      if (v == least) {
-        EXPECT_EQ(path, FrPickleDecodePath::kDirect) << name;
-      }
+      ExpectSameAsTree(bytes, std::string(name) + " = " + std::to_string(v), limits);
     }
   }
 }
@@ -288,9 +274,7 @@ TEST(FrPickleDecodeTest, MarkWhoseValuesWereTakenIsRefused) {
   // stack. CPython refuses this too (its APPEND cannot reach below a MARK).
   const std::string bytes = testing::Bytes({0x80, 2, ']', 'K', 1, '(', 'a', 'e', '.'});
   std::string error;
-  FrPickleDecodePath path = FrPickleDecodePath::kDirect;
-  EXPECT_FALSE(DecodeFrDumpPickle(bytes.data(), bytes.size(), PickleLimits{}, &error, true, &path));
-  EXPECT_EQ(path, FrPickleDecodePath::kRefused);
+  EXPECT_FALSE(DecodeFrDumpPickle(bytes.data(), bytes.size(), PickleLimits{}, &error));
   EXPECT_EQ(error,
             "pickle: APPENDS after values below its MARK were taken (MARK at stack depth 2, stack "
             "now 1) at offset 7");
@@ -301,7 +285,7 @@ std::string ReadFile(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-TEST(FrPickleDecodeTest, CPythonPicklesOfADumpTakeTheDirectPath) {
+TEST(FrPickleDecodeTest, CPythonPicklesOfADumpMatch) {
   if (std::system("command -v python3 >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "python3 is not on PATH; the cross-check needs CPython";
   ncclscope::testing::TempDir dir;
@@ -323,7 +307,7 @@ TEST(FrPickleDecodeTest, CPythonPicklesOfADumpTakeTheDirectPath) {
     const std::string bytes = ReadFile(dir.path() + "/p" + std::to_string(protocol) + ".pkl");
     const std::string what = "protocol " + std::to_string(protocol);
     ASSERT_FALSE(bytes.empty()) << what;
-    EXPECT_EQ(ExpectSameAsGeneric(bytes, what), FrPickleDecodePath::kDirect) << what;
+    ExpectSameAsTree(bytes, what);
     auto dump = DecodeFrDumpPickle(bytes.data(), bytes.size(), PickleLimits{}, nullptr);
     ASSERT_TRUE(dump.has_value()) << what;
     EXPECT_EQ(*dump, expected) << what;
@@ -342,9 +326,9 @@ TEST(FrPickleDecodeTest, ManyEntriesInCPythonBatchesAndAWorkingMemoryReusedAcros
     entries.items.push_back(std::move(e));
   }
   const std::string big = WriteMemoLayoutPickle(tree, MemoLayout::kCPython, false);
-  EXPECT_EQ(ExpectSameAsGeneric(big, "2102 entries"), FrPickleDecodePath::kDirect);
+  ExpectSameAsTree(big, "2102 entries");
   const std::string small = WritePickle(SampleDumpTree("2.4"));
-  EXPECT_EQ(ExpectSameAsGeneric(small, "small after big"), FrPickleDecodePath::kDirect);
+  ExpectSameAsTree(small, "small after big");
 }
 
 }  // namespace

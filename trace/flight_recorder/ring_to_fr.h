@@ -53,8 +53,8 @@
 #include <string>
 #include <vector>
 
-#include "exporters/flight_recorder/fr_groups.h"
 #include "trace/flight_recorder/fr_dump.h"
+#include "trace/flight_recorder/fr_groups.h"
 #include "trace/trace_set.h"
 
 namespace ncclscope::exporters::fr {

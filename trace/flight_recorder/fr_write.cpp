@@ -1,4 +1,4 @@
-#include "exporters/flight_recorder/fr_write.h"
+#include "trace/flight_recorder/fr_write.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

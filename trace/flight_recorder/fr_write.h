@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "exporters/flight_recorder/ring_to_fr.h"
+#include "trace/flight_recorder/ring_to_fr.h"
 
 namespace ncclscope::exporters::fr {
 

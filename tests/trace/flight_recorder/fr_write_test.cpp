@@ -9,10 +9,10 @@
 #include <iterator>
 #include <string>
 
-#include "exporters/flight_recorder/fr_write.h"
 #include "tests/hang_detector/job_builder.h"
 #include "tests/trace/temp_dir.h"
 #include "trace/flight_recorder/fr_json.h"
+#include "trace/flight_recorder/fr_write.h"
 #include "trace/flight_recorder/pickle_reader.h"
 
 namespace ncclscope::exporters::fr {

@@ -1,4 +1,4 @@
-#include "exporters/flight_recorder/fr_groups.h"
+#include "trace/flight_recorder/fr_groups.h"
 
 #include <algorithm>
 #include <tuple>

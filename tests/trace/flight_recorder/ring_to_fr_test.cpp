@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "exporters/flight_recorder/ring_to_fr.h"
 #include "tests/hang_detector/job_builder.h"
+#include "trace/flight_recorder/ring_to_fr.h"
 
 namespace ncclscope::exporters::fr {
 namespace {

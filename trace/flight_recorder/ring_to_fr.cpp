@@ -1,4 +1,4 @@
-#include "exporters/flight_recorder/ring_to_fr.h"
+#include "trace/flight_recorder/ring_to_fr.h"
 
 #include <algorithm>
 #include <cstdint>
