@@ -1,8 +1,9 @@
 // The watchdog's reader of its trace directory across the looks of one incident. A stuck job's
 // rings barely move: between two looks (2 s or more apart) their records stay as they were except
 // for completion stamps and the exit of calls still inside, and their headers only gain
-// heartbeats. So the compacted files (hang_detector/rank_file.h, about 48 bytes a record) are kept
-// between looks, and a file is read and compacted again only when something it holds changed:
+// heartbeats. So the compacted files (hang_detector/ingest/rank_file.h, about 48 bytes a record)
+// are kept between looks, and a file is read and compacted again only when something it holds
+// changed:
 //
 // - a cached file is checked by reading its header, its communicator table and only the records
 //   from the oldest one that may still change (pending a completion, or inside a call) on;

@@ -20,7 +20,6 @@ namespace {
 
 namespace nc = collectives;
 
-constexpr int kUnusableInput = 3;
 // NCCLSCOPE_ACCEL_BUFFER's default (plugin/config_table.h): what a job that does not set it plans
 // with.
 constexpr size_t kDefaultBufferBytes = size_t{16} << 20;

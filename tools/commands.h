@@ -10,6 +10,9 @@
 
 namespace ncclscope::tools {
 
+// Every command's exit status for input it cannot use (a missing directory, a hostile file).
+inline constexpr int kUnusableInput = 3;
+
 // after_double_dash: the words after the first "--" of the command line, which main keeps away from
 // CLI11 so that a command's own options are never parsed as ours.
 void RegisterRunCommand(CLI::App& app, const std::vector<std::string>& after_double_dash,

@@ -19,8 +19,6 @@
 namespace ncclscope::tools {
 namespace {
 
-constexpr int kUnusable = 3;
-
 struct FrExportArgs {
   std::string dir;
   std::string out;
@@ -31,22 +29,23 @@ struct FrExportArgs {
   std::string job;
 };
 
-int Fail(const std::string& message) {
+int FailFrExport(const std::string& message) {
   std::cerr << "ncclscope fr-export: " << message << "\n";
-  return kUnusable;
+  return kUnusableInput;
 }
 
 int Run(const FrExportArgs& o) {
   const auto version = flight_recorder::ParseFrVersion(o.version);
   if (!version || version->major != 2 || *version < flight_recorder::fr_versions::kOldest) {
-    return Fail("--version '" + o.version + "': a Flight Recorder dump version 2.2 or later (2.x)");
+    return FailFrExport("--version '" + o.version +
+                        "': a Flight Recorder dump version 2.2 or later (2.x)");
   }
   if (!exporters::fr::IsValidFrPrefix(o.prefix)) {
-    return Fail("--prefix '" + o.prefix + "': a file-name start without '/'");
+    return FailFrExport("--prefix '" + o.prefix + "': a file-name start without '/'");
   }
   trace::TraceSet set;
   std::string error;
-  if (!trace::ReadTraceDir(o.dir, &set, &error)) return Fail(error);
+  if (!trace::ReadTraceDir(o.dir, &set, &error)) return FailFrExport(error);
   for (const std::string& e : set.errors) std::cerr << "ncclscope fr-export: " << e << "\n";
   std::vector<const trace::RingInfo*> infos;
   for (const trace::RingSnapshot& f : set.files) infos.push_back(&f);
@@ -56,8 +55,8 @@ int Run(const FrExportArgs& o) {
     if (choice.keep[i] != 0) files.push_back(&set.files[i]);
   }
   if (files.empty()) {
-    return Fail(o.dir + ": no readable ring file" +
-                (o.job.empty() ? std::string() : " of job '" + o.job + "'"));
+    return FailFrExport(o.dir + ": no readable ring file" +
+                        (o.job.empty() ? std::string() : " of job '" + o.job + "'"));
   }
   if (const std::string note = choice.Note(); !note.empty()) {
     std::cerr << "ncclscope fr-export: " << note << "\n";
@@ -68,13 +67,13 @@ int Run(const FrExportArgs& o) {
   options.buffer_size = o.buffer_size;
   const exporters::fr::FrJobDumps dumps = exporters::fr::DumpsOfJob(files, options);
   for (const std::string& n : dumps.notes) std::cerr << "ncclscope fr-export: " << n << "\n";
-  if (dumps.ranks.empty()) return Fail(o.dir + ": no ring file names its global rank");
+  if (dumps.ranks.empty()) return FailFrExport(o.dir + ": no ring file names its global rank");
 
   const auto format =
       o.format == "json" ? exporters::fr::FrFormat::kJson : exporters::fr::FrFormat::kPickle;
   std::vector<std::string> written;
   if (!exporters::fr::WriteFrDumps(dumps.ranks, o.out, o.prefix, format, &written, &error)) {
-    return Fail(error);
+    return FailFrExport(error);
   }
   size_t entries = 0;
   for (const auto& d : dumps.ranks) entries += d.dump.entries.size();

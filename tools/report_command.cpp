@@ -24,8 +24,6 @@ namespace {
 
 namespace hd = hang_detector;
 
-constexpr int kUnusable = 3;
-
 struct ReportCliOptions {
   std::vector<std::string> dirs;
   std::string output;
@@ -35,21 +33,21 @@ struct ReportCliOptions {
 int Run(const ReportCliOptions& o) {
   if (std::string unusable; !ReadableDirsOnce(o.dirs, &unusable)) {
     std::cerr << "ncclscope report: " << unusable << "\n";
-    return kUnusable;
+    return kUnusableInput;
   }
   const std::string dirs = NameDirs(o.dirs);
   std::string error;
   std::optional<exporters::JobInput> input = exporters::OpenJobInput(o.dirs, o.job, &error);
   if (!input) {
     std::cerr << "ncclscope report: " << error << "\n";
-    return kUnusable;
+    return kUnusableInput;
   }
   for (const std::string& note : input->notes) std::cerr << "ncclscope report: " << note << "\n";
   const std::optional<hd::JobIndex> index =
       exporters::IndexJobInput(*input, o.dirs, o.job, 2, &error);
   if (!index) {
     std::cerr << "ncclscope report: " << error << "\n";
-    return kUnusable;
+    return kUnusableInput;
   }
   const auto probe = hd::MakeLinuxProcessProbe();
   hd::AnalyzeOptions analyze;
@@ -63,7 +61,7 @@ int Run(const ReportCliOptions& o) {
   exporters::CostTable costs;
   if (!exporters::BuildCostTable(source, &costs, &error)) {
     std::cerr << "ncclscope report: " << dirs << ": " << error << "\n";
-    return kUnusable;
+    return kUnusableInput;
   }
   exporters::report::ReportInputs inputs;
   inputs.dir = dirs;
@@ -73,7 +71,7 @@ int Run(const ReportCliOptions& o) {
   inputs.generated_ns = trace::RealtimeNs();
   if (!exporters::report::WriteReport(source, inputs, o.output, &error)) {
     std::cerr << "ncclscope report: " << dirs << ": " << error << "\n";
-    return kUnusable;
+    return kUnusableInput;
   }
   std::cout << o.output << ": " << hd::StageName(analysis) << ", " << analysis.verdicts.size()
             << " verdict(s), " << costs.rows.size() << " cost rows, " << costs.ranks.size()

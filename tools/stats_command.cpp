@@ -28,8 +28,6 @@ using exporters::CostRow;
 using exporters::CostTable;
 using exporters::RankRow;
 
-constexpr int kUnusable = 3;
-
 struct StatsOptions {
   std::vector<std::string> dirs;
   bool json = false;
@@ -168,20 +166,20 @@ void PrintCsv(const CostTable& t) {
 int Run(const StatsOptions& o) {
   if (std::string unusable; !ReadableDirsOnce(o.dirs, &unusable)) {
     std::cerr << "ncclscope stats: " << unusable << "\n";
-    return kUnusable;
+    return kUnusableInput;
   }
   const std::string dirs = NameDirs(o.dirs);
   std::string error;
   std::optional<exporters::JobInput> input = exporters::OpenJobInput(o.dirs, o.job, &error);
   if (!input) {
     std::cerr << "ncclscope stats: " << error << "\n";
-    return kUnusable;
+    return kUnusableInput;
   }
   for (const std::string& note : input->notes) std::cerr << "ncclscope stats: " << note << "\n";
   CostTable t;
   if (!exporters::BuildCostTable(*input->source, &t, &error)) {
     std::cerr << "ncclscope stats: " << dirs << ": " << error << "\n";
-    return kUnusable;
+    return kUnusableInput;
   }
   for (const std::string& e : t.errors) std::cerr << "ncclscope stats: " << e << "\n";
   for (const std::string& n : input->source->Notes()) std::cerr << "ncclscope stats: " << n << "\n";
@@ -190,7 +188,7 @@ int Run(const StatsOptions& o) {
               << (input->fr != nullptr ? ": no readable Flight Recorder dump in it\n"
                                        : ": no readable ring file (*.ring) in it, nor a "
                                          "Flight Recorder dump\n");
-    return kUnusable;
+    return kUnusableInput;
   }
   if (o.json) {
     PrintJson(t);

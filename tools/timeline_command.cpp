@@ -31,7 +31,6 @@ namespace tl = exporters::timeline;
 namespace hd = hang_detector;
 
 constexpr int kBadOptions = 2;
-constexpr int kUnusable = 3;
 
 struct TimelineCliOptions {
   std::vector<std::string> dirs;
@@ -87,7 +86,7 @@ int Around(const TimelineCliOptions& o, const hd::Analysis* analysis,
     }
     std::cerr << "ncclscope timeline: --around verdict: no verdict names an operation of "
               << NameDirs(o.dirs) << "\n";
-    return kUnusable;
+    return kUnusableInput;
   }
   uint64_t seq = 0;
   const auto r = std::from_chars(o.around.data(), o.around.data() + o.around.size(), seq);
@@ -108,7 +107,7 @@ int Around(const TimelineCliOptions& o, const hd::Analysis* analysis,
 int Run(const TimelineCliOptions& o) {
   if (std::string unusable; !ReadableDirsOnce(o.dirs, &unusable)) {
     std::cerr << "ncclscope timeline: " << unusable << "\n";
-    return kUnusable;
+    return kUnusableInput;
   }
   const std::string dirs = NameDirs(o.dirs);
   tl::TimelineOptions options;
@@ -127,7 +126,7 @@ int Run(const TimelineCliOptions& o) {
   std::optional<exporters::JobInput> input = exporters::OpenJobInput(o.dirs, o.job, &error);
   if (!input) {
     std::cerr << "ncclscope timeline: " << error << "\n";
-    return kUnusable;
+    return kUnusableInput;
   }
   for (const std::string& note : input->notes) std::cerr << "ncclscope timeline: " << note << "\n";
   std::optional<hd::Analysis> analysis;
@@ -143,21 +142,21 @@ int Run(const TimelineCliOptions& o) {
     auto w = std::make_unique<tl::PerfettoWriter>();
     if (!w->Open(o.output, &error)) {
       std::cerr << "ncclscope timeline: " << error << "\n";
-      return kUnusable;
+      return kUnusableInput;
     }
     sink = std::move(w);
   } else {
     auto w = std::make_unique<tl::ChromeJsonWriter>();
     if (!w->Open(o.output, &error)) {
       std::cerr << "ncclscope timeline: " << error << "\n";
-      return kUnusable;
+      return kUnusableInput;
     }
     sink = std::move(w);
   }
   tl::TimelineSummary summary;
   if (!tl::WriteTimeline(*input->source, options, sink.get(), &summary, &error)) {
     std::cerr << "ncclscope timeline: " << dirs << ": " << error << "\n";
-    return kUnusable;
+    return kUnusableInput;
   }
   for (const std::string& e : summary.errors) std::cerr << "ncclscope timeline: " << e << "\n";
   for (const std::string& n : input->source->Notes()) {

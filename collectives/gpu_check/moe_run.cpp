@@ -19,10 +19,6 @@ namespace {
 
 namespace nc = collectives;
 
-size_t Row(const ncclscope_moe_plan& p) {
-  return static_cast<size_t>(p.row_bytes);
-}
-
 // Empty, or the first rank whose kernel stalled in a healthy run.
 std::string Stalled(const LaunchOutcome& out) {
   for (const nc::KernelStall& k : out.stalls) {
@@ -70,7 +66,7 @@ void Timed(const LaunchOutcome& out, CaseResult* result) {
 void Corrupt(std::vector<MoeRankOutput>& got, const ncclscope_moe_plan& p) {
   for (MoeRankOutput& o : got) {
     if (ReceivedRows(o) == 0 || o.recv_x.empty()) continue;
-    o.recv_x[Row(p) / 2] ^= 0x01;
+    o.recv_x[static_cast<size_t>(p.row_bytes) / 2] ^= 0x01;
     return;
   }
 }
@@ -83,7 +79,7 @@ bool RunCombine(MoeCaseRun& x, MoeTwinRanks& twin, int rep, uint32_t epoch,
   OnEveryRank(n, [&](int r) {
     const MoeRankOutput& w = want[static_cast<size_t>(r)];
     auto& e = expert_out[static_cast<size_t>(r)];
-    e.resize(static_cast<size_t>(ReceivedRows(w)) * Row(x.plan));
+    e.resize(static_cast<size_t>(ReceivedRows(w)) * static_cast<size_t>(x.plan.row_bytes));
     ApplyExperts(x.plan, w.recv_x.data(), w.recv_counts.data(), e.data());
   });
   std::string wrong = UploadExpertRows(x, expert_out);

@@ -13,8 +13,8 @@ namespace {
 
 using trace::OpType;
 
-constexpr int32_t kNcclSuccess = 0;
-constexpr int32_t kNcclInProgress = 7;
+constexpr int32_t kResultSuccess = 0;
+constexpr int32_t kResultInProgress = 7;
 
 bool IsCreation(OpType op) {
   return op == OpType::kCommInitRank || op == OpType::kCommInitRankConfig ||
@@ -28,7 +28,7 @@ bool IsCreation(OpType op) {
 bool MayWait(const RankFile& f, uint32_t pos) {
   const int32_t result = f.ShapeAt(pos).result;
   if (result == trace::kResultInCall) return true;
-  if (result != kNcclSuccess && result != kNcclInProgress) return false;  // failed: never waits
+  if (result != kResultSuccess && result != kResultInProgress) return false;  // failed: never waits
   const int64_t done = f.ops[pos].t_device_done_ns;
   if (done > 0) return false;
   return trace::IsPending(done) || static_cast<int64_t>(pos) > f.last_completed_pos;

@@ -10,7 +10,7 @@ namespace {
 
 using trace::OpType;
 
-bool IsInit(OpType op) {
+bool IsInitCall(OpType op) {
   return op == OpType::kCommInitRank || op == OpType::kCommInitRankConfig ||
          op == OpType::kCommInitRankScalable || op == OpType::kCommSplit ||
          op == OpType::kCommShrink;
@@ -26,7 +26,7 @@ OpShape ShapeOf(const trace::RecordData& r) {
   s.peer = r.peer;
   s.result = r.result;
   const auto op = static_cast<OpType>(r.op);
-  if (trace::IsCollective(op) || trace::IsP2P(op) || IsInit(op)) {
+  if (trace::IsCollective(op) || trace::IsP2P(op) || IsInitCall(op)) {
     s.count = r.count;
     s.aux = r.aux;
   }
