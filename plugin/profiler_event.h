@@ -57,6 +57,50 @@ struct Event {
   int step = 0;
 };
 
+// The event types every table version describes alike (Coll, P2p, KernelCh, ProxyOp, ProxyStep:
+// the same members under the same names in the v4 and v5 descriptors) into *e. False for another
+// type, which the version's own adapter reads.
+template <typename Descr>
+bool ReadSharedKinds(const Descr& d, Event* e) noexcept {
+  switch (d.type) {
+    case prof_abi::kColl:
+      e->kind = Event::kColl;
+      e->func = d.coll.func;
+      e->count = d.coll.count;
+      e->datatype = d.coll.datatype;
+      e->root = d.coll.root;
+      e->send_buff = d.coll.sendBuff;
+      e->recv_buff = d.coll.recvBuff;
+      e->nccl_seq = d.coll.seqNumber;
+      e->channels = d.coll.nChannels;
+      return true;
+    case prof_abi::kP2p:
+      e->kind = Event::kP2p;
+      e->func = d.p2p.func;
+      e->count = d.p2p.count;
+      e->datatype = d.p2p.datatype;
+      e->send_buff = d.p2p.buff;
+      e->peer = d.p2p.peer;
+      e->channels = d.p2p.nChannels;
+      return true;
+    case prof_abi::kKernelCh:
+      e->kind = Event::kKernelCh;
+      e->channel = d.kernelCh.channelId;
+      e->gpu_ns = d.kernelCh.pTimer;
+      return true;
+    case prof_abi::kProxyOp:
+      e->kind = Event::kProxyOp;
+      e->proxy_op = &d.proxyOp;
+      return true;
+    case prof_abi::kProxyStep:
+      e->kind = Event::kProxyStep;
+      e->step = d.proxyStep.step;
+      return true;
+    default:
+      return false;
+  }
+}
+
 // The one event path behind every table's startEvent (profiler_plugin.cpp). Thread-safe as NCCL
 // calls it; noexcept, lock-free, allocation-free. *handle is set (null for events we do not
 // follow) whenever handle is not null.

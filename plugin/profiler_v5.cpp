@@ -37,40 +37,8 @@ Event FromV5(const EventDescrV5& d) noexcept {
       e.stream = d.p2pApi.stream;
       e.graph_captured = d.p2pApi.graphCaptured;
       break;
-    case prof_abi::kColl:
-      e.kind = Event::kColl;
-      e.func = d.coll.func;
-      e.count = d.coll.count;
-      e.datatype = d.coll.datatype;
-      e.root = d.coll.root;
-      e.send_buff = d.coll.sendBuff;
-      e.recv_buff = d.coll.recvBuff;
-      e.nccl_seq = d.coll.seqNumber;
-      e.channels = d.coll.nChannels;
-      break;
-    case prof_abi::kP2p:
-      e.kind = Event::kP2p;
-      e.func = d.p2p.func;
-      e.count = d.p2p.count;
-      e.datatype = d.p2p.datatype;
-      e.send_buff = d.p2p.buff;
-      e.peer = d.p2p.peer;
-      e.channels = d.p2p.nChannels;
-      break;
-    case prof_abi::kKernelCh:
-      e.kind = Event::kKernelCh;
-      e.channel = d.kernelCh.channelId;
-      e.gpu_ns = d.kernelCh.pTimer;
-      break;
-    case prof_abi::kProxyOp:
-      e.kind = Event::kProxyOp;
-      e.proxy_op = &d.proxyOp;
-      break;
-    case prof_abi::kProxyStep:
-      e.kind = Event::kProxyStep;
-      e.step = d.proxyStep.step;
-      break;
     default:
+      ReadSharedKinds(d, &e);  // the rest, or an event type we do not follow
       break;
   }
   return e;
