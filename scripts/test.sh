@@ -2,7 +2,7 @@
 # Builds and runs every test: the full suite with warnings as errors, then the unit tests under
 # AddressSanitizer + UndefinedBehaviorSanitizer and the concurrency tests under ThreadSanitizer,
 # then lint. Ends with a table of each stage's wall time (also when a stage fails), so the cost of
-# CI (.ci/run, budget 35 min on 2 cores) can be watched as the suite grows.
+# CI (.ci/run, budget 30 min on 2 cores) can be watched as the suite grows.
 # Usage: scripts/test.sh [--quick]   (--quick: only the main build and its tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
