@@ -67,8 +67,9 @@ configure_and_build build ""
 begin_stage "main: every test"
 # Most end-to-end tests wait: on a hung job's launcher timeout, on a watchdog's confirmation. So
 # ctest gets four slots per core; a test that keeps cores busy claims several (its PROCESSORS
-# property: 2 for an e2e job, 4 for a fuzz run or a straggler scenario), and the 32-rank jobs
-# run alone (RUN_SERIAL).
+# property: 2 for an e2e job, 4 for a straggler scenario), and the 32-rank jobs run alone
+# (RUN_SERIAL). A fuzz run takes one slot: in the sanitizer stage (one slot per core) more would
+# keep the other unit tests waiting behind it.
 ctest --test-dir build --output-on-failure -j"$((jobs * 4))"
 if [ "${1:-}" = "--quick" ]; then
   exit 0
