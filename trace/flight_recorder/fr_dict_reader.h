@@ -8,6 +8,7 @@
 #include <charconv>
 #include <climits>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
