@@ -17,8 +17,8 @@
 #include <optional>
 #include <thread>
 
-#include "exporters/digest_job.h"
-#include "exporters/job_input.h"
+#include "exporters/multinode/digest_job.h"
+#include "exporters/sources/job_input.h"
 #include "hang_detector/decision/correlator.h"
 #include "hang_detector/incident/incident_files.h"
 #include "hang_detector/verdicts/verdict_json.h"

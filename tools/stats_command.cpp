@@ -13,9 +13,9 @@
 #include <optional>
 #include <string>
 
-#include "exporters/cost_table.h"
-#include "exporters/job_input.h"
-#include "exporters/size_classes.h"
+#include "exporters/measures/size_classes.h"
+#include "exporters/sources/job_input.h"
+#include "exporters/stats/cost_table.h"
 #include "hang_detector/verdicts/json_writer.h"
 #include "tools/commands.h"
 #include "tools/trace_dirs.h"

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "exporters/digest_codec.h"
-#include "exporters/digest_job.h"
-#include "exporters/source_clashes.h"
+#include "exporters/multinode/digest_codec.h"
+#include "exporters/multinode/digest_job.h"
+#include "exporters/multinode/source_clashes.h"
 #include "hang_detector/decision/correlator.h"
 #include "tests/hang_detector/job_builder.h"
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "exporters/peer_sources.h"
-#include "exporters/slurm_hostlist.h"
+#include "exporters/multinode/peer_sources.h"
+#include "exporters/multinode/slurm_hostlist.h"
 
 namespace {
 
