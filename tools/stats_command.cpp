@@ -1,7 +1,7 @@
 // `ncclscope stats DIR [--json | --csv] [--job ID]`: what each collective cost, per communicator
 // (named by its members: `tp (ranks 2,3)`) x operation x message-size class (calls, time
 // p50/p90/p99, nccl-tests' algBw and busBw, the slowest rank and its lateness), then one line per
-// rank (exporters/cost_table.h).
+// rank (exporters/stats/cost_table.h).
 // Exit code: 0, or 3 when there is nothing to read (no directory, no readable ring file).
 
 #include <fmt/format.h>

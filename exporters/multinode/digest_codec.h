@@ -1,6 +1,6 @@
-// The node digest on the wire (exporters/digest.proto, docs/digest.md): the RankFiles of one node's
-// ranks encoded, and decoded back into RankFiles of another host whose times are shifted onto that
-// host's clock. Pure functions over their arguments: thread-safe.
+// The node digest on the wire (exporters/multinode/digest.proto, docs/digest.md): the RankFiles of
+// one node's ranks encoded, and decoded back into RankFiles of another host whose times are shifted
+// onto that host's clock. Pure functions over their arguments: thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
-// Decoding side of the digest codec (exporters/digest_codec.h): every count and index of the bytes
-// is checked before it is used, so a corrupt or hostile digest is an error naming its source.
+// Decoding side of the digest codec (exporters/multinode/digest_codec.h): every count and index of
+// the bytes is checked before it is used, so a corrupt or hostile digest is an error naming its
+// source.
 #include <algorithm>
 #include <cstring>
 #include <map>

@@ -1,4 +1,4 @@
-// Encoding side of the digest codec (exporters/digest_codec.h).
+// Encoding side of the digest codec (exporters/multinode/digest_codec.h).
 #include <set>
 #include <string>
 #include <vector>

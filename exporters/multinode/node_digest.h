@@ -1,7 +1,7 @@
 // This node's digest (docs/digest.md): every ring file of a source read with the compact reader,
 // cut to its frontier (hang_detector/ingest/rank_digest.h), each writer's process checked by this
-// host's probe, encoded (exporters/digest_codec.h). Served on GET /digest by the exporter, written
-// to a file by `ncclscope digest`.
+// host's probe, encoded (exporters/multinode/digest_codec.h). Served on GET /digest by the
+// exporter, written to a file by `ncclscope digest`.
 #pragma once
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// `ncclscope stats`' table (exporters/cost_table.h): nccl-tests' bandwidth formulas, exact
+// `ncclscope stats`' table (exporters/stats/cost_table.h): nccl-tests' bandwidth formulas, exact
 // quantiles and lateness on a synthetic job, and agreement with the exporter's /metrics for the
 // same records.
 #include <gtest/gtest.h>
