@@ -10,9 +10,9 @@
 //              loopback port (bench/loopback_http.h) until SIGINT/SIGTERM; the ports go to a
 //              hostfile, written once everything listens.
 //   correlate  the correlating instance: every cycle fetches the hostfile's digests in parallel
-//              (exporters/digest_fetch.h), decodes them, indexes them (JobIndex::FromFiles) and
-//              runs the correlator, timing each part; checks that the headline names the culprit
-//              (exit 1 when it does not) and prints the peak RSS.
+//              (exporters/multinode/digest_fetch.h), decodes them, indexes them
+//              (JobIndex::FromFiles) and runs the correlator, timing each part; checks that the
+//              headline names the culprit (exit 1 when it does not) and prints the peak RSS.
 //
 // Usage: digest_scale_bench node [--ring N] [--records N] [--builds N] [--dir DIR]
 //        digest_scale_bench serve --hostfile PATH [--records N] [--ring N] [--culprit R]
@@ -37,10 +37,10 @@
 
 #include "bench/loopback_http.h"
 #include "bench/synth_node.h"
-#include "exporters/digest_codec.h"
-#include "exporters/digest_fetch.h"
-#include "exporters/node_digest.h"
-#include "exporters/ring_source.h"
+#include "exporters/multinode/digest_codec.h"
+#include "exporters/multinode/digest_fetch.h"
+#include "exporters/multinode/node_digest.h"
+#include "exporters/sources/ring_source.h"
 #include "hang_detector/decision/correlator.h"
 #include "hang_detector/verdicts/verdict_text.h"
 #include "trace/clock.h"

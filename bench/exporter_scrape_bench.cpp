@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "exporters/http_endpoint.h"
-#include "exporters/metric_families.h"
-#include "exporters/metrics_collectable.h"
-#include "exporters/node_aggregator.h"
-#include "exporters/ring_source.h"
+#include "exporters/prometheus/http_endpoint.h"
+#include "exporters/prometheus/metric_families.h"
+#include "exporters/prometheus/metrics_collectable.h"
+#include "exporters/prometheus/node_aggregator.h"
+#include "exporters/sources/ring_source.h"
 #include "trace/clock.h"
 #include "trace/ring_writer.h"
 

@@ -12,8 +12,9 @@
 // lock after the parent died. The child's copy is closed right after fork (pthread_atfork), so the
 // lock stays the parent's alone. Not thread-safe: one watchdog thread owns a NodeLock.
 //
-// The exporters choose their job's correlator another way (exporters/peer_election.h): why the
-// two cannot be one mechanism, and what each guarantees, is docs/design.md, "Why two elections".
+// The exporters choose their job's correlator another way (exporters/multinode/peer_election.h):
+// why the two cannot be one mechanism, and what each guarantees, is docs/design.md, "Why two
+// elections".
 #pragma once
 
 #include <string>

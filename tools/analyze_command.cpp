@@ -17,8 +17,8 @@
 #include <optional>
 #include <thread>
 
-#include "exporters/digest_job.h"
-#include "exporters/job_input.h"
+#include "exporters/multinode/digest_job.h"
+#include "exporters/sources/job_input.h"
 #include "hang_detector/decision/correlator.h"
 #include "hang_detector/incident/incident_files.h"
 #include "hang_detector/verdicts/verdict_json.h"
@@ -96,7 +96,7 @@ void Print(const AnalyzeCliOptions& o, const hd::Analysis& a, int indent, bool f
 // Streams the directories into the compact index (JobIndex::FromDirs): a 4096-rank job never has
 // all its full records in memory at once.
 // A directory of PyTorch Flight Recorder dumps (no ring file in it) is read the same way, as a
-// post-mortem (exporters/job_input.h).
+// post-mortem (exporters/sources/job_input.h).
 int Analyze(const AnalyzeCliOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   std::string error;

@@ -9,11 +9,11 @@
 #include <iostream>
 #include <memory>
 
-#include "exporters/digest_codec.h"
-#include "exporters/digest_fetch.h"
-#include "exporters/digest_file.h"
-#include "exporters/node_digest.h"
-#include "exporters/ring_source.h"
+#include "exporters/multinode/digest_codec.h"
+#include "exporters/multinode/digest_fetch.h"
+#include "exporters/multinode/digest_file.h"
+#include "exporters/multinode/node_digest.h"
+#include "exporters/sources/ring_source.h"
 #include "tools/commands.h"
 #include "trace/clock.h"
 #include "trace/ring_reader.h"

@@ -5,7 +5,7 @@
 #include <iostream>
 #include <memory>
 
-#include "exporters/exporter.h"
+#include "exporters/prometheus/exporter.h"
 #include "tools/commands.h"
 
 namespace ncclscope::tools {

@@ -8,10 +8,10 @@
 #include <optional>
 #include <string>
 
-#include "exporters/cost_table.h"
-#include "exporters/job_input.h"
 #include "exporters/report/report_builder.h"
-#include "exporters/ring_source.h"
+#include "exporters/sources/job_input.h"
+#include "exporters/sources/ring_source.h"
+#include "exporters/stats/cost_table.h"
 #include "hang_detector/decision/correlator.h"
 #include "hang_detector/ingest/job_index.h"
 #include "hang_detector/ingest/process_probe.h"

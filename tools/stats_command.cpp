@@ -1,7 +1,7 @@
 // `ncclscope stats DIR [--json | --csv] [--job ID]`: what each collective cost, per communicator
 // (named by its members: `tp (ranks 2,3)`) x operation x message-size class (calls, time
 // p50/p90/p99, nccl-tests' algBw and busBw, the slowest rank and its lateness), then one line per
-// rank (exporters/cost_table.h).
+// rank (exporters/stats/cost_table.h).
 // Exit code: 0, or 3 when there is nothing to read (no directory, no readable ring file).
 
 #include <fmt/format.h>
@@ -13,9 +13,9 @@
 #include <optional>
 #include <string>
 
-#include "exporters/cost_table.h"
-#include "exporters/job_input.h"
-#include "exporters/size_classes.h"
+#include "exporters/measures/size_classes.h"
+#include "exporters/sources/job_input.h"
+#include "exporters/stats/cost_table.h"
 #include "hang_detector/verdicts/json_writer.h"
 #include "tools/commands.h"
 #include "tools/trace_dirs.h"

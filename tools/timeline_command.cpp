@@ -12,8 +12,8 @@
 #include <optional>
 #include <string>
 
-#include "exporters/job_input.h"
-#include "exporters/ring_source.h"
+#include "exporters/sources/job_input.h"
+#include "exporters/sources/ring_source.h"
 #include "exporters/timeline/chrome_json_writer.h"
 #include "exporters/timeline/perfetto_writer.h"
 #include "exporters/timeline/timeline_builder.h"

@@ -8,9 +8,9 @@
 #include <map>
 #include <set>
 
+#include "exporters/measures/size_classes.h"
 #include "exporters/report/html.h"
 #include "exporters/report/svg_timeline.h"
-#include "exporters/size_classes.h"
 #include "exporters/timeline/output_file.h"
 #include "exporters/timeline/timeline_builder.h"
 #include "hang_detector/verdicts/verdict_text.h"

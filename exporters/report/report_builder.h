@@ -9,8 +9,8 @@
 
 #include <string>
 
-#include "exporters/cost_table.h"
-#include "exporters/ring_source.h"
+#include "exporters/sources/ring_source.h"
+#include "exporters/stats/cost_table.h"
 #include "hang_detector/verdicts/verdict.h"
 
 namespace ncclscope::exporters::report {

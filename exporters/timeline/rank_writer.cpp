@@ -7,7 +7,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "exporters/operation_size.h"
+#include "exporters/measures/operation_size.h"
 #include "trace/nccl_names.h"
 
 namespace ncclscope::exporters::timeline {

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "exporters/operation_size.h"
+#include "exporters/measures/operation_size.h"
 #include "exporters/timeline/clock_bound.h"
 #include "exporters/timeline/rank_records.h"
 #include "exporters/timeline/rank_writer.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "exporters/ring_source.h"
+#include "exporters/sources/ring_source.h"
 #include "exporters/timeline/timeline_options.h"
 #include "exporters/timeline/timeline_sink.h"
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "exporters/node_aggregator.h"
+#include "exporters/prometheus/node_aggregator.h"
 #include "tests/exporters/scrape_text.h"
 #include "tests/exporters/snapshot_source.h"
 #include "tests/hang_detector/job_builder.h"

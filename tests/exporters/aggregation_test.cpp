@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "exporters/file_tail.h"
-#include "exporters/node_aggregator.h"
-#include "exporters/verdict_stages.h"
+#include "exporters/prometheus/node_aggregator.h"
+#include "exporters/prometheus/verdict_stages.h"
+#include "exporters/sources/file_tail.h"
 #include "hang_detector/decision/correlator.h"
 #include "tests/exporters/scrape_text.h"
 #include "tests/exporters/snapshot_source.h"

@@ -1,7 +1,7 @@
 // Arrival lateness as the exporter computes it between scrapes: completions arrive file by file, in
 // any order of sequence numbers and across several scrapes, and the answer depends only on which
 // collectives are complete, never on the order they were reported in.
-#include "exporters/arrival_lateness.h"
+#include "exporters/measures/arrival_lateness.h"
 
 #include <gtest/gtest.h>
 

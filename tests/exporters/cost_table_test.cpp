@@ -1,4 +1,4 @@
-// `ncclscope stats`' table (exporters/cost_table.h): nccl-tests' bandwidth formulas, exact
+// `ncclscope stats`' table (exporters/stats/cost_table.h): nccl-tests' bandwidth formulas, exact
 // quantiles and lateness on a synthetic job, and agreement with the exporter's /metrics for the
 // same records.
 #include <gtest/gtest.h>
@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "exporters/cost_table.h"
-#include "exporters/node_aggregator.h"
-#include "exporters/operation_size.h"
-#include "exporters/size_classes.h"
+#include "exporters/measures/operation_size.h"
+#include "exporters/measures/size_classes.h"
+#include "exporters/prometheus/node_aggregator.h"
+#include "exporters/stats/cost_table.h"
 #include "tests/exporters/scrape_text.h"
 #include "tests/exporters/snapshot_source.h"
 #include "tests/hang_detector/job_builder.h"

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "exporters/digest.pb.h"
-#include "exporters/digest_codec.h"
+#include "exporters/multinode/digest.pb.h"
+#include "exporters/multinode/digest_codec.h"
 #include "hang_detector/ingest/rank_digest.h"
 #include "tests/hang_detector/device_compute_job.h"
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "exporters/digest.pb.h"
-#include "exporters/digest_codec.h"
+#include "exporters/multinode/digest.pb.h"
+#include "exporters/multinode/digest_codec.h"
 #include "hang_detector/decision/correlator.h"
 #include "hang_detector/ingest/job_index.h"
 #include "hang_detector/ingest/rank_digest.h"

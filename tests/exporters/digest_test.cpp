@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "exporters/digest.pb.h"
-#include "exporters/digest_codec.h"
+#include "exporters/multinode/digest.pb.h"
+#include "exporters/multinode/digest_codec.h"
 #include "hang_detector/decision/correlator.h"
 #include "hang_detector/ingest/rank_digest.h"
 #include "tests/hang_detector/job_builder.h"

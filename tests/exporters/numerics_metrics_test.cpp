@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "exporters/node_aggregator.h"
+#include "exporters/prometheus/node_aggregator.h"
 #include "hang_detector/decision/correlator.h"
 #include "tests/exporters/scrape_text.h"
 #include "tests/exporters/snapshot_source.h"

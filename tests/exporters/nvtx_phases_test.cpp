@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "exporters/node_aggregator.h"
-#include "exporters/nvtx_phases.h"
+#include "exporters/prometheus/node_aggregator.h"
+#include "exporters/prometheus/nvtx_phases.h"
 #include "tests/exporters/scrape_text.h"
 #include "tests/exporters/snapshot_source.h"
 #include "tests/hang_detector/job_builder.h"

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "exporters/peer_election.h"
-#include "exporters/peer_sources.h"
-#include "exporters/slurm_hostlist.h"
+#include "exporters/multinode/peer_election.h"
+#include "exporters/multinode/peer_sources.h"
+#include "exporters/multinode/slurm_hostlist.h"
 #include "tests/e2e/scratch_dir.h"
 
 namespace ncclscope::exporters {

@@ -9,9 +9,9 @@
 #include <string>
 #include <thread>
 
-#include "exporters/file_tail.h"
-#include "exporters/node_aggregator.h"
-#include "exporters/ring_source.h"
+#include "exporters/prometheus/node_aggregator.h"
+#include "exporters/sources/file_tail.h"
+#include "exporters/sources/ring_source.h"
 #include "tests/e2e/scratch_dir.h"
 #include "tests/exporters/scrape_text.h"
 #include "tests/trace/slot_commit.h"

@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "exporters/metric_families.h"
+#include "exporters/prometheus/metric_families.h"
 
 namespace ncclscope::testing {
 

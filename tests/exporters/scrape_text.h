@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "exporters/node_aggregator.h"
+#include "exporters/prometheus/node_aggregator.h"
 
 namespace ncclscope::testing {
 

@@ -1,16 +1,17 @@
-// Two sources of a job view that claim one host name or one rank (exporters/source_clashes.h):
-// exporters started without their node's name must be told apart and say so, with the value to
-// set; a rank two sources hold from different processes is counted once, from one source, and the
-// input report says which was left out and why. The job view still names the culprit.
+// Two sources of a job view that claim one host name or one rank
+// (exporters/multinode/source_clashes.h): exporters started without their node's name must be told
+// apart and say so, with the value to set; a rank two sources hold from different processes is
+// counted once, from one source, and the input report says which was left out and why. The job view
+// still names the culprit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "exporters/digest_codec.h"
-#include "exporters/digest_job.h"
-#include "exporters/source_clashes.h"
+#include "exporters/multinode/digest_codec.h"
+#include "exporters/multinode/digest_job.h"
+#include "exporters/multinode/source_clashes.h"
 #include "hang_detector/decision/correlator.h"
 #include "tests/hang_detector/job_builder.h"
 

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "exporters/verdict_poller.h"
+#include "exporters/prometheus/verdict_poller.h"
 
 namespace ncclscope::testing {
 namespace {

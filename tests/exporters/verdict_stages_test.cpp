@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "exporters/node_aggregator.h"
-#include "exporters/verdict_poller.h"
-#include "exporters/verdict_stages.h"
+#include "exporters/prometheus/node_aggregator.h"
+#include "exporters/prometheus/verdict_poller.h"
+#include "exporters/prometheus/verdict_stages.h"
 #include "tests/exporters/scrape_text.h"
 #include "tests/exporters/snapshot_source.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "exporters/ring_source.h"
+#include "exporters/sources/ring_source.h"
 
 namespace ncclscope::testing {
 

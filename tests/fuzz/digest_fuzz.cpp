@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "exporters/digest_codec.h"
+#include "exporters/multinode/digest_codec.h"
 #include "hang_detector/decision/correlator.h"
 #include "hang_detector/ingest/rank_digest.h"
 #include "hang_detector/verdicts/verdict_json.h"

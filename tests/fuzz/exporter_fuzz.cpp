@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "exporters/cost_table.h"
-#include "exporters/metric_families.h"
-#include "exporters/node_aggregator.h"
-#include "exporters/ring_source.h"
+#include "exporters/prometheus/metric_families.h"
+#include "exporters/prometheus/node_aggregator.h"
+#include "exporters/sources/ring_source.h"
+#include "exporters/stats/cost_table.h"
 #include "tests/fuzz/bytes_source.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,15 +1,15 @@
-// What an exporter reads to find its peers (exporters/peer_sources.h): Slurm host lists from the
-// environment, Prometheus' targets answer from the network, host[:port] lines of hostfiles and
-// the --peers-from values. The first byte picks the reader, the rest is its input: never a crash,
-// never more hosts than the bound, every host accepted a well-formed peer.
+// What an exporter reads to find its peers (exporters/multinode/peer_sources.h): Slurm host lists
+// from the environment, Prometheus' targets answer from the network, host[:port] lines of hostfiles
+// and the --peers-from values. The first byte picks the reader, the rest is its input: never a
+// crash, never more hosts than the bound, every host accepted a well-formed peer.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-#include "exporters/peer_sources.h"
-#include "exporters/slurm_hostlist.h"
+#include "exporters/multinode/peer_sources.h"
+#include "exporters/multinode/slurm_hostlist.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "exporters/ring_source.h"
+#include "exporters/sources/ring_source.h"
 #include "exporters/timeline/chrome_json_writer.h"
 #include "exporters/timeline/timeline_builder.h"
 #include "tests/fuzz/bytes_source.h"

@@ -9,9 +9,9 @@
 #include <sstream>
 #include <string>
 
-#include "exporters/cost_table.h"
 #include "exporters/report/html.h"
 #include "exporters/report/report_builder.h"
+#include "exporters/stats/cost_table.h"
 #include "hang_detector/decision/correlator.h"
 #include "tests/exporters/snapshot_source.h"
 #include "tests/hang_detector/job_builder.h"
