@@ -3,8 +3,8 @@
 // (plugin/accel_host_twins.cpp), which this program does not link: it uses collectives/ only. The
 // MoE kernels' twins are libncclscope_moe.so's (moe_library.cpp), defined here alike. On a GPU
 // nothing calls them.
-#include "collectives/host_twin_exports.h"
-#include "collectives/moe_host_twins.h"
+#include "collectives/moe/moe_host_twins.h"
+#include "collectives/twins/host_twin_exports.h"
 
 #define GPU_CHECK_EXPORT extern "C" __attribute__((visibility("default")))
 

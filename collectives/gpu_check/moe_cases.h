@@ -10,7 +10,7 @@
 
 #include "collectives/gpu_check/cases.h"
 #include "collectives/include/ncclscope/moe.h"
-#include "collectives/moe_elements.h"
+#include "collectives/moe/moe_elements.h"
 
 namespace ncclscope::gpu_check {
 

@@ -9,9 +9,9 @@
 
 #include <cstdint>
 
-#include "collectives/allreduce_kernel_args.h"
 #include "collectives/kernels/device_elements.cuh"
 #include "collectives/kernels/device_steps.cuh"
+#include "collectives/planner/allreduce_kernel_args.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -6,8 +6,8 @@
 // other together.
 #include <cstdint>
 
-#include "collectives/alltoall_kernel_args.h"
 #include "collectives/kernels/device_steps.cuh"
+#include "collectives/planner/alltoall_kernel_args.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "collectives/allreduce_kernel_args.h"
-#include "collectives/epoch.h"
+#include "collectives/planner/allreduce_kernel_args.h"
+#include "collectives/planner/epoch.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -7,8 +7,8 @@
 // together.
 #include <cstdint>
 
-#include "collectives/exchange_kernel_args.h"
 #include "collectives/kernels/device_steps.cuh"
+#include "collectives/planner/exchange_kernel_args.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -16,8 +16,8 @@
 #include "collectives/kernels/device_elements.cuh"
 #include "collectives/kernels/moe_call.cuh"
 #include "collectives/kernels/moe_combine.cuh"
-#include "collectives/moe_buffer.h"
-#include "collectives/moe_layout.h"
+#include "collectives/moe/moe_buffer.h"
+#include "collectives/moe/moe_layout.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -7,7 +7,7 @@
 #include "collectives/include/ncclscope/moe.h"
 #include "collectives/kernels/device_elements.cuh"
 #include "collectives/kernels/moe_call.cuh"
-#include "collectives/moe_layout.h"
+#include "collectives/moe/moe_layout.h"
 
 namespace ncclscope::collectives {
 namespace {

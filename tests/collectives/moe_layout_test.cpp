@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "collectives/moe_layout.h"
+#include "collectives/moe/moe_layout.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "collectives/numerics_twin.h"
+#include "collectives/numerics/numerics_twin.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -12,8 +12,8 @@
 #include <random>
 #include <vector>
 
-#include "collectives/narrow_float.h"
-#include "collectives/numerics_twin.h"
+#include "collectives/numerics/numerics_twin.h"
+#include "collectives/twins/narrow_float.h"
 #include "sim/emulator/float_formats.h"
 
 namespace ncclscope::collectives {
