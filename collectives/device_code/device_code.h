@@ -18,8 +18,8 @@ DeviceImage AllReduceFatbin() noexcept;
 DeviceImage AlltoAllFatbin() noexcept;
 // The grouped send/recv exchange kernel (kernels/exchange.cu), likewise.
 DeviceImage ExchangeFatbin() noexcept;
-// The numerics passes' kernels (kernels/numerics.cu: NaN/Inf scan, content hash), likewise; not
-// loaded by the probe yet.
+// The numerics passes' kernels (kernels/numerics.cu: NaN/Inf scan, content hash), likewise; the
+// probe loads it when numerics sampling is on (plugin/numerics_probe.cpp).
 DeviceImage NumericsFatbin() noexcept;
 
 }  // namespace ncclscope::collectives

@@ -1,5 +1,5 @@
 // The MoE combine kernel's steps (kernels/moe.cu, ncclscope_moe_combine), exact and rank sums,
-// step for step as their twin, collectives/moe_combine_twin.cpp. Included by moe.cu only.
+// step for step as their twin, collectives/moe/moe_combine_twin.cpp. Included by moe.cu only.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The CPU twin of the numerics kernels (kernels/numerics.cu): the same threads' shares
 // (ScanThreadShare, HashThreadShare) over host memory, merged block by block as the kernels'
 // block reductions and atomics do. The tests run it under any grid to show the result does not
-// depend on the split; the emulator will run it for the kernels' launches (RunNumerics*TwinKernel).
+// depend on the split; the emulator runs it for the kernels' launches (RunNumeric*TwinKernel).
 #pragma once
 
 #include <cstdint>

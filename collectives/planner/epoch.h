@@ -15,7 +15,7 @@ namespace ncclscope::collectives {
 inline constexpr uint32_t kMaxBlocks = 64;
 
 // kChunkReady and kSlotFree are the grouped send/recv exchange's per-pair flags
-// (exchange_twin.h): they count chunks, not calls.
+// (twins/exchange_twin.h): they count chunks, not calls.
 enum class Barrier : uint8_t { kStart, kMiddle, kEnd, kChunkReady, kSlotFree };
 const char* BarrierName(Barrier b) noexcept;
 
@@ -23,8 +23,8 @@ struct alignas(128) BlockFlags {
   uint32_t start[kMaxRanks];
   uint32_t middle[kMaxRanks];  // two-shot: between reduce-scatter and all-gather
   uint32_t end[kMaxRanks];
-  // Exchange (exchange_twin.h): [s] = the last chunk sender s made ready for this rank in this
-  // block's share of the slot; [d] = the last chunk receiver d took from this rank's slot.
+  // Exchange (twins/exchange_twin.h): [s] = the last chunk sender s made ready for this rank in
+  // this block's share of the slot; [d] = the last chunk receiver d took from this rank's slot.
   uint32_t chunk_ready[kMaxRanks];
   uint32_t slot_free[kMaxRanks];
 };

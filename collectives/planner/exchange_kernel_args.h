@@ -1,6 +1,6 @@
 // What the host passes to ncclscope's exchange kernel (kernels/exchange.cu) and its CPU twin
-// (exchange_twin.h), by value as the launch's one parameter: the parts of one group's sends and
-// receives that the plan gave ncclscope (exchange_plan.h), with each pair's chunk counter.
+// (twins/exchange_twin.h), by value as the launch's one parameter: the parts of one group's sends
+// and receives that the plan gave ncclscope (exchange_plan.h), with each pair's chunk counter.
 #pragma once
 
 #include <cstdint>

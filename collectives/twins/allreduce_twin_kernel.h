@@ -1,5 +1,5 @@
 // The CPU twin entered the way the GPU kernels are: with their launch shape and their one
-// by-value parameter (allreduce_kernel_args.h). This is what runs when the emulated driver
+// by-value parameter (planner/allreduce_kernel_args.h). This is what runs when the emulated driver
 // launches one of ncclscope's kernels (docs/emulator.md, host twins).
 #pragma once
 

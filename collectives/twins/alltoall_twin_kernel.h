@@ -1,6 +1,6 @@
 // The all-to-all twin entered the way the GPU kernel is: with its launch shape and its one
-// by-value parameter (alltoall_kernel_args.h). What the emulated driver would run for a launch of
-// ncclscope_alltoall_pull (docs/emulator.md, host twins).
+// by-value parameter (planner/alltoall_kernel_args.h). What the emulated driver would run for a
+// launch of ncclscope_alltoall_pull (docs/emulator.md, host twins).
 #pragma once
 
 #include <cstdint>

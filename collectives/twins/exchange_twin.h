@@ -1,7 +1,7 @@
 // The CPU twin of ncclscope's exchange kernel (kernels/exchange.cu): a group's sends and receives
-// (exchange_plan.h), pair by pair, through the sender's registered staging buffer, with the same
-// work units, slots, flags and order of steps; run by one CPU thread per rank over memory every
-// rank maps (threads of a test, or the emulator's rank processes over shared memory).
+// (planner/exchange_plan.h), pair by pair, through the sender's registered staging buffer, with the
+// same work units, slots, flags and order of steps; run by one CPU thread per rank over memory
+// every rank maps (threads of a test, or the emulator's rank processes over shared memory).
 //
 // Protocol, per part and per block b of its blocks_per_part (a unit; the kernel's block): the
 // part's bytes go in chunks of slot_bytes, block b moving share b (sub_bytes) of each chunk. With

@@ -33,7 +33,8 @@ enum class Algorithm : uint8_t {
   kNccl,      // not ours: the call goes to NCCL unchanged
   kOneShot,   // every rank reads all ranks' inputs and reduces the whole buffer
   kTwoShot,   // reduce-scatter (rank r reduces slice r), then all-gather of the slices
-  kPull,      // all-to-all: every rank reads its block of every rank's staging (alltoall_plan.h)
+  kPull,      // all-to-all: every rank reads its block of every rank's staging
+              // (planner/alltoall_plan.h)
   kExchange,  // grouped sends/receives: per pair, chunks through the sender's staging slot
 };
 const char* AlgorithmName(Algorithm a) noexcept;

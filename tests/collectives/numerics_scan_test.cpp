@@ -1,5 +1,5 @@
-// The NaN/Inf scan (collectives/numerics_scan.h) and its CPU twin: every format's encodings
-// classified against decodings written independently (the host's own float and double,
+// The NaN/Inf scan (collectives/numerics/numerics_scan.h) and its CPU twin: every format's
+// encodings classified against decodings written independently (the host's own float and double,
 // narrow_float.h's fp16/bf16 widening, the emulator's fp8 decoders and a decoding from the formats'
 // definitions), counts and the first index of whole buffers under many grids, aligned or not.
 #include <gtest/gtest.h>
