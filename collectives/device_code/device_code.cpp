@@ -14,10 +14,6 @@ NCCLSCOPE_EMBED_FATBIN(alltoall, NCCLSCOPE_ALLTOALL_FATBIN)
 NCCLSCOPE_EMBED_FATBIN(exchange, NCCLSCOPE_EXCHANGE_FATBIN)
 #endif
 
-#ifdef NCCLSCOPE_NUMERICS_FATBIN
-NCCLSCOPE_EMBED_FATBIN(numerics, NCCLSCOPE_NUMERICS_FATBIN)
-#endif
-
 namespace ncclscope::collectives {
 
 DeviceImage AllReduceFatbin() noexcept {
@@ -42,15 +38,6 @@ DeviceImage ExchangeFatbin() noexcept {
 #ifdef NCCLSCOPE_EXCHANGE_FATBIN
   return {ncclscope_exchange_fatbin_begin,
           static_cast<size_t>(ncclscope_exchange_fatbin_end - ncclscope_exchange_fatbin_begin)};
-#else
-  return {};
-#endif
-}
-
-DeviceImage NumericsFatbin() noexcept {
-#ifdef NCCLSCOPE_NUMERICS_FATBIN
-  return {ncclscope_numerics_fatbin_begin,
-          static_cast<size_t>(ncclscope_numerics_fatbin_end - ncclscope_numerics_fatbin_begin)};
 #else
   return {};
 #endif
