@@ -1,8 +1,9 @@
 // The MoE kernels' host twins as the emulated CUDA driver finds them: it runs kernel NAME of a
 // loaded module by calling NAME_host with the launch's parameters (docs/emulator.md, host twins;
-// twins/host_twin_exports.h for the other kernels). Each program that launches the MoE kernels on
-// the emulator defines them once with its own export attribute: libncclscope_moe.so
-// (moe_library.cpp) for every framework that links it. On a real GPU nothing calls them.
+// twins/host_twin_exports.h and numerics/numerics_host_twins.h for the other kernels). Each program
+// that launches the MoE kernels on the emulator defines them once with its own export attribute:
+// libncclscope_moe.so (moe_library.cpp) for every framework that links it. On a real GPU nothing
+// calls them.
 #pragma once
 
 #include "collectives/include/ncclscope/moe.h"
