@@ -6,9 +6,9 @@
 #include <cstring>
 #include <vector>
 
-#include "collectives/alltoall_kernel_args.h"
-#include "collectives/device_code.h"
-#include "collectives/exchange_kernel_args.h"
+#include "collectives/device_code/device_code.h"
+#include "collectives/planner/alltoall_kernel_args.h"
+#include "collectives/planner/exchange_kernel_args.h"
 #include "plugin/nccl_symbols.h"
 
 namespace ncclscope::plugin {

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "collectives/allreduce_kernel_args.h"
-#include "collectives/alltoall_plan.h"
-#include "collectives/bounded_wait.h"
-#include "collectives/exchange_plan.h"
-#include "collectives/planner.h"
+#include "collectives/planner/allreduce_kernel_args.h"
+#include "collectives/planner/alltoall_plan.h"
+#include "collectives/planner/exchange_plan.h"
+#include "collectives/planner/planner.h"
+#include "collectives/twins/bounded_wait.h"
 #include "cuda/driver.h"
 #include "trace/record.h"
 

@@ -1,7 +1,7 @@
 #include "plugin/accel_group.h"
 
-#include "collectives/alltoall_plan.h"
-#include "collectives/exchange_plan.h"
+#include "collectives/planner/alltoall_plan.h"
+#include "collectives/planner/exchange_plan.h"
 #include "plugin/accel_comm.h"
 #include "plugin/accel_route.h"
 #include "plugin/accel_stall_report.h"

@@ -4,9 +4,9 @@
 #include <mutex>
 #include <string>
 
-#include "collectives/alltoall_plan.h"
-#include "collectives/bounded_wait.h"
-#include "collectives/planner.h"
+#include "collectives/planner/alltoall_plan.h"
+#include "collectives/planner/planner.h"
+#include "collectives/twins/bounded_wait.h"
 #include "cuda/driver.h"
 #include "plugin/accel_comm.h"
 #include "plugin/accel_stall_report.h"

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "collectives/device_code.h"
+#include "collectives/numerics/numerics_fatbin.h"
 #include "plugin/warn.h"
 #include "trace/nccl_names.h"
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/numerics_kernel_args.h"
+#include "collectives/numerics/numerics_kernel_args.h"
 #include "cuda/driver.h"
 #include "plugin/bounded_queue.h"
 #include "plugin/comm_state.h"

@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "collectives/planner.h"
-#include "collectives/tuning_table.h"
+#include "collectives/planner/planner.h"
+#include "collectives/planner/tuning_table.h"
 #include "tools/commands.h"
 #include "trace/nccl_names.h"
 

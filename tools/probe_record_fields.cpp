@@ -48,7 +48,7 @@ ProxyCounts ProxyCountsOf(const trace::RecordData& r) {
           (r.stream & trace::kProxyEnded) != 0};
 }
 
-// The barrier of an accel_stall record (collectives/epoch.h: 0 start, 1 middle, 2 end).
+// The barrier of an accel_stall record (collectives/planner/epoch.h: 0 start, 1 middle, 2 end).
 const char* BarrierName(int32_t barrier) {
   return barrier == 0 ? "start" : barrier == 1 ? "middle" : barrier == 2 ? "end" : "?";
 }

@@ -7,7 +7,7 @@
 //   count          NaN elements in the input (scanned: the send buffer before NCCL ran)
 //   aux            Inf elements in the input
 //   send_buffer    element index of the first NaN or Inf in the input; kNumericsNone: none
-//   recv_buffer    the content hash of the output (collectives/numerics_hash.h)
+//   recv_buffer    the content hash of the output (collectives/numerics/numerics_hash.h)
 //   group_id       bytes hashed (the output's length)
 //   stream         the hash's version (collectives::kContentHashVersion) when hashed, else 0
 //   t_enter_ns = t_exit_ns  when the probe wrote it; t_device_done_ns untracked; tid the writer

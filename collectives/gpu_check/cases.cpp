@@ -2,12 +2,12 @@
 
 #include <algorithm>
 
-#include "collectives/allreduce_kernel_args.h"
-#include "collectives/alltoall_kernel_args.h"
-#include "collectives/alltoall_plan.h"
-#include "collectives/exchange_kernel_args.h"
 #include "collectives/include/ncclscope/moe.h"
-#include "collectives/planner.h"
+#include "collectives/planner/allreduce_kernel_args.h"
+#include "collectives/planner/alltoall_kernel_args.h"
+#include "collectives/planner/alltoall_plan.h"
+#include "collectives/planner/exchange_kernel_args.h"
+#include "collectives/planner/planner.h"
 
 namespace ncclscope::gpu_check {
 namespace {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "collectives/accel_types.h"
-#include "collectives/tuning_table.h"
+#include "collectives/planner/tuning_table.h"
+#include "collectives/types/accel_types.h"
 
 namespace ncclscope::gpu_check {
 

@@ -4,11 +4,11 @@
 
 #include <memory>
 
-#include "collectives/bounded_wait.h"
-#include "collectives/device_code.h"
-#include "collectives/exchange_kernel_args.h"
+#include "collectives/device_code/device_code.h"
 #include "collectives/gpu_check/kernel_params.h"
 #include "collectives/include/ncclscope/moe.h"
+#include "collectives/planner/exchange_kernel_args.h"
+#include "collectives/twins/bounded_wait.h"
 
 namespace ncclscope::gpu_check {
 namespace {

@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <string>
 
-#include "collectives/allreduce_kernel_args.h"
 #include "collectives/gpu_check/cases.h"
 #include "collectives/gpu_check/driver.h"
+#include "collectives/planner/allreduce_kernel_args.h"
 
 namespace ncclscope::gpu_check {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <random>
 
-#include "collectives/tuning_table.h"
+#include "collectives/planner/tuning_table.h"
 
 namespace ncclscope::gpu_check {
 namespace {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "collectives/exchange_plan.h"
 #include "collectives/gpu_check/cases.h"
+#include "collectives/planner/exchange_plan.h"
 
 namespace ncclscope::gpu_check {
 

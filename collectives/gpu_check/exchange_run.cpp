@@ -7,11 +7,11 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/bounded_wait.h"
-#include "collectives/exchange_twin.h"
 #include "collectives/gpu_check/exchange_group.h"
 #include "collectives/gpu_check/run_limits.h"
 #include "collectives/gpu_check/test_data.h"
+#include "collectives/twins/bounded_wait.h"
+#include "collectives/twins/exchange_twin.h"
 
 namespace ncclscope::gpu_check {
 namespace {

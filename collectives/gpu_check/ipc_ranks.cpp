@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstring>
 
-#include "collectives/bounded_wait.h"
 #include "collectives/gpu_check/device_rank.h"
 #include "collectives/gpu_check/moe_ipc.h"
 #include "collectives/gpu_check/open_device.h"
@@ -16,6 +15,7 @@
 #include "collectives/gpu_check/run_limits.h"
 #include "collectives/gpu_check/test_data.h"
 #include "collectives/gpu_check/twin_reference.h"
+#include "collectives/twins/bounded_wait.h"
 
 namespace ncclscope::gpu_check {
 namespace {

@@ -5,9 +5,9 @@
 
 #include <cstdint>
 
-#include "collectives/allreduce_kernel_args.h"
-#include "collectives/alltoall_kernel_args.h"
 #include "collectives/gpu_check/cases.h"
+#include "collectives/planner/allreduce_kernel_args.h"
+#include "collectives/planner/alltoall_kernel_args.h"
 
 namespace ncclscope::gpu_check {
 

@@ -2,8 +2,8 @@
 
 #include <chrono>
 
-#include "collectives/bounded_wait.h"
 #include "collectives/gpu_check/test_data.h"
+#include "collectives/twins/bounded_wait.h"
 
 namespace ncclscope::gpu_check {
 namespace {

@@ -4,9 +4,9 @@
 #include <cstring>
 #include <numeric>
 
-#include "collectives/accel_types.h"
 #include "collectives/gpu_check/splitmix.h"
-#include "collectives/narrow_float.h"
+#include "collectives/twins/narrow_float.h"
+#include "collectives/types/accel_types.h"
 
 namespace ncclscope::gpu_check {
 namespace {

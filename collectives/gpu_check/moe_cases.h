@@ -10,7 +10,7 @@
 
 #include "collectives/gpu_check/cases.h"
 #include "collectives/include/ncclscope/moe.h"
-#include "collectives/moe_elements.h"
+#include "collectives/moe/moe_elements.h"
 
 namespace ncclscope::gpu_check {
 
@@ -54,7 +54,7 @@ MoeRankInput MakeMoeInput(const Case& c, uint64_t seed, size_t case_index, int r
 void ApplyExperts(const ncclscope_moe_plan& plan, const unsigned char* recv_x,
                   const int32_t* recv_counts, unsigned char* expert_out);
 
-// Rows are read and written as the twin does (collectives/moe_elements.h).
+// Rows are read and written as the twin does (collectives/moe/moe_elements.h).
 using collectives::LoadMoeElement;
 using collectives::StoreMoeElement;
 

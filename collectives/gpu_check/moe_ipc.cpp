@@ -1,8 +1,8 @@
 #include "collectives/gpu_check/moe_ipc.h"
 
-#include "collectives/allreduce_kernel_args.h"
 #include "collectives/gpu_check/moe_compare.h"
 #include "collectives/gpu_check/moe_twin.h"
+#include "collectives/planner/allreduce_kernel_args.h"
 
 namespace ncclscope::gpu_check {
 namespace {

@@ -7,7 +7,7 @@
 #include "collectives/gpu_check/kernel_params.h"
 #include "collectives/gpu_check/run_limits.h"
 #include "collectives/gpu_check/test_data.h"
-#include "collectives/moe_buffer.h"
+#include "collectives/moe/moe_buffer.h"
 
 namespace ncclscope::gpu_check {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "collectives/gpu_check/driver.h"
-#include "collectives/tuning_table.h"
+#include "collectives/planner/tuning_table.h"
 
 namespace ncclscope::gpu_check {
 

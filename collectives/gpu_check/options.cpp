@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "collectives/accel_types.h"
+#include "collectives/types/accel_types.h"
 
 namespace ncclscope::gpu_check {
 namespace {

@@ -4,7 +4,7 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include "collectives/bounded_wait.h"
+#include "collectives/twins/bounded_wait.h"
 
 namespace ncclscope::gpu_check {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "collectives/accel_types.h"
+#include "collectives/types/accel_types.h"
 
 namespace ncclscope::gpu_check {
 

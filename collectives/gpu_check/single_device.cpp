@@ -6,7 +6,6 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/bounded_wait.h"
 #include "collectives/gpu_check/exchange_group.h"
 #include "collectives/gpu_check/exchange_run.h"
 #include "collectives/gpu_check/local_ranks.h"
@@ -17,6 +16,7 @@
 #include "collectives/gpu_check/run_limits.h"
 #include "collectives/gpu_check/test_data.h"
 #include "collectives/gpu_check/twin_reference.h"
+#include "collectives/twins/bounded_wait.h"
 
 namespace ncclscope::gpu_check {
 namespace {

@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "collectives/accel_types.h"
 #include "collectives/gpu_check/splitmix.h"
+#include "collectives/types/accel_types.h"
 
 namespace ncclscope::gpu_check {
 namespace {

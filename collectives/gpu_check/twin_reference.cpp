@@ -3,9 +3,9 @@
 
 #include <thread>
 
-#include "collectives/allreduce_twin_kernel.h"
-#include "collectives/alltoall_twin_kernel.h"
-#include "collectives/bounded_wait.h"
+#include "collectives/twins/allreduce_twin_kernel.h"
+#include "collectives/twins/alltoall_twin_kernel.h"
+#include "collectives/twins/bounded_wait.h"
 
 namespace ncclscope::gpu_check {
 namespace {

@@ -1,17 +1,17 @@
 // ncclscope's AllReduce kernels for one node over peer memory (docs/collectives.md): one-shot and
 // two-shot, sum over fp16, bf16 and fp32, every rank reducing in the fixed order 0..n-1 in fp32 so
-// that all get the same bits. collectives/allreduce_twin.cpp is their CPU twin, step for step: the
-// same grid-stride mapping of 16-byte packs to (block, thread), the same barriers and epochs
-// (collectives/epoch.h), the same fp32 accumulation from rank 0's value and the same narrowing.
-// Change one and the other together.
+// that all get the same bits. collectives/twins/allreduce_twin.cpp is their CPU twin, step for
+// step: the same grid-stride mapping of 16-byte packs to (block, thread), the same barriers and
+// epochs (collectives/planner/epoch.h), the same fp32 accumulation from rank 0's value and the same
+// narrowing. Change one and the other together.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
 
-#include "collectives/allreduce_kernel_args.h"
 #include "collectives/kernels/device_elements.cuh"
 #include "collectives/kernels/device_steps.cuh"
+#include "collectives/planner/allreduce_kernel_args.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -1,13 +1,13 @@
 // ncclscope's all-to-all kernel for one node over peer memory (docs/collectives.md, "All-to-all"):
 // ncclAlltoAll's layout, every rank pulling its block of every rank's staging buffer (or
-// registered sendbuff) into its recvbuff at peer x count. collectives/alltoall_twin.cpp is its CPU
-// twin, step for step: the same copy-in, the same mapping of each peer's packs to (block, thread),
-// the same peer order, the same barriers and epochs (collectives/epoch.h). Change one and the
-// other together.
+// registered sendbuff) into its recvbuff at peer x count. collectives/twins/alltoall_twin.cpp is
+// its CPU twin, step for step: the same copy-in, the same mapping of each peer's packs to (block,
+// thread), the same peer order, the same barriers and epochs (collectives/planner/epoch.h). Change
+// one and the other together.
 #include <cstdint>
 
-#include "collectives/alltoall_kernel_args.h"
 #include "collectives/kernels/device_steps.cuh"
+#include "collectives/planner/alltoall_kernel_args.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "collectives/accel_types.h"
+#include "collectives/types/accel_types.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -1,13 +1,13 @@
 // The device steps every kernel of ncclscope's collectives is built from, the GPU side of the CPU
-// twins' collectives/twin_steps.h: the global timer, release/acquire flag accesses, one block's
-// side of a barrier bounded by a deadline, and the grid-stride mapping of 16-byte packs to threads.
-// Included by each kernel source (each its own fatbin); change with twin_steps.h.
+// twins' collectives/twins/twin_steps.h: the global timer, release/acquire flag accesses, one
+// block's side of a barrier bounded by a deadline, and the grid-stride mapping of 16-byte packs to
+// threads. Included by each kernel source (each its own fatbin); change with twin_steps.h.
 #pragma once
 
 #include <cstdint>
 
-#include "collectives/allreduce_kernel_args.h"
-#include "collectives/epoch.h"
+#include "collectives/planner/allreduce_kernel_args.h"
+#include "collectives/planner/epoch.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -2,13 +2,13 @@
 // and receives"): the parts of one group's ncclSend/ncclRecv calls, each through its sender's
 // two staging slots for its destination in chunks, one block per (part, share of a chunk), all
 // blocks co-resident.
-// collectives/exchange_twin.cpp is its CPU twin, step for step: the same units, shares, flags
+// collectives/twins/exchange_twin.cpp is its CPU twin, step for step: the same units, shares, flags
 // (epoch.h: chunk_ready, slot_free) and order of waits and posts. Change one and the other
 // together.
 #include <cstdint>
 
-#include "collectives/exchange_kernel_args.h"
 #include "collectives/kernels/device_steps.cuh"
+#include "collectives/planner/exchange_kernel_args.h"
 
 namespace ncclscope::collectives {
 namespace {

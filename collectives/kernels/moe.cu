@@ -1,12 +1,13 @@
 // ncclscope's MoE dispatch and combine kernels for one node over peer memory (docs/collectives.md,
 // "MoE dispatch/combine"; the C API in collectives/include/ncclscope/moe.h). Their CPU twins,
-// collectives/moe_dispatch_twin.cpp and moe_combine_twin.cpp, follow them step for step: the same
-// token chunk per block, the same slots and counts (moe_layout.h), the same offsets, the same peer
-// order, the same grid-wide barriers and epochs, the same per-call headers and errors, the same
-// float32 fused multiply-adds in k order and the same rounding. Change one and the other together.
-// What differs is only how a block's threads share a step (a warp numbers a chunk's entries, a
-// warp scans the offsets, threads copy 16-byte packs), never what the step computes. The call's
-// shared machinery is in moe_call.cuh, combine's steps (exact and rank sums) in moe_combine.cuh.
+// collectives/moe/moe_dispatch_twin.cpp and moe_combine_twin.cpp, follow them step for step: the
+// same token chunk per block, the same slots and counts (moe_layout.h), the same offsets, the same
+// peer order, the same grid-wide barriers and epochs, the same per-call headers and errors, the
+// same float32 fused multiply-adds in k order and the same rounding. Change one and the other
+// together. What differs is only how a block's threads share a step (a warp numbers a chunk's
+// entries, a warp scans the offsets, threads copy 16-byte packs), never what the step computes. The
+// call's shared machinery is in moe_call.cuh, combine's steps (exact and rank sums) in
+// moe_combine.cuh.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -16,8 +17,8 @@
 #include "collectives/kernels/device_elements.cuh"
 #include "collectives/kernels/moe_call.cuh"
 #include "collectives/kernels/moe_combine.cuh"
-#include "collectives/moe_buffer.h"
-#include "collectives/moe_layout.h"
+#include "collectives/moe/moe_buffer.h"
+#include "collectives/moe/moe_layout.h"
 
 namespace ncclscope::collectives {
 namespace {

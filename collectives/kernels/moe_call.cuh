@@ -8,7 +8,7 @@
 
 #include "collectives/include/ncclscope/moe.h"
 #include "collectives/kernels/device_steps.cuh"
-#include "collectives/moe_buffer.h"
+#include "collectives/moe/moe_buffer.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -1,5 +1,5 @@
 // The MoE combine kernel's steps (kernels/moe.cu, ncclscope_moe_combine), exact and rank sums,
-// step for step as their twin, collectives/moe_combine_twin.cpp. Included by moe.cu only.
+// step for step as their twin, collectives/moe/moe_combine_twin.cpp. Included by moe.cu only.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include "collectives/include/ncclscope/moe.h"
 #include "collectives/kernels/device_elements.cuh"
 #include "collectives/kernels/moe_call.cuh"
-#include "collectives/moe_layout.h"
+#include "collectives/moe/moe_layout.h"
 
 namespace ncclscope::collectives {
 namespace {

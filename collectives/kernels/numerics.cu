@@ -7,9 +7,9 @@
 // index), so any grid gives the same result.
 #include <cstdint>
 
-#include "collectives/numerics_hash.h"
-#include "collectives/numerics_kernel_args.h"
-#include "collectives/numerics_scan.h"
+#include "collectives/numerics/numerics_hash.h"
+#include "collectives/numerics/numerics_kernel_args.h"
+#include "collectives/numerics/numerics_scan.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/allreduce_twin.h"
-#include "collectives/allreduce_twin_kernel.h"
-#include "collectives/narrow_float.h"
+#include "collectives/twins/allreduce_twin.h"
+#include "collectives/twins/allreduce_twin_kernel.h"
+#include "collectives/twins/narrow_float.h"
 
 namespace ncclscope::collectives {
 namespace {

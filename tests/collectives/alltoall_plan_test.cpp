@@ -7,7 +7,7 @@
 #include <iterator>
 #include <string>
 
-#include "collectives/alltoall_plan.h"
+#include "collectives/planner/alltoall_plan.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/alltoall_twin.h"
-#include "collectives/alltoall_twin_kernel.h"
+#include "collectives/twins/alltoall_twin.h"
+#include "collectives/twins/alltoall_twin_kernel.h"
 
 namespace ncclscope::collectives {
 namespace {

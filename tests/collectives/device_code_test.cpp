@@ -12,11 +12,11 @@
 #include <utility>
 #include <vector>
 
-#include "collectives/allreduce_kernel_args.h"
-#include "collectives/alltoall_kernel_args.h"
-#include "collectives/device_code.h"
-#include "collectives/exchange_kernel_args.h"
+#include "collectives/device_code/device_code.h"
 #include "collectives/include/ncclscope/moe.h"
+#include "collectives/planner/allreduce_kernel_args.h"
+#include "collectives/planner/alltoall_kernel_args.h"
+#include "collectives/planner/exchange_kernel_args.h"
 
 namespace ncclscope::collectives {
 namespace {

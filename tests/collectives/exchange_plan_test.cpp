@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/exchange_plan.h"
+#include "collectives/planner/exchange_plan.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/exchange_plan.h"
-#include "collectives/exchange_twin.h"
+#include "collectives/planner/exchange_plan.h"
+#include "collectives/twins/exchange_twin.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -5,7 +5,7 @@
 // exchange kernel's launches run the exchange twin the check exports as libncclscope.so does
 // (ncclscope_exchange_host: collectives/gpu_check/host_twins.cpp, plugin/accel_host_twins.cpp);
 // the MoE kernels' run the C API's CPU twins, exported as libncclscope_moe.so does
-// (ncclscope_moe_dispatch_host, collectives/moe_host_twins.h).
+// (ncclscope_moe_dispatch_host, collectives/moe/moe_host_twins.h).
 #include <gtest/gtest.h>
 
 #include <regex>

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "collectives/include/ncclscope/moe.h"
-#include "collectives/moe_buffer.h"
-#include "collectives/moe_elements.h"
-#include "collectives/narrow_float.h"
+#include "collectives/moe/moe_buffer.h"
+#include "collectives/moe/moe_elements.h"
+#include "collectives/twins/narrow_float.h"
 
 namespace ncclscope::collectives::moe_test {
 

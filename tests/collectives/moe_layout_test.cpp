@@ -1,4 +1,4 @@
-// Where MoE dispatch puts every row (collectives/moe_layout.*): token chunks cover each rank's
+// Where MoE dispatch puts every row (collectives/moe/moe_layout.*): token chunks cover each rank's
 // tokens exactly; slots number a chunk's entries per expert in (token, k) order; and the offsets a
 // receiving rank computes from every rank's per-chunk counts put each entry at its index in the
 // plain reference order (local expert, source rank, token, k), for every rank count 2-8, chunk
@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "collectives/moe_layout.h"
+#include "collectives/moe/moe_layout.h"
 
 namespace ncclscope::collectives {
 namespace {

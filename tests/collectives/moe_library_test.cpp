@@ -1,6 +1,6 @@
-// libncclscope_moe.so, the MoE C API's shared library (collectives/moe_library.cpp): a framework
-// that links it finds every function of include/ncclscope/moe.h and the host twins the emulated
-// driver runs, and nothing else of ncclscope's (its internals must not clash with the host
+// libncclscope_moe.so, the MoE C API's shared library (collectives/moe/moe_library.cpp): a
+// framework that links it finds every function of include/ncclscope/moe.h and the host twins the
+// emulated driver runs, and nothing else of ncclscope's (its internals must not clash with the host
 // program's symbols).
 #include <dlfcn.h>
 #include <gtest/gtest.h>

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "collectives/include/ncclscope/moe.h"
-#include "collectives/moe_buffer.h"
+#include "collectives/moe/moe_buffer.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -8,7 +8,7 @@
 #include <limits>
 #include <random>
 
-#include "collectives/narrow_float.h"
+#include "collectives/twins/narrow_float.h"
 #include "sim/emulator/float_formats.h"
 
 namespace ncclscope::collectives {

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <string_view>
 
-#include "collectives/device_code.h"
-#include "collectives/numerics_kernel_args.h"
+#include "collectives/numerics/numerics_fatbin.h"
+#include "collectives/numerics/numerics_kernel_args.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -1,6 +1,7 @@
-// The content hash (collectives/numerics_hash.h) and its CPU twin: the values the contract defines
-// (computed here byte by byte from the definition, and pinned for a few buffers), the same value
-// under any grid and any alignment, every single flipped bit detected, order dependence, lengths.
+// The content hash (collectives/numerics/numerics_hash.h) and its CPU twin: the values the contract
+// defines (computed here byte by byte from the definition, and pinned for a few buffers), the same
+// value under any grid and any alignment, every single flipped bit detected, order dependence,
+// lengths.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -9,7 +10,7 @@
 #include <set>
 #include <vector>
 
-#include "collectives/numerics_twin.h"
+#include "collectives/numerics/numerics_twin.h"
 
 namespace ncclscope::collectives {
 namespace {

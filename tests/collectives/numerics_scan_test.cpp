@@ -1,5 +1,5 @@
-// The NaN/Inf scan (collectives/numerics_scan.h) and its CPU twin: every format's encodings
-// classified against decodings written independently (the host's own float and double,
+// The NaN/Inf scan (collectives/numerics/numerics_scan.h) and its CPU twin: every format's
+// encodings classified against decodings written independently (the host's own float and double,
 // narrow_float.h's fp16/bf16 widening, the emulator's fp8 decoders and a decoding from the formats'
 // definitions), counts and the first index of whole buffers under many grids, aligned or not.
 #include <gtest/gtest.h>
@@ -12,8 +12,8 @@
 #include <random>
 #include <vector>
 
-#include "collectives/narrow_float.h"
-#include "collectives/numerics_twin.h"
+#include "collectives/numerics/numerics_twin.h"
+#include "collectives/twins/narrow_float.h"
 #include "sim/emulator/float_formats.h"
 
 namespace ncclscope::collectives {

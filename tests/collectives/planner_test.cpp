@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "collectives/epoch.h"
-#include "collectives/planner.h"
+#include "collectives/planner/epoch.h"
+#include "collectives/planner/planner.h"
 
 namespace ncclscope::collectives {
 namespace {

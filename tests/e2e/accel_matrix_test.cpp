@@ -25,8 +25,8 @@
 #include <utility>
 #include <vector>
 
-#include "collectives/alltoall_plan.h"
-#include "collectives/planner.h"
+#include "collectives/planner/alltoall_plan.h"
+#include "collectives/planner/planner.h"
 #include "tests/e2e/cli.h"
 #include "tests/e2e/e2e_env.h"
 #include "tests/e2e/scratch_dir.h"

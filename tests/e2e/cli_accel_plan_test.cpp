@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "collectives/planner.h"
-#include "collectives/tuning_table.h"
+#include "collectives/planner/planner.h"
+#include "collectives/planner/tuning_table.h"
 #include "tests/e2e/e2e_env.h"
 #include "tests/e2e/subprocess.h"
 

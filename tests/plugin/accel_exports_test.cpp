@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/allreduce_kernel_args.h"
-#include "collectives/alltoall_kernel_args.h"
-#include "collectives/narrow_float.h"
+#include "collectives/planner/allreduce_kernel_args.h"
+#include "collectives/planner/alltoall_kernel_args.h"
+#include "collectives/twins/narrow_float.h"
 
 namespace ncclscope::collectives {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "collectives/numerics_kernel_args.h"
-#include "collectives/numerics_twin.h"
+#include "collectives/numerics/numerics_kernel_args.h"
+#include "collectives/numerics/numerics_twin.h"
 #include "cuda/driver.h"
 
 namespace ncclscope::testing {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "../trace/temp_dir.h"
-#include "collectives/numerics_twin.h"
+#include "collectives/numerics/numerics_twin.h"
 #include "tests/plugin/fake_numerics_driver.h"
 #include "trace/ring_reader.h"
 
