@@ -10,12 +10,14 @@
 #include "plugin/accel_stall_report.h"
 #include "plugin/cupti_probe.h"
 #include "plugin/detached_thread.h"
+#include "plugin/numerics_probe.h"
 #include "plugin/probe_clock.h"
 #include "plugin/profiler_plugin.h"
 #include "plugin/proxy_mask.h"
 #include "plugin/proxy_progress.h"
 #include "plugin/runtime.h"
 #include "plugin/warn.h"
+#include "plugin/watchdog.h"
 
 namespace ncclscope::plugin {
 namespace {

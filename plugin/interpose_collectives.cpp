@@ -6,6 +6,7 @@
 #include "plugin/cupti_correlate.h"
 #include "plugin/export.h"
 #include "plugin/nccl_symbols.h"
+#include "plugin/numerics_probe.h"
 #include "plugin/recorder.h"
 #include "trace/nccl_names.h"
 

@@ -6,6 +6,7 @@
 #include "plugin/export.h"
 #include "plugin/group_tracker.h"
 #include "plugin/nccl_symbols.h"
+#include "plugin/numerics_probe.h"
 #include "plugin/probe_clock.h"
 #include "plugin/recorder.h"
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "plugin/accel_stall_report.h"
+#include "plugin/numerics_probe.h"
 #include "plugin/probe_clock.h"
 #include "plugin/runtime.h"
 #include "plugin/thread_state.h"

@@ -9,8 +9,10 @@
 
 #include "plugin/launch_env.h"
 #include "plugin/nccl_symbols.h"
+#include "plugin/numerics_probe.h"
 #include "plugin/presence.h"
 #include "plugin/warn.h"
+#include "plugin/watchdog.h"
 #include "trace/clock.h"
 #include "trace/ring_layout.h"
 

@@ -5,15 +5,19 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include "plugin/comm_map.h"
 #include "plugin/completion_tracker.h"
 #include "plugin/config.h"
-#include "plugin/numerics_probe.h"
-#include "plugin/watchdog.h"
 #include "trace/ring_writer.h"
 
 namespace ncclscope::plugin {
+
+// Declared only: the numerics probe and the watchdog are made from a runtime and read it, so their
+// headers sit above this one; runtime.cpp, which makes them, and their users include them.
+class NumericsProbe;
+class Watchdog;
 
 struct Runtime {
   Config config;

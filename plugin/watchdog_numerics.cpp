@@ -14,6 +14,7 @@
 #include "hang_detector/incident/incident_key.h"
 #include "hang_detector/verdicts/verdict_json.h"
 #include "plugin/incident_report.h"
+#include "plugin/numerics_probe.h"
 #include "plugin/probe_clock.h"
 #include "plugin/runtime.h"
 #include "plugin/warn.h"
