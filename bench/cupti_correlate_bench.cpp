@@ -12,8 +12,8 @@
 
 #include <cstdio>
 
-#include "plugin/cupti_correlate.h"
-#include "plugin/probe_clock.h"
+#include "plugin/core/probe_clock.h"
+#include "plugin/cupti/cupti_correlate.h"
 
 namespace ncclscope::plugin {
 namespace {

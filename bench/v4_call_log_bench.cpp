@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "plugin/v4_call_log.h"
+#include "plugin/runtime/v4_call_log.h"
 
 namespace {
 

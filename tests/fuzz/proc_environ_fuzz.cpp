@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "plugin/launch_env.h"
-#include "plugin/presence.h"
-#include "plugin/proc_environ.h"
+#include "plugin/core/launch_env.h"
+#include "plugin/core/presence.h"
+#include "plugin/core/proc_environ.h"
 
 namespace pl = ncclscope::plugin;
 

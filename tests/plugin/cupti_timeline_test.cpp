@@ -5,9 +5,9 @@
 #include <cstring>
 #include <vector>
 
-#include "plugin/cupti_correlate.h"
-#include "plugin/cupti_decode.h"
-#include "plugin/cupti_timeline.h"
+#include "plugin/cupti/cupti_correlate.h"
+#include "plugin/cupti/cupti_decode.h"
+#include "plugin/cupti/cupti_timeline.h"
 
 namespace ncclscope::plugin {
 namespace {

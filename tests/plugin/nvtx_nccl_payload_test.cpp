@@ -5,8 +5,8 @@
 
 #include <thread>
 
-#include "plugin/nvtx_nccl_payload.h"
-#include "plugin/nvtx_nccl_payload_calls.h"
+#include "plugin/nvtx/nvtx_nccl_payload.h"
+#include "plugin/nvtx/nvtx_nccl_payload_calls.h"
 #include "tests/plugin/nccl_nvtx_payloads.h"
 
 namespace ncclscope::plugin {

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "plugin/config.h"
-#include "plugin/nvtx_callbacks.h"
-#include "plugin/nvtx_contexts.h"
-#include "plugin/nvtx_injection.h"
-#include "plugin/nvtx_range_stack.h"
-#include "plugin/nvtx_step_pattern.h"
+#include "plugin/core/config.h"
+#include "plugin/nvtx/nvtx_callbacks.h"
+#include "plugin/nvtx/nvtx_contexts.h"
+#include "plugin/nvtx/nvtx_injection.h"
+#include "plugin/nvtx/nvtx_range_stack.h"
+#include "plugin/nvtx/nvtx_step_pattern.h"
 #include "tests/trace/temp_dir.h"
 #include "trace/nvtx_names.h"
 #include "trace/ring_reader.h"

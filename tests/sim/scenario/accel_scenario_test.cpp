@@ -149,8 +149,8 @@ std::pair<std::string, std::string> RangeOf(const std::string& table, const std:
 // The ranges above must be the probe's: a value the scenario accepts and the probe refused would
 // be warned about in every rank and replaced by a default (plugin/config_table.h, one table).
 TEST(AccelKey, RangesAreTheProbesOwn) {
-  std::ifstream in(std::string(NCCLSCOPE_SCENARIOS_DIR) + "/../../plugin/config_table.h");
-  ASSERT_TRUE(in) << "plugin/config_table.h not found";
+  std::ifstream in(std::string(NCCLSCOPE_SCENARIOS_DIR) + "/../../plugin/core/config_table.h");
+  ASSERT_TRUE(in) << "plugin/core/config_table.h not found";
   const std::string table(std::istreambuf_iterator<char>(in), {});
   const auto buffer = RangeOf(table, "X(accel_buffer, Size, \"");
   ASSERT_FALSE(buffer.first.empty());
