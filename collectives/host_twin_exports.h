@@ -2,8 +2,8 @@
 // NAME of a loaded module by calling NAME_host with the launch's parameters and shape, the one
 // by-value parameter being NAME_host_param_bytes long (docs/emulator.md, host twins). One
 // definition for every program that launches the kernels on the emulator: libncclscope.so
-// (plugin/accel_host_twins.cpp) and ncclscope-gpu-check (collectives/gpu_check/host_twins.cpp),
-// each exporting them with its own attribute. On a real GPU nothing calls them.
+// (plugin/accel/accel_host_twins.cpp) and ncclscope-gpu-check (gpu_check/host_twins.cpp), each
+// exporting them with its own attribute. On a real GPU nothing calls them.
 #pragma once
 
 #include <cstdint>

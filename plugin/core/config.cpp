@@ -191,8 +191,8 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* warnings) {
 std::string RenderConfigMarkdown() {
   std::string md =
       "# Configuration\n\n"
-      "<!-- Generated from plugin/config_table.h by build/bin/ncclscope_config_doc; do not edit. "
-      "-->\n\n"
+      "<!-- Generated from plugin/core/config_table.h by build/bin/ncclscope_config_doc; "
+      "do not edit. -->\n\n"
       "`libncclscope.so` reads these environment variables once, at the first recorded NCCL call.\n"
       "A value that does not parse prints one warning naming the variable, and the default is "
       "used.\n"

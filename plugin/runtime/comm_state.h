@@ -14,7 +14,7 @@
 
 namespace ncclscope::plugin {
 
-struct AccelComm;  // plugin/accel_comm.h
+struct AccelComm;  // plugin/accel/accel_comm.h
 
 struct CommState {
   uint64_t id = 0;         // trace identity, equal on every member rank

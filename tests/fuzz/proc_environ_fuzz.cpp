@@ -1,8 +1,8 @@
 // Fuzz target: any bytes offered as another process's /proc/<pid>/environ, which the probe reads at
-// load to tell a rank from a process the rank started (plugin/presence.h). Parsing never crashes;
-// what it keeps renders back to bytes that parse to the same entries (names non-empty, without '='
-// or NUL; values without NUL), and the rank and job size read from them are a plausible pair or
-// unknown.
+// load to tell a rank from a process the rank started (plugin/core/presence.h). Parsing never
+// crashes; what it keeps renders back to bytes that parse to the same entries (names non-empty,
+// without '=' or NUL; values without NUL), and the rank and job size read from them are a plausible
+// pair or unknown.
 #include <cstddef>
 #include <cstdint>
 #include <map>

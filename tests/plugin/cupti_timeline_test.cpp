@@ -1,5 +1,5 @@
-// The CUPTI probe's arithmetic (plugin/cupti_timeline.h) and its decoding of CUPTI's records
-// (plugin/cupti_decode.h), on hand-made kernels and records.
+// The CUPTI probe's arithmetic (plugin/cupti/cupti_timeline.h) and its decoding of CUPTI's records
+// (plugin/cupti/cupti_decode.h), on hand-made kernels and records.
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -294,8 +294,8 @@ void FakeMark(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   if (d == reinterpret_cast<nvtxDomainHandle_t>(0x40)) g_mark_text = a->message.ascii;
 }
 
-// The watchdog's verdict lines (plugin/watchdog_stderr.h) reach a forwarded tool as marks of an
-// "ncclscope" domain, so Nsight Systems shows them; with no tool they go nowhere.
+// The watchdog's verdict lines (plugin/watchdog/watchdog_stderr.h) reach a forwarded tool as marks
+// of an "ncclscope" domain, so Nsight Systems shows them; with no tool they go nowhere.
 TEST(NvtxMarks, VerdictsAreMarksOfTheForwardedTool) {
   NvtxMarkVerdict("no tool: nothing happens");
   EXPECT_EQ(g_marks, 0);

@@ -1,5 +1,6 @@
-// The presence file (plugin/presence.h): who writes one, what the parent's environment says, and
-// how it ends: replaced at the first NCCL call, marked at exit, never touched by a forked child.
+// The presence file (plugin/core/presence.h): who writes one, what the parent's environment says,
+// and how it ends: replaced at the first NCCL call, marked at exit, never touched by a forked
+// child.
 #include "plugin/core/presence.h"
 
 #include <gtest/gtest.h>
