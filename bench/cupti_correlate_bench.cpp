@@ -1,19 +1,19 @@
-// What NCCLSCOPE_CUPTI adds to one intercepted call: CorrelatedCall (plugin/cupti_correlate.h)
-// around the forward to NCCL. Off (the default, or CUPTI unusable: no driver) it is one relaxed
-// load and a predicted branch; on, the push and pop of the call's external correlation id into
-// CUPTI. Measured here: the wrapper off, the wrapper on with push/pop that do nothing (our own
-// part), and on with the emulated libcupti's push/pop (a thread-local stack, as CUPTI keeps one).
-// Real CUPTI's push/pop need a GPU driver (without one they return an error at once), so their
-// cost is measured when a GPU machine is lent. The forward is a non-inlined call that returns, so
-// differences to Direct are ours. The wrapper is inline code: this file is compiled with -O2
-// whatever the build type, as the shipped library is.
+// What NCCLSCOPE_CUPTI adds to one intercepted call: CorrelatedCall
+// (plugin/cupti/cupti_correlate.h) around the forward to NCCL. Off (the default, or CUPTI unusable:
+// no driver) it is one relaxed load and a predicted branch; on, the push and pop of the call's
+// external correlation id into CUPTI. Measured here: the wrapper off, the wrapper on with push/pop
+// that do nothing (our own part), and on with the emulated libcupti's push/pop (a thread-local
+// stack, as CUPTI keeps one). Real CUPTI's push/pop need a GPU driver (without one they return an
+// error at once), so their cost is measured when a GPU machine is lent. The forward is a
+// non-inlined call that returns, so differences to Direct are ours. The wrapper is inline code:
+// this file is compiled with -O2 whatever the build type, as the shipped library is.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 
 #include <cstdio>
 
-#include "plugin/cupti_correlate.h"
-#include "plugin/probe_clock.h"
+#include "plugin/core/probe_clock.h"
+#include "plugin/cupti/cupti_correlate.h"
 
 namespace ncclscope::plugin {
 namespace {

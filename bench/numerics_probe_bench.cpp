@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/numerics_probe.h"
+#include "plugin/numerics/numerics_probe.h"
 #include "tests/plugin/fake_numerics_driver.h"
 
 namespace ncclscope::plugin {

@@ -11,7 +11,7 @@
 #include <benchmark/benchmark.h>
 
 #include "bench/profiler_bench_support.h"
-#include "plugin/profiler_abi.h"
+#include "plugin/core/profiler_abi.h"
 
 extern "C" const ncclscope::plugin::prof_abi::TableV5 ncclProfiler_v5;
 

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "bench/profiler_bench_support.h"
-#include "plugin/profiler_abi.h"
-#include "plugin/profiler_plugin.h"
-#include "plugin/thread_state.h"
+#include "plugin/core/profiler_abi.h"
+#include "plugin/core/thread_state.h"
+#include "plugin/profiler/profiler_plugin.h"
 #include "trace/record.h"
 
 extern "C" void benchfake_set_init_hook(void (*hook)(int, int));

@@ -1,13 +1,13 @@
-// What numbering a profiler-v4 event launched away from its call costs (plugin/v4_call_log.h,
-// docs/performance.md "Profiler events"): per call, the interposer's Add of its arguments and the
-// Coll event's Claim, for a group of `range(0)` collectives on distinct buffers whose events come
-// in reverse call order (NCCL's plan order runs a type's collectives smallest first). Reported per
-// call (one Add and one Claim), and the Add alone.
+// What numbering a profiler-v4 event launched away from its call costs
+// (plugin/runtime/v4_call_log.h, docs/performance.md "Profiler events"): per call, the interposer's
+// Add of its arguments and the Coll event's Claim, for a group of `range(0)` collectives on
+// distinct buffers whose events come in reverse call order (NCCL's plan order runs a type's
+// collectives smallest first). Reported per call (one Add and one Claim), and the Add alone.
 #include <benchmark/benchmark.h>
 
 #include <vector>
 
-#include "plugin/v4_call_log.h"
+#include "plugin/runtime/v4_call_log.h"
 
 namespace {
 

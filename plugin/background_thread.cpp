@@ -7,15 +7,17 @@
 
 #include <algorithm>
 
-#include "plugin/accel_stall_report.h"
-#include "plugin/cupti_probe.h"
-#include "plugin/detached_thread.h"
-#include "plugin/probe_clock.h"
-#include "plugin/profiler_plugin.h"
-#include "plugin/proxy_mask.h"
-#include "plugin/proxy_progress.h"
-#include "plugin/runtime.h"
-#include "plugin/warn.h"
+#include "plugin/accel/accel_stall_report.h"
+#include "plugin/core/detached_thread.h"
+#include "plugin/core/probe_clock.h"
+#include "plugin/core/warn.h"
+#include "plugin/cupti/cupti_probe.h"
+#include "plugin/numerics/numerics_probe.h"
+#include "plugin/profiler/profiler_plugin.h"
+#include "plugin/profiler/proxy_mask.h"
+#include "plugin/profiler/proxy_progress.h"
+#include "plugin/runtime/runtime.h"
+#include "plugin/watchdog/watchdog.h"
 
 namespace ncclscope::plugin {
 namespace {

@@ -3,7 +3,7 @@
 // every test binary started with a rank in its environment.
 #include <cstdlib>
 
-#include "plugin/presence.h"
+#include "plugin/core/presence.h"
 
 namespace {
 

@@ -6,11 +6,12 @@
 #include <atomic>
 #include <cstdlib>
 
-#include "plugin/accel_stall_report.h"
-#include "plugin/probe_clock.h"
-#include "plugin/runtime.h"
-#include "plugin/thread_state.h"
-#include "plugin/warn.h"
+#include "plugin/accel/accel_stall_report.h"
+#include "plugin/core/probe_clock.h"
+#include "plugin/core/thread_state.h"
+#include "plugin/core/warn.h"
+#include "plugin/numerics/numerics_probe.h"
+#include "plugin/runtime/runtime.h"
 #include "trace/ring_layout.h"
 
 namespace ncclscope::plugin {

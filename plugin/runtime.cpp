@@ -1,4 +1,4 @@
-#include "plugin/runtime.h"
+#include "plugin/runtime/runtime.h"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -7,10 +7,12 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "plugin/launch_env.h"
-#include "plugin/nccl_symbols.h"
-#include "plugin/presence.h"
-#include "plugin/warn.h"
+#include "plugin/core/launch_env.h"
+#include "plugin/core/nccl_symbols.h"
+#include "plugin/core/presence.h"
+#include "plugin/core/warn.h"
+#include "plugin/numerics/numerics_probe.h"
+#include "plugin/watchdog/watchdog.h"
 #include "trace/clock.h"
 #include "trace/ring_layout.h"
 

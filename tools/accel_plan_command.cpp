@@ -20,8 +20,8 @@ namespace {
 
 namespace nc = collectives;
 
-// NCCLSCOPE_ACCEL_BUFFER's default (plugin/config_table.h): what a job that does not set it plans
-// with.
+// NCCLSCOPE_ACCEL_BUFFER's default (plugin/core/config_table.h): what a job that does not set it
+// plans with.
 constexpr size_t kDefaultBufferBytes = size_t{16} << 20;
 // NCCL's ncclDataType_t and ncclRedOp_t values trace/nccl_names.h names (ncclNumTypes, ncclNumOps).
 constexpr int32_t kNcclTypes = 12;

@@ -1,6 +1,6 @@
 // The size syntax of ncclscope's settings (NCCLSCOPE_ACCEL_BUFFER=16m, a scenario's "buffer":
 // "1m"): decimal digits, then optionally k, m or g (any case) for 2^10, 2^20, 2^30. Shared by the
-// probe's configuration (plugin/config.cpp) and the scenario parser, so both accept the same text.
+// probe's configuration (plugin/core/config.cpp) and the scenario parser: both accept one text.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The numerics passes' device code (kernels/numerics.cu: NaN/Inf scan, content hash), embedded in
 // the library at build time with the same flags as the collectives' kernels, apart from them so
 // that a library which samples numerics carries none of the collectives' device code. The probe
-// loads it when numerics sampling is on (plugin/numerics_probe.cpp).
+// loads it when numerics sampling is on (plugin/numerics/numerics_probe.cpp).
 #pragma once
 
 #include "collectives/device_code/device_image.h"

@@ -1,6 +1,6 @@
 // What the host passes to the numerics kernels (kernels/numerics.cu; by value, as the launch's one
 // parameter), their entry points, and the launch shape for a buffer. Shared by the CUDA source,
-// the CPU twin (numerics_twin.h) and the probe's launch glue (plugin/numerics_probe.cpp).
+// the CPU twin (numerics_twin.h) and the probe's launch glue (plugin/numerics/numerics_probe.cpp).
 #pragma once
 
 #include <cstdint>

@@ -3,9 +3,10 @@
 // the launch's parameters and shape, the one by-value parameter being NAME_host_param_bytes long
 // (docs/emulator.md, host twins). The numerics kernels' are numerics/numerics_host_twins.h's, so
 // that a program defines only the twins of the kernels it launches. One definition for every
-// program that launches the kernels on the emulator: libncclscope.so (plugin/accel_host_twins.cpp)
-// and ncclscope-gpu-check (collectives/gpu_check/host_twins.cpp), each exporting them with its own
-// attribute. On a real GPU nothing calls them.
+// program that launches the kernels on the emulator: libncclscope.so
+// (plugin/accel/accel_host_twins.cpp) and ncclscope-gpu-check
+// (collectives/gpu_check/host_twins.cpp), each exporting them with its own attribute. On a real GPU
+// nothing calls them.
 #pragma once
 
 #include <cstdint>

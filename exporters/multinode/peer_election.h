@@ -3,8 +3,8 @@
 // rank each holds (a node's digest lists its ranks), ties by host name, then by instance id (two
 // exporters sharing a host name); the first reachable node in that order correlates, normally the
 // node of rank 0. Pure; thread-safe. The watchdogs of one node choose their decider by a lock
-// instead (plugin/node_lock.h): why two mechanisms, and what each guarantees, is docs/design.md,
-// "Why two elections".
+// instead (plugin/watchdog/node_lock.h): why two mechanisms, and what each guarantees, is
+// docs/design.md, "Why two elections".
 #pragma once
 
 #include <cstdint>

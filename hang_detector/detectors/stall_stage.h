@@ -1,6 +1,6 @@
 // Where a device stall is stuck when every member's kernel started: from the profiler's
-// proxy_progress records (plugin/proxy_progress.h), which say for each (channel, peer, side) of
-// the operation which step state its oldest unfinished network transfer waits in. NCCL's
+// proxy_progress records (plugin/profiler/proxy_progress.h), which say for each (channel, peer,
+// side) of the operation which step state its oldest unfinished network transfer waits in. NCCL's
 // semantics (src/transport/net.cc, sendProxyProgress/recvProxyProgress) make each state say who is
 // waited for:
 //   send in SendWait (isend posted, not completed) while the peer's receive from it waits in

@@ -1,7 +1,7 @@
 // The files of a job's incidents in a trace directory, every one keyed by the job (several jobs may
 // share a directory: a reused NCCLSCOPE_DIR), and how they are written and read:
 //
-//   .watchdog-<job key>.lock       which rank's watchdog decides for the node (plugin/node_lock.h)
+//   .watchdog-<job key>.lock       which rank's watchdog decides (plugin/watchdog/node_lock.h)
 //   .incident-<job key>            the job's incident record (incident_record.h)
 //   .incident-<job key>-<incident key>-<stage>.claim
 //                                  who reported a stage of an incident where no rank can hold the

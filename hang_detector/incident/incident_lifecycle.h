@@ -1,5 +1,5 @@
 // The stages of a job's incident, decided in one place for every reader: the in-process watchdog
-// (plugin/watchdog*), the exporter (exporters/prometheus/verdict_poller.*) and `ncclscope analyze`.
+// (plugin/watchdog/), the exporter (exporters/prometheus/verdict_poller.*) and `ncclscope analyze`.
 //
 //   none/resolved --hang-class verdict--> suspect --confirmed--> hang
 //                 --confirmed verdict------------------------->  hang

@@ -1,6 +1,6 @@
 // The ranges the probe accepts for NCCLSCOPE_ACCEL_BUFFER and NCCLSCOPE_ACCEL_TIMEOUT_MS
-// (plugin/config_table.h), repeated here because the scenario runner does not depend on the probe;
-// tests/sim/scenario/accel_key_test.cpp fails when the two disagree.
+// (plugin/core/config_table.h), repeated here because the scenario runner does not depend on the
+// probe; tests/sim/scenario/accel_key_test.cpp fails when the two disagree.
 #pragma once
 
 #include <cstdint>

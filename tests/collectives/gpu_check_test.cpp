@@ -3,9 +3,9 @@
 // what is tested here is the check itself (every rank count's cases, bitwise comparison, the
 // absent-rank check, the IPC processes, the summary table, the exit status), ready for the GPU. The
 // exchange kernel's launches run the exchange twin the check exports as libncclscope.so does
-// (ncclscope_exchange_host: collectives/gpu_check/host_twins.cpp, plugin/accel_host_twins.cpp);
-// the MoE kernels' run the C API's CPU twins, exported as libncclscope_moe.so does
-// (ncclscope_moe_dispatch_host, collectives/moe/moe_host_twins.h).
+// (ncclscope_exchange_host: collectives/gpu_check/host_twins.cpp,
+// plugin/accel/accel_host_twins.cpp); the MoE kernels' run the C API's CPU twins, exported as
+// libncclscope_moe.so does (ncclscope_moe_dispatch_host, collectives/moe/moe_host_twins.h).
 #include <gtest/gtest.h>
 
 #include <regex>

@@ -325,8 +325,8 @@ void ExpectSetUpFailureAgreed(const std::string& scenario, const std::string& in
 }
 
 // sim/scenarios/accel-ipc-fails.json: rank 3's driver fails every cuIpcOpenMemHandle. Its
-// set-up fails after the first exchange; the second (plugin/accel_comm.cpp SetUpAccelComm) tells
-// every rank.
+// set-up fails after the first exchange; the second (plugin/accel/accel_comm.cpp SetUpAccelComm)
+// tells every rank.
 TEST(AccelSetUpFailure, ARankThatCannotMapItsPeersKeepsItsCommunicatorsOnNccl) {
   ExpectSetUpFailureAgreed("accel-ipc-fails.json", "ipc_open_fails", 3, [](int in_comm, bool) {
     return "rank " + std::to_string(in_comm) + " could not map its peers' memory";

@@ -6,10 +6,10 @@
 // p2pTaskAppend per peer and direction, each its own P2pApi event named "Send"/"Recv"), so the
 // profiler never sees the call itself. NCCL's own NVTX range around the call (src/collectives.cc,
 // ncclAlltoAll / ncclGather / ncclScatter: NVTX3_FUNC_WITH_PARAMS) names it, and the plugin-only
-// recorder groups the parts back into one record (plugin/plugin_only_parts.cpp). What a user must
-// see: the interposer's records (one per call, same sequence numbers, op, count, dtype, root), no
-// send or receive that the job never called, and hang verdicts that name the call and the culprit
-// as the interposer's do.
+// recorder groups the parts back into one record (plugin/profiler/plugin_only_parts.cpp). What a
+// user must see: the interposer's records (one per call, same sequence numbers, op, count, dtype,
+// root), no send or receive that the job never called, and hang verdicts that name the call and the
+// culprit as the interposer's do.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>

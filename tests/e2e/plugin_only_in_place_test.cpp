@@ -5,8 +5,8 @@
 // NCCL 2.28.9 appends every part of these calls (src/enqueue.cc taskAppend, one P2pApi each), but
 // scheduleP2pTasksToPlan skips the send and receive to self of an in-place call ("Skip send to
 // self in-place"): those two parts never launch. The recorder cannot tell an in-place call from
-// its events, yet must still see it finish on the device (plugin/plugin_only_parts.cpp): a call
-// left waiting for parts that never come reads as a device stall.
+// its events, yet must still see it finish on the device (plugin/profiler/plugin_only_parts.cpp): a
+// call left waiting for parts that never come reads as a device stall.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>

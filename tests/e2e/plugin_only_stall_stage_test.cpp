@@ -2,7 +2,7 @@
 // with libncclscope.so loaded only as NCCL's profiler plugin (NCCL_PROFILER_PLUGIN, nothing
 // preloaded: the setup of a job whose NCCL is linked statically) and its proxy detail always on
 // (NCCLSCOPE_PROFILER_PROXY=always). The plugin-only recorder follows NCCL's proxy progress as the
-// interposed mode does (plugin/profiler_events.cpp), so `ncclscope analyze` names the same
+// interposed mode does (plugin/profiler/profiler_events.cpp), so `ncclscope analyze` names the same
 // stage the interposed run gets (stall_stage_e2e_test.cpp): a hung link's sends are never taken,
 // so they wait on the network (SendWait) for seconds, across the probe's background ticks. A
 // healthy job with the same detail on gets no verdict.

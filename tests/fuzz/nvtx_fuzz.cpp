@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "plugin/nvtx_range_stack.h"
-#include "plugin/nvtx_step_pattern.h"
+#include "plugin/nvtx/nvtx_range_stack.h"
+#include "plugin/nvtx/nvtx_step_pattern.h"
 #include "trace/nvtx_names.h"
 
 namespace pl = ncclscope::plugin;

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "plugin/nvtx_nccl_payload.h"
-#include "plugin/nvtx_nccl_payload_calls.h"
+#include "plugin/nvtx/nvtx_nccl_payload.h"
+#include "plugin/nvtx/nvtx_nccl_payload_calls.h"
 #include "tests/plugin/nccl_nvtx_payloads.h"
 
 namespace pl = ncclscope::plugin;

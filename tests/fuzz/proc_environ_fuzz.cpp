@@ -1,8 +1,8 @@
 // Fuzz target: any bytes offered as another process's /proc/<pid>/environ, which the probe reads at
-// load to tell a rank from a process the rank started (plugin/presence.h). Parsing never crashes;
-// what it keeps renders back to bytes that parse to the same entries (names non-empty, without '='
-// or NUL; values without NUL), and the rank and job size read from them are a plausible pair or
-// unknown.
+// load to tell a rank from a process the rank started (plugin/core/presence.h). Parsing never
+// crashes; what it keeps renders back to bytes that parse to the same entries (names non-empty,
+// without '=' or NUL; values without NUL), and the rank and job size read from them are a plausible
+// pair or unknown.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "plugin/launch_env.h"
-#include "plugin/presence.h"
-#include "plugin/proc_environ.h"
+#include "plugin/core/launch_env.h"
+#include "plugin/core/presence.h"
+#include "plugin/core/proc_environ.h"
 
 namespace pl = ncclscope::plugin;
 

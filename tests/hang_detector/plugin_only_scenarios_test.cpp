@@ -1,8 +1,9 @@
 // End to end without the interposer: the shipped fault scenarios played by `ncclscope sim
 // --no-probe` with NCCL_PROFILER_PLUGIN=libncclscope.so, the setup of a job whose NCCL is linked
 // statically (no LD_PRELOAD can reach it), then `ncclscope analyze --json`. The profiler's events
-// alone (plugin/plugin_only_recorder.h) must give the verdicts the interposer gives, except those
-// that need what only an interposed call shows (NeedsTheInterposer below, plugin/README.md).
+// alone (plugin/profiler/plugin_only_recorder.h) must give the verdicts the interposer gives,
+// except those that need what only an interposed call shows (NeedsTheInterposer below,
+// plugin/README.md).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -5,7 +5,7 @@ if(NOT rc EQUAL 0)
 endif()
 file(READ ${DOC_FILE} committed)
 if(NOT generated STREQUAL committed)
-  message(FATAL_ERROR "docs/config.md is out of date with plugin/config_table.h. Regenerate it with:\n"
+  message(FATAL_ERROR "docs/config.md is out of date with plugin/core/config_table.h. Regenerate it with:\n"
                       "  cmake --build build --target ncclscope_config_doc && "
                       "build/bin/ncclscope_config_doc > docs/config.md")
 endif()

@@ -1,4 +1,4 @@
-#include "plugin/comm_map.h"
+#include "plugin/runtime/comm_map.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-#include "plugin/completion_tracker.h"
+#include "plugin/runtime/completion_tracker.h"
 
 #include <gtest/gtest.h>
 
 #include "../trace/temp_dir.h"
 #include "fake_driver.h"
-#include "plugin/group_tracker.h"
+#include "plugin/runtime/group_tracker.h"
 #include "trace/ring_reader.h"
 
 namespace ncclscope::plugin {

@@ -1,4 +1,4 @@
-#include "plugin/config.h"
+#include "plugin/core/config.h"
 
 #include <gtest/gtest.h>
 

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <string>
 
-#include "plugin/cupti_correlate.h"
-#include "plugin/cupti_probe.h"
+#include "plugin/cupti/cupti_correlate.h"
+#include "plugin/cupti/cupti_probe.h"
 
 namespace ncclscope::plugin {
 namespace {

@@ -1,13 +1,13 @@
-// The CUPTI probe's arithmetic (plugin/cupti_timeline.h) and its decoding of CUPTI's records
-// (plugin/cupti_decode.h), on hand-made kernels and records.
+// The CUPTI probe's arithmetic (plugin/cupti/cupti_timeline.h) and its decoding of CUPTI's records
+// (plugin/cupti/cupti_decode.h), on hand-made kernels and records.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
 
-#include "plugin/cupti_correlate.h"
-#include "plugin/cupti_decode.h"
-#include "plugin/cupti_timeline.h"
+#include "plugin/cupti/cupti_correlate.h"
+#include "plugin/cupti/cupti_decode.h"
+#include "plugin/cupti/cupti_timeline.h"
 
 namespace ncclscope::plugin {
 namespace {

@@ -15,9 +15,9 @@
 #include <new>
 
 #include "../trace/temp_dir.h"
-#include "plugin/probe_clock.h"
-#include "plugin/profiler_abi.h"
-#include "plugin/profiler_plugin.h"
+#include "plugin/core/probe_clock.h"
+#include "plugin/core/profiler_abi.h"
+#include "plugin/profiler/profiler_plugin.h"
 
 extern "C" void* __libc_malloc(size_t);
 extern "C" void* __libc_calloc(size_t, size_t);

@@ -1,4 +1,4 @@
-#include "plugin/launch_env.h"
+#include "plugin/core/launch_env.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

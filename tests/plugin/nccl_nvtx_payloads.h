@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "plugin/nvtx_nccl_payload.h"
+#include "plugin/nvtx/nvtx_nccl_payload.h"
 
 namespace nccl_nvtx {
 

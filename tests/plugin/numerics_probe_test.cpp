@@ -2,7 +2,7 @@
 // through the CPU twin (so results are real) and fires events only when the test says so: which
 // collectives are sampled, what is launched before and after NCCL's call and in which order, and
 // which records reach the ring.
-#include "plugin/numerics_probe.h"
+#include "plugin/numerics/numerics_probe.h"
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
-// Decoding NCCL 2.28.9's own NVTX payloads (plugin/nvtx_nccl_payload.h): every call schema read
-// as NCCL builds it (tests/plugin/nccl_nvtx_payloads.h cites where), anything else refused, and the
-// per-thread innermost call the profiler side reads.
+// Decoding NCCL 2.28.9's own NVTX payloads (plugin/nvtx/nvtx_nccl_payload.h): every call schema
+// read as NCCL builds it (tests/plugin/nccl_nvtx_payloads.h cites where), anything else refused,
+// and the per-thread innermost call the profiler side reads.
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "plugin/nvtx_nccl_payload.h"
-#include "plugin/nvtx_nccl_payload_calls.h"
+#include "plugin/nvtx/nvtx_nccl_payload.h"
+#include "plugin/nvtx/nvtx_nccl_payload_calls.h"
 #include "tests/plugin/nccl_nvtx_payloads.h"
 
 namespace ncclscope::plugin {

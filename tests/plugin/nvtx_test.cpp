@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "plugin/config.h"
-#include "plugin/nvtx_callbacks.h"
-#include "plugin/nvtx_contexts.h"
-#include "plugin/nvtx_injection.h"
-#include "plugin/nvtx_range_stack.h"
-#include "plugin/nvtx_step_pattern.h"
+#include "plugin/core/config.h"
+#include "plugin/nvtx/nvtx_callbacks.h"
+#include "plugin/nvtx/nvtx_contexts.h"
+#include "plugin/nvtx/nvtx_injection.h"
+#include "plugin/nvtx/nvtx_range_stack.h"
+#include "plugin/nvtx/nvtx_step_pattern.h"
 #include "tests/trace/temp_dir.h"
 #include "trace/nvtx_names.h"
 #include "trace/ring_reader.h"
@@ -294,8 +294,8 @@ void FakeMark(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   if (d == reinterpret_cast<nvtxDomainHandle_t>(0x40)) g_mark_text = a->message.ascii;
 }
 
-// The watchdog's verdict lines (plugin/watchdog_stderr.h) reach a forwarded tool as marks of an
-// "ncclscope" domain, so Nsight Systems shows them; with no tool they go nowhere.
+// The watchdog's verdict lines (plugin/watchdog/watchdog_stderr.h) reach a forwarded tool as marks
+// of an "ncclscope" domain, so Nsight Systems shows them; with no tool they go nowhere.
 TEST(NvtxMarks, VerdictsAreMarksOfTheForwardedTool) {
   NvtxMarkVerdict("no tool: nothing happens");
   EXPECT_EQ(g_marks, 0);

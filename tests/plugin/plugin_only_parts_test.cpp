@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "../trace/temp_dir.h"
-#include "plugin/nvtx_nccl_payload_calls.h"
-#include "plugin/profiler_abi.h"
+#include "plugin/core/profiler_abi.h"
+#include "plugin/nvtx/nvtx_nccl_payload_calls.h"
 #include "tests/plugin/nccl_nvtx_payloads.h"
 #include "tests/plugin/own_ring.h"
 #include "trace/ring_reader.h"

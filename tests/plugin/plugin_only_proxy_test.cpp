@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "../trace/temp_dir.h"
-#include "plugin/nvtx_nccl_payload_calls.h"
-#include "plugin/profiler_abi.h"
-#include "plugin/proxy_progress.h"
-#include "plugin/runtime.h"
+#include "plugin/core/profiler_abi.h"
+#include "plugin/nvtx/nvtx_nccl_payload_calls.h"
+#include "plugin/profiler/proxy_progress.h"
+#include "plugin/runtime/runtime.h"
 #include "tests/plugin/nccl_nvtx_payloads.h"
 #include "tests/plugin/own_ring.h"
 #include "trace/ring_reader.h"

@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "../trace/temp_dir.h"
-#include "plugin/plugin_only_names.h"
-#include "plugin/plugin_only_recorder.h"
-#include "plugin/profiler_abi.h"
-#include "plugin/proxy_progress.h"
-#include "plugin/runtime.h"
+#include "plugin/core/plugin_only_names.h"
+#include "plugin/core/profiler_abi.h"
+#include "plugin/profiler/plugin_only_recorder.h"
+#include "plugin/profiler/proxy_progress.h"
+#include "plugin/runtime/runtime.h"
 #include "tests/plugin/own_ring.h"
 #include "trace/ring_reader.h"
 

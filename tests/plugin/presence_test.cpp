@@ -1,6 +1,7 @@
-// The presence file (plugin/presence.h): who writes one, what the parent's environment says, and
-// how it ends: replaced at the first NCCL call, marked at exit, never touched by a forked child.
-#include "plugin/presence.h"
+// The presence file (plugin/core/presence.h): who writes one, what the parent's environment says,
+// and how it ends: replaced at the first NCCL call, marked at exit, never touched by a forked
+// child.
+#include "plugin/core/presence.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -10,7 +11,7 @@
 #include <map>
 #include <string>
 
-#include "plugin/proc_environ.h"
+#include "plugin/core/proc_environ.h"
 #include "trace/ring_layout.h"
 #include "trace/ring_reader.h"
 

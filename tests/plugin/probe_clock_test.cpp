@@ -1,6 +1,6 @@
 // The probe's clock against the real CLOCK_MONOTONIC of this machine: it calibrates, stays close,
 // and never goes back while refreshes switch curves under a concurrent reader.
-#include "plugin/probe_clock.h"
+#include "plugin/core/probe_clock.h"
 
 #include <gtest/gtest.h>
 

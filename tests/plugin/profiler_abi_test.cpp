@@ -13,7 +13,7 @@
 #include <cstring>
 #include <string>
 
-#include "plugin/profiler_abi.h"
+#include "plugin/core/profiler_abi.h"
 #include "sim/emulator/profiler_abi.h"
 
 namespace ncclscope::plugin {

@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "../trace/temp_dir.h"
-#include "plugin/profiler_abi.h"
-#include "plugin/profiler_plugin.h"
-#include "plugin/proxy_mask.h"
-#include "plugin/proxy_progress.h"
-#include "plugin/runtime.h"
+#include "plugin/core/profiler_abi.h"
+#include "plugin/profiler/profiler_plugin.h"
+#include "plugin/profiler/proxy_mask.h"
+#include "plugin/profiler/proxy_progress.h"
+#include "plugin/runtime/runtime.h"
 #include "tests/plugin/own_ring.h"
 #include "trace/identity.h"
 #include "trace/ring_reader.h"

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "../trace/temp_dir.h"
-#include "plugin/profiler_abi.h"
-#include "plugin/profiler_plugin.h"
+#include "plugin/core/profiler_abi.h"
+#include "plugin/profiler/profiler_plugin.h"
 #include "tests/plugin/own_ring.h"
 #include "trace/identity.h"
 #include "trace/ring_reader.h"

@@ -1,11 +1,11 @@
 // The fast clock's arithmetic and calibration with injected samples: no clock is read here.
-#include "plugin/tsc_curve.h"
+#include "plugin/core/tsc_curve.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
-#include "plugin/probe_clock.h"
+#include "plugin/core/probe_clock.h"
 
 namespace ncclscope::plugin {
 namespace {

@@ -1,6 +1,6 @@
-// The profiler-v4 call log (plugin/v4_call_log.h): an event launched outside its call finds the
-// call's number by its arguments, in whatever order NCCL launches a group's tasks.
-#include "plugin/v4_call_log.h"
+// The profiler-v4 call log (plugin/runtime/v4_call_log.h): an event launched outside its call finds
+// the call's number by its arguments, in whatever order NCCL launches a group's tasks.
+#include "plugin/runtime/v4_call_log.h"
 
 #include <gtest/gtest.h>
 

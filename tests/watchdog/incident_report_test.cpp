@@ -1,6 +1,6 @@
 // What the watchdog prints for each stage of an incident: short, naming the verdict file, and the
 // end of an incident says how it ended.
-#include "plugin/incident_report.h"
+#include "plugin/watchdog/incident_report.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // One deciding watchdog per node: the lock is exclusive, given back on release and by the death
 // of its holder (the kernel's doing, so a crashed decider is always replaced), never kept alive by
 // a forked child, and each acquisition leaves its holder's line in the lock file.
-#include "plugin/node_lock.h"
+#include "plugin/watchdog/node_lock.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

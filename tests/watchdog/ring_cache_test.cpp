@@ -2,7 +2,7 @@
 // heartbeats re-reads no file and gives the same verdict as a fresh read; a completion stamped
 // after the fact, a new record (the ring wraps), a file replaced by a restarted process, a file
 // gone or another job's file are each seen at the next look, by re-reading that file only.
-#include "plugin/ring_cache.h"
+#include "plugin/watchdog/ring_cache.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

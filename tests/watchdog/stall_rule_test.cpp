@@ -1,7 +1,7 @@
 // The stall rule with injected time and completions: progress, not a fixed timeout.
 #include <gtest/gtest.h>
 
-#include "plugin/stall_rule.h"
+#include "plugin/watchdog/stall_rule.h"
 
 namespace ncclscope::plugin {
 namespace {

@@ -2,7 +2,7 @@
 // and the faults of the emulated driver that its set-up meets (ipc_open_fails,
 // device_memory_limit): what parses, what every bad value says (file, JSON path, problem),
 // which variables the ranks get, that the user's environment wins, and that the ranges checked
-// here are the probe's own (plugin/config_table.h).
+// here are the probe's own (plugin/core/config_table.h).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -147,10 +147,10 @@ std::pair<std::string, std::string> RangeOf(const std::string& table, const std:
 }
 
 // The ranges above must be the probe's: a value the scenario accepts and the probe refused would
-// be warned about in every rank and replaced by a default (plugin/config_table.h, one table).
+// be warned about in every rank and replaced by a default (plugin/core/config_table.h, one table).
 TEST(AccelKey, RangesAreTheProbesOwn) {
-  std::ifstream in(std::string(NCCLSCOPE_SCENARIOS_DIR) + "/../../plugin/config_table.h");
-  ASSERT_TRUE(in) << "plugin/config_table.h not found";
+  std::ifstream in(std::string(NCCLSCOPE_SCENARIOS_DIR) + "/../../plugin/core/config_table.h");
+  ASSERT_TRUE(in) << "plugin/core/config_table.h not found";
   const std::string table(std::istreambuf_iterator<char>(in), {});
   const auto buffer = RangeOf(table, "X(accel_buffer, Size, \"");
   ASSERT_FALSE(buffer.first.empty());
