@@ -62,8 +62,8 @@ struct AccelComm {
   CUfunction kernel[2][3] = {};   // [one-shot, two-shot][fp16, fp32, bf16]
   CUfunction alltoall = nullptr;  // collectives/kernels/alltoall.cu
   CUfunction exchange = nullptr;  // collectives/kernels/exchange.cu
-  // Grouped sends and receives (collectives/planner/exchange_plan.h): chunks sent to and taken from each
-  // peer so far by the exchange kernel, as each peer counts them on its side.
+  // Grouped sends and receives (collectives/planner/exchange_plan.h): chunks sent to and taken from
+  // each peer so far by the exchange kernel, as each peer counts them on its side.
   uint32_t sent_chunks[collectives::kMaxRanks] = {};
   uint32_t received_chunks[collectives::kMaxRanks] = {};
   // The sends and receives of the open group held back, in call order; kMaxHeld reserved at set-up

@@ -1,13 +1,13 @@
-// NCCLSCOPE_ACCEL for grouped sends and receives (collectives/planner/exchange_plan.h, docs/collectives.md
-// "Grouped sends and receives"): inside a user's ncclGroupStart/End, the ncclSend and ncclRecv
-// calls on one communicator whose ncclscope side is already set up (at an earlier eligible
-// AllReduce or AlltoAll, a point every rank reaches together; a communicator only ever used for
-// sends and receives is never set up here) are held back instead of reaching NCCL at once. At the
-// group's outermost end the planner picks the parts both ranks of each pair agree on, one exchange
-// kernel runs them, the others reach NCCL (still inside the group, so NCCL's own kernel runs after
-// ours on every rank alike), and every call is recorded in call order as it would have been,
-// routed ones marked as run by ncclscope. Any other call of the group first lets what is held
-// reach NCCL unchanged, in order. The calling thread only, as NCCL requires of a communicator.
+// NCCLSCOPE_ACCEL for grouped sends and receives (collectives/planner/exchange_plan.h,
+// docs/collectives.md "Grouped sends and receives"): inside a user's ncclGroupStart/End, the
+// ncclSend and ncclRecv calls on one communicator whose ncclscope side is already set up (at an
+// earlier eligible AllReduce or AlltoAll, a point every rank reaches together; a communicator only
+// ever used for sends and receives is never set up here) are held back instead of reaching NCCL at
+// once. At the group's outermost end the planner picks the parts both ranks of each pair agree on,
+// one exchange kernel runs them, the others reach NCCL (still inside the group, so NCCL's own
+// kernel runs after ours on every rank alike), and every call is recorded in call order as it would
+// have been, routed ones marked as run by ncclscope. Any other call of the group first lets what is
+// held reach NCCL unchanged, in order. The calling thread only, as NCCL requires of a communicator.
 #pragma once
 
 #include <nccl.h>
