@@ -15,29 +15,23 @@
 namespace ncclscope::hang_detector {
 namespace {
 
-constexpr size_t kMaxListed = 8;         // incidents named in the summary
-constexpr size_t kMaxIncidentLines = 6;  // incidents with evidence lines
-constexpr size_t kMaxSideLines = 4;      // evidence lines per incident
+constexpr size_t kMaxIncidentsListed = 8;  // incidents named in the summary
+constexpr size_t kMaxIncidentLines = 6;    // incidents with evidence lines
+constexpr size_t kMaxSideLines = 4;        // evidence lines per incident
 
-using Side = std::vector<const RankSample*>;  // ranks that share one hash
+using HashSide = std::vector<const RankSample*>;  // ranks that share one hash
 
 struct Incident {
   const SampledCollective* at = nullptr;
-  std::vector<Side> sides;  // largest first; for a majority, sides[0] is it
+  std::vector<HashSide> sides;  // largest first; for a majority, sides[0] is it
   bool tie = false;
   std::vector<int> culprits;  // outside the majority; every compared rank for a tie
 };
 
-std::vector<int> RanksOf(const Side& side) {
-  std::vector<int> ranks;
-  for (const RankSample* r : side) ranks.push_back(r->rank);
-  return ranks;
-}
-
 // The incidents of one collective: one per (hash version, bytes hashed) whose ranks disagree.
 void Compare(const SampledCollective& c, std::vector<Incident>* out) {
   if (!trace::OutputIdenticalOnEveryRank(c.op)) return;
-  std::map<std::pair<uint32_t, uint64_t>, std::map<uint64_t, Side>> classes;
+  std::map<std::pair<uint32_t, uint64_t>, std::map<uint64_t, HashSide>> classes;
   for (const RankSample& r : c.ranks) {
     const trace::NumericsSample& s = *r.sample;
     if (s.hashed) classes[{s.hash_version, s.hash_bytes}][s.hash].push_back(&r);
@@ -51,7 +45,7 @@ void Compare(const SampledCollective& c, std::vector<Incident>* out) {
       compared += side.size();
       in.sides.push_back(std::move(side));
     }
-    std::stable_sort(in.sides.begin(), in.sides.end(), [](const Side& a, const Side& b) {
+    std::stable_sort(in.sides.begin(), in.sides.end(), [](const HashSide& a, const HashSide& b) {
       return a.size() != b.size() ? a.size() > b.size() : a.front()->rank < b.front()->rank;
     });
     in.tie = in.sides[0].size() * 2 <= compared;
@@ -63,7 +57,7 @@ void Compare(const SampledCollective& c, std::vector<Incident>* out) {
   }
 }
 
-std::string Hex(uint64_t v) {
+std::string HashHex(uint64_t v) {
   char buf[20];
   std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
   return buf;
@@ -75,7 +69,7 @@ std::string IncidentList(const Context& ctx, const std::vector<Incident>& incide
                          uint64_t comm_id) {
   std::string out;
   const SampledCollective* prev = nullptr;
-  for (size_t i = 0; i < incidents.size() && i < kMaxListed; ++i) {
+  for (size_t i = 0; i < incidents.size() && i < kMaxIncidentsListed; ++i) {
     const SampledCollective& c = *incidents[i].at;
     if (i > 0) out += ", ";
     if (prev != nullptr && prev->comm_id == c.comm_id && prev->op == c.op) {
@@ -87,8 +81,8 @@ std::string IncidentList(const Context& ctx, const std::vector<Incident>& incide
     }
     prev = &c;
   }
-  if (incidents.size() > kMaxListed) {
-    out += ", ... (" + std::to_string(incidents.size() - kMaxListed) + " more)";
+  if (incidents.size() > kMaxIncidentsListed) {
+    out += ", ... (" + std::to_string(incidents.size() - kMaxIncidentsListed) + " more)";
   }
   return out;
 }
@@ -133,11 +127,12 @@ void AddEvidence(const Context& ctx, const std::vector<Incident>& incidents, Ver
       const RankSample& r = *in.sides[s].front();
       const trace::NumericsSample& n = *r.sample;
       const std::string role = !in.tie && s == 0 ? "the majority, " : "";
-      v->evidence.push_back(ctx.RecordEvidence(
-          r.file, r.pos,
-          "output of " + name + " hashed " + Hex(n.hash) + " over " + std::to_string(n.hash_bytes) +
-              " bytes (hash version " + std::to_string(n.hash_version) + "), as on " + role +
-              RankList(RanksOf(in.sides[s]))));
+      v->evidence.push_back(ctx.RecordEvidence(r.file, r.pos,
+                                               "output of " + name + " hashed " + HashHex(n.hash) +
+                                                   " over " + std::to_string(n.hash_bytes) +
+                                                   " bytes (hash version " +
+                                                   std::to_string(n.hash_version) + "), as on " +
+                                                   role + RankList(RanksOf(in.sides[s]))));
     }
   }
 }

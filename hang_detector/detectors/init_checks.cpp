@@ -12,7 +12,7 @@
 namespace ncclscope::hang_detector {
 namespace {
 
-std::string Hex(uint64_t id) {
+std::string CommIdHex(uint64_t id) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(id));
   return buf;
@@ -116,12 +116,12 @@ void Report(const Context& ctx, const Group& g, std::vector<Verdict>* out) {
   const uint64_t comm_id = split ? any.parent_id : any.child_id;
   v.comm_id = comm_id;
   if (const CommModel* c = index.FindComm(comm_id)) v.comm_name = ctx.CommName(*c);
-  if (v.comm_name.empty()) v.comm_name = Hex(comm_id);
+  if (v.comm_name.empty()) v.comm_name = CommIdHex(comm_id);
   v.seq = split ? any.split_index : 0;
   // The child's name (commName) is in the ring from the moment its creation began.
   auto child_name = [&](uint64_t child) {
     const CommModel* c = index.FindComm(child);
-    return c != nullptr && !c->name.empty() ? c->name + " " + Hex(child) : Hex(child);
+    return c != nullptr && !c->name.empty() ? c->name + " " + CommIdHex(child) : CommIdHex(child);
   };
   const CommModel* any_child = split ? index.FindComm(any.child_id) : nullptr;
   const std::string child =

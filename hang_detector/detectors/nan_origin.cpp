@@ -11,9 +11,9 @@
 namespace ncclscope::hang_detector {
 namespace {
 
-constexpr size_t kMaxListed = 3;        // later poisoned collectives named in the summary
-constexpr size_t kMaxRankLines = 8;     // per-rank evidence lines of the origin
-constexpr size_t kMaxConsequences = 5;  // evidence lines of later poisoned collectives
+constexpr size_t kMaxConsequencesListed = 3;  // later poisoned collectives named in the summary
+constexpr size_t kMaxRankLines = 8;           // per-rank evidence lines of the origin
+constexpr size_t kMaxConsequences = 5;        // evidence lines of later poisoned collectives
 
 struct Scanned {
   std::vector<const RankSample*> poisoned, clean;
@@ -26,12 +26,6 @@ Scanned Split(const SampledCollective& c) {
     (r.sample->Poisoned() ? s.poisoned : s.clean).push_back(&r);
   }
   return s;
-}
-
-std::vector<int> RanksOf(const std::vector<const RankSample*>& samples) {
-  std::vector<int> ranks;
-  for (const RankSample* r : samples) ranks.push_back(r->rank);
-  return ranks;
 }
 
 // "3 NaN and 0 Inf, first at element 1024 (float32)".
@@ -73,7 +67,7 @@ std::string AddConsequences(const Context& ctx, const std::vector<SampledCollect
     const Scanned s = Split(job[i]);
     ++later;
     for (const RankSample* r : s.poisoned) v->victims.push_back(r->rank);
-    if (named.size() < kMaxListed) named.push_back(Consequence(ctx, job[i], s));
+    if (named.size() < kMaxConsequencesListed) named.push_back(Consequence(ctx, job[i], s));
     if (later <= kMaxConsequences) {
       v->evidence.push_back(
           ctx.RecordEvidence(s.poisoned.front()->file, s.poisoned.front()->pos,

@@ -110,6 +110,12 @@ std::vector<SampledCollective> GatherSamples(const Context& ctx) {
   return all;
 }
 
+std::vector<int> RanksOf(const std::vector<const RankSample*>& samples) {
+  std::vector<int> ranks;
+  for (const RankSample* r : samples) ranks.push_back(r->rank);
+  return ranks;
+}
+
 std::string CollectiveName(const Context& ctx, const SampledCollective& c) {
   return CommText(ctx, c) + " " + trace::OpTypeName(c.op) + " #" + std::to_string(c.seq);
 }

@@ -43,6 +43,8 @@ struct SampledCollective {
 // numerics records. Reads the index only.
 std::vector<SampledCollective> GatherSamples(const Context& ctx);
 
+// The ranks of `samples`, in their order.
+std::vector<int> RanksOf(const std::vector<const RankSample*>& samples);
 // "dp allreduce #12".
 std::string CollectiveName(const Context& ctx, const SampledCollective& c);
 // Sets the verdict's communicator, operation, sequence number and age from the collective.

@@ -10,10 +10,10 @@ namespace {
 
 using trace::OpType;
 
-enum class Start : uint8_t { kStarted, kNotStarted, kUnknown };
+enum class P2pStart : uint8_t { kStarted, kNotStarted, kUnknown };
 
 struct SideStart {
-  Start state = Start::kUnknown;
+  P2pStart state = P2pStart::kUnknown;
   uint32_t marker = kNoRecord;
 };
 
@@ -34,14 +34,14 @@ SideStart Examine(const RankFile& f, uint64_t comm_id, uint64_t seq, OpType op, 
     }
     const uint64_t s = f.ops[p].seq;
     if (s == seq) {
-      out.state = Start::kStarted;
+      out.state = P2pStart::kStarted;
       out.marker = p;
       return out;
     }
     if (s == 0) return out;  // a start the probe could not number may be this one
     watched = true;
   }
-  if (watched) out.state = Start::kNotStarted;
+  if (watched) out.state = P2pStart::kNotStarted;
   return out;
 }
 
@@ -67,7 +67,7 @@ void CheckP2PDeviceStalls(const Context& ctx, std::vector<Verdict>* out) {
         const RankFile& fb = index.files()[b];
         const SideStart sa = Examine(fa, comm.id, seq, OpType::kSend, lane.dst);
         const SideStart sb = Examine(fb, comm.id, seq, OpType::kRecv, lane.src);
-        if (sa.state == Start::kUnknown || sb.state == Start::kUnknown) continue;
+        if (sa.state == P2pStart::kUnknown || sb.state == P2pStart::kUnknown) continue;
         const int ra = ctx.RankOf(a), rb = ctx.RankOf(b);
         Verdict v;
         v.cls = VerdictClass::kDeviceStall;
@@ -84,7 +84,7 @@ void CheckP2PDeviceStalls(const Context& ctx, std::vector<Verdict>* out) {
             "send #" + std::to_string(seq) + " of " + RankList({ra}) + " to " + RankList({rb});
         bool localized = false;
         if (sa.state != sb.state) {
-          const bool send_stuck = sa.state == Start::kNotStarted;
+          const bool send_stuck = sa.state == P2pStart::kNotStarted;
           const int culprit = send_stuck ? ra : rb, victim = send_stuck ? rb : ra;
           v.culprits = {culprit};
           v.victims = {victim};
@@ -102,7 +102,7 @@ void CheckP2PDeviceStalls(const Context& ctx, std::vector<Verdict>* out) {
           v.evidence.push_back(
               ctx.RecordEvidence(started_file, marker, "device work of " + what + " started"));
           localized = true;
-        } else if (sa.state == Start::kStarted) {
+        } else if (sa.state == P2pStart::kStarted) {
           localized = ResolveStallStage(ctx, comm, seq, {a, b}, &v, true);
         }
         if (!localized) continue;

@@ -15,14 +15,13 @@
 #include "collectives/twins/allreduce_twin.h"
 #include "collectives/twins/allreduce_twin_kernel.h"
 #include "collectives/twins/narrow_float.h"
+#include "tests/collectives/twin_clock.h"
 
 namespace ncclscope::collectives {
 namespace {
 
-constexpr int64_t kSecond = 1'000'000'000;
-
 // A communicator's registered memory and each rank's user buffers, in one process.
-struct Job {
+struct AllReduceJob {
   int nranks;
   AllReducePlan plan;
   std::vector<std::vector<unsigned char>> input, output, staging, scratch;
@@ -30,7 +29,7 @@ struct Job {
   PeerMemory mem{};
   uint32_t epoch;
 
-  Job(int n, const AllReducePlan& p, uint32_t first_epoch)
+  AllReduceJob(int n, const AllReducePlan& p, uint32_t first_epoch)
       : nranks(n), plan(p), epoch(first_epoch) {
     for (int r = 0; r < n; ++r) {
       input.emplace_back(p.bytes);
@@ -89,7 +88,7 @@ struct Job {
         c.input = input[r].data();
         c.output = in_place ? input[r].data() : output[r].data();
         for (int q = 0; q < nranks; ++q) c.peer_input[q] = input[q].data();
-        c.deadline_ns = MonotonicNs() + (absent >= 0 ? 2 * kSecond : 60 * kSecond);
+        c.deadline_ns = MonotonicNs() + (absent >= 0 ? 2 * kSecondNs : 60 * kSecondNs);
         ok[static_cast<size_t>(r)] = RunAllReduceTwin(c, mem, &(*stalls)[static_cast<size_t>(r)]);
       });
     }
@@ -127,7 +126,7 @@ struct Job {
   }
 };
 
-AllReducePlan PlanFor(Dtype d, size_t bytes, int nranks, bool registered, bool in_place) {
+AllReducePlan AllReducePlanFor(Dtype d, size_t bytes, int nranks, bool registered, bool in_place) {
   AllReduceCall c;
   c.nccl_dtype = static_cast<int32_t>(d);
   c.count = bytes / DtypeBytes(d);
@@ -148,13 +147,14 @@ struct Case {
 };
 
 void CheckCase(const Case& k, Algorithm want) {
-  AllReducePlan plan = PlanFor(k.dtype, k.bytes, k.nranks, k.registered, k.in_place);
+  AllReducePlan plan = AllReducePlanFor(k.dtype, k.bytes, k.nranks, k.registered, k.in_place);
   ASSERT_EQ(plan.algorithm, want) << AlgorithmName(plan.algorithm);
   // Fewer, narrower blocks than the GPU's keep the test quick and still leave several blocks and
   // every thread a stride: the mapping, not the width, is what is tested.
   plan.blocks = 5;
   plan.threads = 7;
-  Job job(k.nranks, plan, /*first_epoch=*/0xFFFFFFFEu);  // the counter wraps during the calls
+  AllReduceJob job(k.nranks, plan,
+                   /*first_epoch=*/0xFFFFFFFEu);  // the counter wraps during the calls
   std::mt19937 gen(static_cast<unsigned>(k.bytes * 31 + static_cast<size_t>(k.nranks)));
   for (int call = 0; call < 4; ++call) {
     SCOPED_TRACE("call " + std::to_string(call) + " epoch " + std::to_string(job.epoch));
@@ -198,11 +198,11 @@ TEST(AllReduceTwin, RegisteredInputsReadInPlaceAndInPlaceCalls) {
 
 TEST(AllReduceTwin, SmallerThanOnePackPerRankStillCompletes) {
   // 48 bytes over 8 ranks: 3 packs, so five ranks own an empty slice of two-shot.
-  AllReducePlan plan = PlanFor(Dtype::kFp32, 48, 8, false, false);
+  AllReducePlan plan = AllReducePlanFor(Dtype::kFp32, 48, 8, false, false);
   plan.algorithm = Algorithm::kTwoShot;
   plan.blocks = 3;
   plan.threads = 2;
-  Job job(8, plan, 1);
+  AllReduceJob job(8, plan, 1);
   std::mt19937 gen(3);
   job.Fill(&gen);
   std::vector<Stall> stalls;
@@ -212,10 +212,10 @@ TEST(AllReduceTwin, SmallerThanOnePackPerRankStillCompletes) {
 }
 
 TEST(AllReduceTwin, ARankThatNeverArrivesIsNamedWhenTheWaitExpires) {
-  AllReducePlan plan = PlanFor(Dtype::kBf16, 4096, 4, false, false);
+  AllReducePlan plan = AllReducePlanFor(Dtype::kBf16, 4096, 4, false, false);
   plan.blocks = 2;
   plan.threads = 4;
-  Job job(4, plan, 7);
+  AllReduceJob job(4, plan, 7);
   std::mt19937 gen(5);
   job.Fill(&gen);
   std::vector<Stall> stalls;
@@ -238,7 +238,7 @@ TEST(AllReduceTwin, ARankThatNeverArrivesIsNamedWhenTheWaitExpires) {
 
 // The twin entered as the emulated driver enters a kernel: launch shape and AllReduceKernelArgs,
 // as the interposer fills them (copy-in: every rank's staging buffer as source).
-AllReduceKernelArgs ArgsOf(Job& job, int r, bool copy_in, KernelStall* stall) {
+AllReduceKernelArgs AllReduceArgsOf(AllReduceJob& job, int r, bool copy_in, KernelStall* stall) {
   AllReduceKernelArgs a{};
   for (int q = 0; q < job.nranks; ++q) {
     a.source[q] = copy_in ? job.staging[q].data() : job.input[q].data();
@@ -250,7 +250,7 @@ AllReduceKernelArgs ArgsOf(Job& job, int r, bool copy_in, KernelStall* stall) {
   a.output = job.output[r].data();
   a.stall = stall;
   a.packs = job.plan.packs;
-  a.timeout_ns = 2 * kSecond;
+  a.timeout_ns = 2 * kSecondNs;
   a.rank = r;
   a.nranks = job.nranks;
   a.epoch = job.epoch;
@@ -260,9 +260,9 @@ AllReduceKernelArgs ArgsOf(Job& job, int r, bool copy_in, KernelStall* stall) {
 
 TEST(AllReduceTwin, KernelEntryGivesTheSameBitsAndReportsAStallInItsRecord) {
   for (const bool copy_in : {true, false}) {
-    AllReducePlan plan = PlanFor(Dtype::kBf16, 524288 + 48, 6, !copy_in, false);
+    AllReducePlan plan = AllReducePlanFor(Dtype::kBf16, 524288 + 48, 6, !copy_in, false);
     ASSERT_EQ(plan.copy_in, copy_in);
-    Job job(6, plan, 3);
+    AllReduceJob job(6, plan, 3);
     std::mt19937 gen(11);
     job.Fill(&gen);
     const auto want = job.Expected(job.input);
@@ -270,8 +270,8 @@ TEST(AllReduceTwin, KernelEntryGivesTheSameBitsAndReportsAStallInItsRecord) {
     std::vector<std::thread> ranks;
     for (int r = 0; r < 6; ++r) {
       ranks.emplace_back([&, r] {
-        RunAllReduceTwinKernel(Algorithm::kTwoShot, Dtype::kBf16, ArgsOf(job, r, copy_in, &stall),
-                               4, 9);
+        RunAllReduceTwinKernel(Algorithm::kTwoShot, Dtype::kBf16,
+                               AllReduceArgsOf(job, r, copy_in, &stall), 4, 9);
       });
     }
     for (std::thread& t : ranks) t.join();
@@ -279,10 +279,11 @@ TEST(AllReduceTwin, KernelEntryGivesTheSameBitsAndReportsAStallInItsRecord) {
     for (int r = 0; r < 6; ++r) EXPECT_EQ(job.output[r], want) << "rank " << r;
   }
   // Rank 1 never launches: rank 0's record names it, at the start barrier of block 0.
-  AllReducePlan plan = PlanFor(Dtype::kFp32, 4096, 2, false, false);
-  Job job(2, plan, 9);
+  AllReducePlan plan = AllReducePlanFor(Dtype::kFp32, 4096, 2, false, false);
+  AllReduceJob job(2, plan, 9);
   KernelStall stall{};
-  RunAllReduceTwinKernel(Algorithm::kOneShot, Dtype::kFp32, ArgsOf(job, 0, true, &stall), 2, 4);
+  RunAllReduceTwinKernel(Algorithm::kOneShot, Dtype::kFp32, AllReduceArgsOf(job, 0, true, &stall),
+                         2, 4);
   EXPECT_EQ(stall.code, 1);
   EXPECT_EQ(stall.rank, 0);
   EXPECT_EQ(stall.peer, 1);

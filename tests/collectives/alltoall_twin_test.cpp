@@ -18,15 +18,14 @@
 
 #include "collectives/twins/alltoall_twin.h"
 #include "collectives/twins/alltoall_twin_kernel.h"
+#include "tests/collectives/nccl_codes.h"
+#include "tests/collectives/twin_clock.h"
 
 namespace ncclscope::collectives {
 namespace {
 
-constexpr int64_t kSecond = 1'000'000'000;
-constexpr int32_t kNcclInt8 = 0, kNcclFp16 = 6, kNcclFp32 = 7, kNcclFp64 = 8;
-
 // A communicator's registered memory and each rank's user buffers, in one process.
-struct Job {
+struct AlltoAllJob {
   int nranks;
   AlltoAllPlan plan;
   std::vector<std::vector<unsigned char>> input, output, staging;
@@ -34,7 +33,8 @@ struct Job {
   AlltoAllPeerMemory mem{};
   uint32_t epoch;
 
-  Job(int n, const AlltoAllPlan& p, uint32_t first_epoch) : nranks(n), plan(p), epoch(first_epoch) {
+  AlltoAllJob(int n, const AlltoAllPlan& p, uint32_t first_epoch)
+      : nranks(n), plan(p), epoch(first_epoch) {
     for (int r = 0; r < n; ++r) {
       input.emplace_back(p.bytes);
       output.emplace_back(p.bytes);
@@ -81,7 +81,7 @@ struct Job {
         c.input = input[r].data();
         c.output = in_place ? input[r].data() : output[r].data();
         for (int q = 0; q < nranks; ++q) c.peer_input[q] = input[q].data();
-        c.deadline_ns = MonotonicNs() + (absent >= 0 ? 2 * kSecond : 60 * kSecond);
+        c.deadline_ns = MonotonicNs() + (absent >= 0 ? 2 * kSecondNs : 60 * kSecondNs);
         ok[static_cast<size_t>(r)] = RunAlltoAllTwin(c, mem, &(*stalls)[static_cast<size_t>(r)]);
       });
     }
@@ -104,7 +104,8 @@ struct Job {
   }
 };
 
-AlltoAllPlan PlanFor(int32_t nccl_dtype, size_t count, int nranks, bool registered, bool in_place) {
+AlltoAllPlan AlltoAllPlanFor(int32_t nccl_dtype, size_t count, int nranks, bool registered,
+                             bool in_place) {
   AlltoAllCall c;
   c.nccl_dtype = nccl_dtype;
   c.count = count;
@@ -126,7 +127,7 @@ void CheckCalls(const AlltoAllPlan& plan, int nranks, bool in_place, uint32_t bl
   // every thread a stride: the mapping, not the width, is what is tested.
   p.blocks = blocks;
   p.threads = threads;
-  Job job(nranks, p, /*first_epoch=*/0xFFFFFFFEu);
+  AlltoAllJob job(nranks, p, /*first_epoch=*/0xFFFFFFFEu);
   std::mt19937 gen(static_cast<unsigned>(p.bytes * 31 + static_cast<size_t>(nranks)));
   for (int call = 0; call < 4; ++call) {
     SCOPED_TRACE("call " + std::to_string(call) + " epoch " + std::to_string(job.epoch));
@@ -157,7 +158,7 @@ TEST(AlltoAllTwin, EveryRankCountAndSizeGivesNcclsLayoutOnEveryRank) {
   for (const Size& s : sizes) {
     for (int n = 2; n <= kMaxRanks; ++n) {
       SCOPED_TRACE(std::string(s.what) + ", " + std::to_string(n) + " ranks");
-      CheckCalls(PlanFor(s.dtype, s.count, n, false, false), n, false, 5, 7);
+      CheckCalls(AlltoAllPlanFor(s.dtype, s.count, n, false, false), n, false, 5, 7);
     }
   }
 }
@@ -168,24 +169,25 @@ TEST(AlltoAllTwin, InPlaceCallsAreCopiedInAndCorrect) {
     // Registered, but in place: the plan must copy in, or a rank would overwrite the block a peer
     // has yet to read.
     const AlltoAllPlan plan =
-        PlanFor(kNcclFp16, size_t{8} * 41, n, /*registered=*/true, /*in_place=*/true);
+        AlltoAllPlanFor(kNcclFp16, size_t{8} * 41, n, /*registered=*/true, /*in_place=*/true);
     EXPECT_TRUE(plan.copy_in);
     CheckCalls(plan, n, /*in_place=*/true, 3, 8);
   }
 }
 
 TEST(AlltoAllTwin, RegisteredSendbuffsAreReadInPlaceWithoutStaging) {
-  const AlltoAllPlan plan = PlanFor(kNcclFp32, size_t{4} * 29, 6, /*registered=*/true, false);
+  const AlltoAllPlan plan =
+      AlltoAllPlanFor(kNcclFp32, size_t{4} * 29, 6, /*registered=*/true, false);
   ASSERT_FALSE(plan.copy_in);
   CheckCalls(plan, 6, false, 4, 5);
 }
 
 TEST(AlltoAllTwin, ARankThatNeverArrivesIsNamedWhenTheWaitExpires) {
-  AlltoAllPlan plan = PlanFor(kNcclFp16, size_t{8} * 4, 4, false, false);
+  AlltoAllPlan plan = AlltoAllPlanFor(kNcclFp16, size_t{8} * 4, 4, false, false);
   ASSERT_EQ(plan.algorithm, Algorithm::kPull);
   plan.blocks = 2;
   plan.threads = 4;
-  Job job(4, plan, 7);
+  AlltoAllJob job(4, plan, 7);
   std::mt19937 gen(5);
   job.Fill(&gen);
   std::vector<Stall> stalls;
@@ -202,7 +204,7 @@ TEST(AlltoAllTwin, ARankThatNeverArrivesIsNamedWhenTheWaitExpires) {
 
 // The twin entered as the emulated driver enters a kernel: launch shape and AlltoAllKernelArgs, as
 // the routing will fill them (copy-in: every rank's staging buffer as source).
-AlltoAllKernelArgs ArgsOf(Job& job, int r, bool copy_in, KernelStall* stall) {
+AlltoAllKernelArgs AlltoAllArgsOf(AlltoAllJob& job, int r, bool copy_in, KernelStall* stall) {
   AlltoAllKernelArgs a{};
   for (int q = 0; q < job.nranks; ++q) {
     a.source[q] = copy_in ? job.staging[q].data() : job.input[q].data();
@@ -213,7 +215,7 @@ AlltoAllKernelArgs ArgsOf(Job& job, int r, bool copy_in, KernelStall* stall) {
   a.output = job.output[r].data();
   a.stall = stall;
   a.packs_per_peer = job.plan.packs_per_peer;
-  a.timeout_ns = 2 * kSecond;
+  a.timeout_ns = 2 * kSecondNs;
   a.rank = r;
   a.nranks = job.nranks;
   a.epoch = job.epoch;
@@ -224,27 +226,28 @@ AlltoAllKernelArgs ArgsOf(Job& job, int r, bool copy_in, KernelStall* stall) {
 TEST(AlltoAllTwin, KernelEntryGivesNcclsLayoutAndReportsAStallInItsRecord) {
   for (const bool copy_in : {true, false}) {
     SCOPED_TRACE(copy_in ? "copy-in" : "registered");
-    const AlltoAllPlan plan = PlanFor(kNcclFp32, size_t{4} * 37, 5, !copy_in, false);
+    const AlltoAllPlan plan = AlltoAllPlanFor(kNcclFp32, size_t{4} * 37, 5, !copy_in, false);
     ASSERT_EQ(plan.copy_in, copy_in);
-    Job job(5, plan, 3);
+    AlltoAllJob job(5, plan, 3);
     std::mt19937 gen(11);
     job.Fill(&gen);
     for (auto& out : job.output) std::memset(out.data(), 0xA5, plan.bytes);
     KernelStall stall{};
     std::vector<std::thread> ranks;
     for (int r = 0; r < 5; ++r) {
-      ranks.emplace_back(
-          [&, r] { RunAlltoAllTwinKernel(ArgsOf(job, r, copy_in, &stall), /*blocks=*/4, 9); });
+      ranks.emplace_back([&, r] {
+        RunAlltoAllTwinKernel(AlltoAllArgsOf(job, r, copy_in, &stall), /*blocks=*/4, 9);
+      });
     }
     for (std::thread& t : ranks) t.join();
     EXPECT_EQ(stall.code, 0);
     for (int r = 0; r < 5; ++r) EXPECT_EQ(job.output[r], job.Expected(job.input, r)) << r;
   }
   // Rank 1 never launches: rank 0's record names it, at the start barrier of block 0.
-  const AlltoAllPlan plan = PlanFor(kNcclFp16, 8, 2, false, false);
-  Job job(2, plan, 9);
+  const AlltoAllPlan plan = AlltoAllPlanFor(kNcclFp16, 8, 2, false, false);
+  AlltoAllJob job(2, plan, 9);
   KernelStall stall{};
-  RunAlltoAllTwinKernel(ArgsOf(job, 0, true, &stall), 2, 4);
+  RunAlltoAllTwinKernel(AlltoAllArgsOf(job, 0, true, &stall), 2, 4);
   EXPECT_EQ(stall.code, 1);
   EXPECT_EQ(stall.rank, 0);
   EXPECT_EQ(stall.peer, 1);

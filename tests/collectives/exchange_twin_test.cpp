@@ -15,11 +15,10 @@
 
 #include "collectives/planner/exchange_plan.h"
 #include "collectives/twins/exchange_twin.h"
+#include "tests/collectives/twin_clock.h"
 
 namespace ncclscope::collectives {
 namespace {
-
-constexpr int64_t kSecond = 1'000'000'000;
 
 // A communicator's registered memory, in one process, and each rank's chunk counters per pair.
 struct Comm {
@@ -58,7 +57,7 @@ struct Op {
 
 // Rank r's share of one exchange: its ops (every one ours: the test gives whole packs, one per
 // pair and direction), as the interposer would launch them.
-ExchangeKernelArgs ArgsOf(Comm& c, int r, std::vector<Op>& ops) {
+ExchangeKernelArgs ExchangeArgsOf(Comm& c, int r, std::vector<Op>& ops) {
   ExchangeKernelArgs a{};
   for (int q = 0; q < c.n; ++q) {
     a.staging[q] = c.staging[q].data();
@@ -87,7 +86,7 @@ ExchangeKernelArgs ArgsOf(Comm& c, int r, std::vector<Op>& ops) {
 std::vector<std::vector<Op>> Exchange(Comm& c, const std::vector<std::vector<size_t>>& sizes,
                                       std::mt19937* gen, std::vector<int>* ok,
                                       std::vector<Stall>* stalls, int absent = -1,
-                                      int64_t timeout_ns = 60 * kSecond) {
+                                      int64_t timeout_ns = 60 * kSecondNs) {
   std::vector<std::vector<Op>> ops(static_cast<size_t>(c.n));
   for (int r = 0; r < c.n; ++r) {
     for (int q = 0; q < c.n; ++q) {
@@ -103,7 +102,7 @@ std::vector<std::vector<Op>> Exchange(Comm& c, const std::vector<std::vector<siz
     std::shuffle(ops[r].begin(), ops[r].end(), *gen);
   }
   std::vector<ExchangeKernelArgs> args;
-  for (int r = 0; r < c.n; ++r) args.push_back(ArgsOf(c, r, ops[r]));
+  for (int r = 0; r < c.n; ++r) args.push_back(ExchangeArgsOf(c, r, ops[r]));
   ok->assign(static_cast<size_t>(c.n), 0);
   stalls->assign(static_cast<size_t>(c.n), Stall{});
   std::vector<std::thread> threads;
@@ -158,7 +157,7 @@ TEST(ExchangeTwin, ARankThatNeverArrivesEndsItsPeersWaitsNamingIt) {
   std::vector<std::vector<size_t>> sizes = {{0, 192, 192}, {192, 0, 192}, {192, 192, 0}};
   std::vector<int> ok;
   std::vector<Stall> stalls;
-  Exchange(c, sizes, &gen, &ok, &stalls, /*absent=*/2, /*timeout_ns=*/kSecond / 5);
+  Exchange(c, sizes, &gen, &ok, &stalls, /*absent=*/2, /*timeout_ns=*/kSecondNs / 5);
   for (int r = 0; r < 2; ++r) {
     EXPECT_FALSE(ok[r]) << r;
     EXPECT_EQ(stalls[r].rank, r);
@@ -171,10 +170,10 @@ TEST(ExchangeTwin, ARankThatNeverArrivesEndsItsPeersWaitsNamingIt) {
 TEST(ExchangeTwin, ALaunchThePlannerNeverMakesTouchesNothing) {
   Comm c(2, 64, 4, 0);
   std::vector<Op> ops = {{1, true, std::vector<unsigned char>(64, 1)}};
-  ExchangeKernelArgs a = ArgsOf(c, 0, ops);
+  ExchangeKernelArgs a = ExchangeArgsOf(c, 0, ops);
   a.sub_bytes = 10;  // shares that do not add up to the slot
   Stall s{};
-  EXPECT_TRUE(RunExchangeTwin(a, MonotonicNs() + kSecond, &s));
+  EXPECT_TRUE(RunExchangeTwin(a, MonotonicNs() + kSecondNs, &s));
   EXPECT_EQ(*FlagOf(c.signal[1].get(), 0, Barrier::kChunkReady, 0), 0u);
 }
 

@@ -14,7 +14,7 @@
 namespace ncclscope::collectives {
 namespace {
 
-ncclscope_moe_config Config() {
+ncclscope_moe_config PlanConfig() {
   ncclscope_moe_config c{};
   c.nranks = 8;
   c.num_experts = 256;
@@ -26,7 +26,7 @@ ncclscope_moe_config Config() {
 }
 
 TEST(MoePlan, DefaultsGiveACapacityNoRoutingCanExceed) {
-  const ncclscope_moe_config c = Config();
+  const ncclscope_moe_config c = PlanConfig();
   ncclscope_moe_plan p;
   ASSERT_EQ(ncclscope_moe_plan_make(&c, &p), NCCLSCOPE_MOE_OK);
   EXPECT_EQ(p.config.recv_capacity, 8 * 128 * 8);
@@ -39,7 +39,7 @@ TEST(MoePlan, DefaultsGiveACapacityNoRoutingCanExceed) {
 
 TEST(MoePlan, RegionsAreAlignedDisjointAndHoldWhatTheCallsWrite) {
   for (const int32_t capacity : {0, 5, 100000}) {
-    ncclscope_moe_config c = Config();
+    ncclscope_moe_config c = PlanConfig();
     c.recv_capacity = capacity;
     c.combine = capacity == 5 ? NCCLSCOPE_MOE_COMBINE_RANK_SUMS : NCCLSCOPE_MOE_COMBINE_EXACT;
     c.blocks = 7;
@@ -94,14 +94,14 @@ TEST(MoePlan, EveryValueOutOfRangeIsRefusedAndLeavesAZeroPlan) {
       {"negative combine mode", [](ncclscope_moe_config* c) { c->combine = -1; }},
   };
   for (const Case& k : cases) {
-    ncclscope_moe_config c = Config();
+    ncclscope_moe_config c = PlanConfig();
     k.change(&c);
     ncclscope_moe_plan p;
     p.buffer_bytes = 99;
     EXPECT_EQ(ncclscope_moe_plan_make(&c, &p), NCCLSCOPE_MOE_INVALID_ARGUMENT) << k.what;
     EXPECT_EQ(p.buffer_bytes, 0) << k.what;
   }
-  const ncclscope_moe_config c = Config();
+  const ncclscope_moe_config c = PlanConfig();
   ncclscope_moe_plan p;
   EXPECT_EQ(ncclscope_moe_plan_make(nullptr, &p), NCCLSCOPE_MOE_INVALID_ARGUMENT);
   EXPECT_EQ(ncclscope_moe_plan_make(&c, nullptr), NCCLSCOPE_MOE_INVALID_ARGUMENT);

@@ -20,8 +20,8 @@ using moe_test::kSecond;
 using moe_test::MoeJob;
 using moe_test::RankCall;
 
-ncclscope_moe_config Config(int n, int32_t capacity,
-                            int32_t combine = NCCLSCOPE_MOE_COMBINE_EXACT) {
+ncclscope_moe_config CapacityConfig(int n, int32_t capacity,
+                                    int32_t combine = NCCLSCOPE_MOE_COMBINE_EXACT) {
   ncclscope_moe_config c{};
   c.combine = combine;
   c.nranks = n;
@@ -61,7 +61,7 @@ void ExpectEveryRank(const std::vector<RankCall>& calls, bool combine, int32_t c
 TEST(MoeTwinErrors, AnOverflowFailsOnEveryRankWritesNoRowAndTheNextCallWorks) {
   std::mt19937 gen(1);
   // 4 ranks x 6 tokens x 2 slots to rank 2: 48 rows against a capacity of 40.
-  MoeJob job(Config(4, 40));
+  MoeJob job(CapacityConfig(4, 40));
   std::vector<RankCall> calls = RoutedTo(job, 2, &gen);
   job.Dispatch(&calls);
   ExpectEveryRank(calls, false, NCCLSCOPE_MOE_RECV_OVERFLOW, 2, 48);
@@ -81,7 +81,7 @@ TEST(MoeTwinErrors, AnOverflowFailsOnEveryRankWritesNoRowAndTheNextCallWorks) {
 
 TEST(MoeTwinErrors, ARoutingEntryOutOfRangeIsNamedAndTheRestIsDispatched) {
   std::mt19937 gen(2);
-  MoeJob job(Config(3, 0));
+  MoeJob job(CapacityConfig(3, 0));
   std::vector<RankCall> calls = RoutedTo(job, 1, &gen);
   calls[2].topk[9] = 6;    // token 4 of rank 2: one past the last expert
   calls[1].topk[11] = -3;  // token 5 of rank 1
@@ -94,7 +94,7 @@ TEST(MoeTwinErrors, ARoutingEntryOutOfRangeIsNamedAndTheRestIsDispatched) {
 
 TEST(MoeTwinErrors, MoreTokensThanMaxTokensAreRefusedOnEveryRank) {
   std::mt19937 gen(3);
-  MoeJob job(Config(2, 0));
+  MoeJob job(CapacityConfig(2, 0));
   std::vector<RankCall> calls = RoutedTo(job, 0, &gen);
   calls[1].tokens = 11;
   job.Dispatch(&calls);
@@ -105,7 +105,7 @@ TEST(MoeTwinErrors, ACombineHandleNoDispatchWroteIsRefused) {
   for (int32_t mode : {NCCLSCOPE_MOE_COMBINE_EXACT, NCCLSCOPE_MOE_COMBINE_RANK_SUMS}) {
     SCOPED_TRACE("combine mode " + std::to_string(mode));
     std::mt19937 gen(4);
-    MoeJob job(Config(3, 0, mode));
+    MoeJob job(CapacityConfig(3, 0, mode));
     std::vector<RankCall> calls = RoutedTo(job, 0, &gen);
     job.Dispatch(&calls);
     for (RankCall& c : calls) {
@@ -127,7 +127,7 @@ TEST(MoeTwinErrors, ACombineHandleNoDispatchWroteIsRefused) {
 // the call's third barrier (middle) changes nothing of that.
 TEST(MoeTwinErrors, ARankThatNeverComesToARankSumsCombineIsNamed) {
   std::mt19937 gen(6);
-  MoeJob job(Config(3, 0, NCCLSCOPE_MOE_COMBINE_RANK_SUMS), /*first_epoch=*/0xFFFFFFFFu);
+  MoeJob job(CapacityConfig(3, 0, NCCLSCOPE_MOE_COMBINE_RANK_SUMS), /*first_epoch=*/0xFFFFFFFFu);
   std::vector<RankCall> calls = RoutedTo(job, 2, &gen);
   job.Dispatch(&calls);
   for (RankCall& c : calls) {
@@ -147,7 +147,7 @@ TEST(MoeTwinErrors, ARankThatNeverComesToARankSumsCombineIsNamed) {
 
 TEST(MoeTwinErrors, ARankThatNeverArrivesIsNamedByEveryOtherRank) {
   std::mt19937 gen(5);
-  MoeJob job(Config(4, 0), /*first_epoch=*/7);
+  MoeJob job(CapacityConfig(4, 0), /*first_epoch=*/7);
   std::vector<RankCall> calls = RoutedTo(job, 1, &gen);
   job.Dispatch(&calls, /*absent=*/3, /*timeout=*/2 * kSecond);
   for (int r : {0, 1, 2}) {
@@ -167,7 +167,7 @@ TEST(MoeTwinErrors, ARankThatNeverArrivesIsNamedByEveryOtherRank) {
 }
 
 TEST(MoeTwinErrors, ArgumentsNotFromAPlanTouchNothing) {
-  MoeJob job(Config(2, 0));
+  MoeJob job(CapacityConfig(2, 0));
   ncclscope_moe_status status{-9, -9, -9};
   std::vector<unsigned char> rows(1024);
   std::vector<int32_t> ints(64);

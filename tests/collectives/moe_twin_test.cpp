@@ -25,8 +25,8 @@ using moe_test::RankCall;
 
 constexpr int32_t kModes[] = {NCCLSCOPE_MOE_COMBINE_EXACT, NCCLSCOPE_MOE_COMBINE_RANK_SUMS};
 
-ncclscope_moe_config Config(int n, int32_t dtype, int32_t hidden, int32_t blocks,
-                            int32_t combine = NCCLSCOPE_MOE_COMBINE_EXACT) {
+ncclscope_moe_config TwinConfig(int n, int32_t dtype, int32_t hidden, int32_t blocks,
+                                int32_t combine = NCCLSCOPE_MOE_COMBINE_EXACT) {
   ncclscope_moe_config c{};
   c.combine = combine;
   c.nranks = n;
@@ -124,7 +124,7 @@ TEST(MoeTwin, DispatchThenIdentityExpertsThenCombineGivesTheWeightedSumOnEveryRa
         SCOPED_TRACE(std::to_string(n) + " ranks, dtype " + std::to_string(dtype) +
                      ", combine mode " + std::to_string(mode));
         // 3 chunks: 23 tokens or fewer do not divide evenly.
-        MoeJob job(Config(n, dtype, dtype == NCCLSCOPE_MOE_FP32 ? 12 : 24, 3, mode));
+        MoeJob job(TwinConfig(n, dtype, dtype == NCCLSCOPE_MOE_FP32 ? 12 : 24, 3, mode));
         std::vector<RankCall> calls = RandomCalls(job, &gen, /*unused_pct=*/20);
         job.Dispatch(&calls);
         CheckDispatch(job, calls);
@@ -142,7 +142,7 @@ TEST(MoeTwin, RankSumsDifferFromTheExactCombineInTheLastBitsOnly) {
   int differing = 0;
   for (int32_t mode : kModes) {
     std::mt19937 gen(3);  // the same tokens and routing in both modes
-    MoeJob job(Config(8, NCCLSCOPE_MOE_BF16, 24, 3, mode));
+    MoeJob job(TwinConfig(8, NCCLSCOPE_MOE_BF16, 24, 3, mode));
     std::vector<RankCall> calls = RandomCalls(job, &gen, 20);
     job.Dispatch(&calls);
     IdentityExperts(job, &calls);
@@ -168,7 +168,7 @@ TEST(MoeTwin, ExpertOutputsGoBackToTheSlotTheyCameFrom) {
   // same token would get another sum.
   for (int32_t mode : kModes) {
     std::mt19937 gen(5);
-    MoeJob job(Config(4, NCCLSCOPE_MOE_FP32, 8, 2, mode));
+    MoeJob job(TwinConfig(4, NCCLSCOPE_MOE_FP32, 8, 2, mode));
     std::vector<RankCall> calls = RandomCalls(job, &gen, 10);
     job.Dispatch(&calls);
     CheckDispatch(job, calls);
@@ -200,7 +200,8 @@ TEST(MoeTwin, SkewedRoutingToOneRankOrOneExpertFitsTheDefaultCapacity) {
   for (const bool one_expert : {false, true}) {
     SCOPED_TRACE(one_expert ? "every slot to expert 4" : "every slot to rank 1's experts");
     // 3 experts per rank; rank sums with every slot on one rank: one sum per token
-    ncclscope_moe_config config = Config(8, NCCLSCOPE_MOE_BF16, 8, 4, kModes[one_expert ? 1 : 0]);
+    ncclscope_moe_config config =
+        TwinConfig(8, NCCLSCOPE_MOE_BF16, 8, 4, kModes[one_expert ? 1 : 0]);
     MoeJob job(config);
     std::vector<RankCall> calls;
     for (int r = 0; r < 8; ++r) {
@@ -223,7 +224,7 @@ TEST(MoeTwin, SkewedRoutingToOneRankOrOneExpertFitsTheDefaultCapacity) {
 TEST(MoeTwin, CallsInSequenceAcrossTheEpochWrapWithTwoMicroBatchesInFlight) {
   std::mt19937 gen(11);
   for (int32_t mode : kModes) {
-    MoeJob job(Config(5, NCCLSCOPE_MOE_BF16, 16, 3, mode), /*first_epoch=*/0xFFFFFFFEu);
+    MoeJob job(TwinConfig(5, NCCLSCOPE_MOE_BF16, 16, 3, mode), /*first_epoch=*/0xFFFFFFFEu);
     for (int round = 0; round < 2; ++round) {
       SCOPED_TRACE("round " + std::to_string(round) + ", epoch " + std::to_string(job.epoch));
       // dispatch A, dispatch B, combine A, combine B: each combine needs only its own dispatch's
@@ -249,7 +250,7 @@ TEST(MoeTwin, CallsInSequenceAcrossTheEpochWrapWithTwoMicroBatchesInFlight) {
 TEST(MoeTwin, DeviceEpochsCountOnFromTheBufferAcrossTheWrapAndMixWithHostEpochs) {
   std::mt19937 gen(13);
   for (int32_t mode : kModes) {
-    MoeJob job(Config(3, NCCLSCOPE_MOE_FP16, 8, 2, mode), /*first_epoch=*/0xFFFFFFFDu);
+    MoeJob job(TwinConfig(3, NCCLSCOPE_MOE_FP16, 8, 2, mode), /*first_epoch=*/0xFFFFFFFDu);
     for (int round = 0; round < 4; ++round) {
       SCOPED_TRACE("round " + std::to_string(round) + ", combine mode " + std::to_string(mode));
       job.device_epoch = round != 1;  // host epochs in round 1 only
@@ -270,7 +271,7 @@ TEST(MoeTwin, DeviceEpochsCountOnFromTheBufferAcrossTheWrapAndMixWithHostEpochs)
 // its peer counts on, whose bounded wait then names it.
 TEST(MoeTwin, AStaleEpochWithoutTheFlagIsRefusedNotRunAgainstPassedFlags) {
   std::mt19937 gen(17);
-  MoeJob job(Config(2, NCCLSCOPE_MOE_BF16, 8, 1));
+  MoeJob job(TwinConfig(2, NCCLSCOPE_MOE_BF16, 8, 1));
   std::vector<RankCall> calls = RandomCalls(job, &gen, 0);
   job.Dispatch(&calls);  // epoch 1 on both
   CheckDispatch(job, calls);
@@ -293,7 +294,7 @@ TEST(MoeTwin, AStaleEpochWithoutTheFlagIsRefusedNotRunAgainstPassedFlags) {
   EXPECT_EQ(stall[1]->seen, 1u);
 
   // Every rank replays a passed epoch: refused at once everywhere, nothing written.
-  MoeJob again(Config(3, NCCLSCOPE_MOE_BF16, 8, 1));
+  MoeJob again(TwinConfig(3, NCCLSCOPE_MOE_BF16, 8, 1));
   std::vector<RankCall> more = RandomCalls(again, &gen, 0);
   again.Dispatch(&more);
   CheckDispatch(again, more);

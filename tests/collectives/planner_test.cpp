@@ -6,13 +6,12 @@
 
 #include "collectives/planner/epoch.h"
 #include "collectives/planner/planner.h"
+#include "tests/collectives/nccl_codes.h"
 
 namespace ncclscope::collectives {
 namespace {
 
-constexpr int32_t kNcclBf16 = 9, kNcclFp32 = 7, kNcclInt32 = 2, kNcclSum = 0, kNcclMax = 2;
-
-AllReduceCall Eligible(size_t count, int nranks = 8) {
+AllReduceCall EligibleAllReduce(size_t count, int nranks = 8) {
   AllReduceCall c;
   c.nccl_dtype = kNcclBf16;
   c.nccl_redop = kNcclSum;
@@ -32,56 +31,58 @@ std::string Explain(const AllReduceCall& c) {
 
 TEST(AllReducePlanner, SmallIsOneShotMediumTwoShotLargeNccl) {
   // 8 ranks on Hopper: one-shot below 256 KiB, two-shot below 64 MiB.
-  EXPECT_EQ(PlanAllReduce(Eligible(size_t{16} * 1024)).algorithm,
+  EXPECT_EQ(PlanAllReduce(EligibleAllReduce(size_t{16} * 1024)).algorithm,
             Algorithm::kOneShot);  // 32 KiB of bf16
-  EXPECT_EQ(PlanAllReduce(Eligible(size_t{128} * 1024 - 8)).algorithm, Algorithm::kOneShot);
-  EXPECT_EQ(PlanAllReduce(Eligible(size_t{128} * 1024)).algorithm, Algorithm::kTwoShot);  // 256 KiB
-  EXPECT_EQ(PlanAllReduce(Eligible(8u << 20)).algorithm, Algorithm::kTwoShot);            // 16 MiB
-  const AllReducePlan big = PlanAllReduce(Eligible(32u << 20));                           // 64 MiB
+  EXPECT_EQ(PlanAllReduce(EligibleAllReduce(size_t{128} * 1024 - 8)).algorithm,
+            Algorithm::kOneShot);
+  EXPECT_EQ(PlanAllReduce(EligibleAllReduce(size_t{128} * 1024)).algorithm,
+            Algorithm::kTwoShot);                                                        // 256 KiB
+  EXPECT_EQ(PlanAllReduce(EligibleAllReduce(8u << 20)).algorithm, Algorithm::kTwoShot);  // 16 MiB
+  const AllReducePlan big = PlanAllReduce(EligibleAllReduce(32u << 20));                 // 64 MiB
   EXPECT_EQ(big.algorithm, Algorithm::kNccl);
   EXPECT_EQ(big.fallback, Fallback::kTooLarge);
   // Two ranks: one-shot all the way.
-  EXPECT_EQ(PlanAllReduce(Eligible(8u << 20, 2)).algorithm, Algorithm::kOneShot);
+  EXPECT_EQ(PlanAllReduce(EligibleAllReduce(8u << 20, 2)).algorithm, Algorithm::kOneShot);
 }
 
 TEST(AllReducePlanner, EachIneligibleCallSaysWhy) {
   auto why = [](AllReduceCall c) { return PlanAllReduce(c).fallback; };
-  AllReduceCall c = Eligible(1024);
+  AllReduceCall c = EligibleAllReduce(1024);
   c.nccl_dtype = kNcclInt32;
   EXPECT_EQ(why(c), Fallback::kDtype);
-  c = Eligible(1024);
+  c = EligibleAllReduce(1024);
   c.nccl_redop = kNcclMax;
   EXPECT_EQ(why(c), Fallback::kRedop);
-  EXPECT_EQ(why(Eligible(1024, 1)), Fallback::kRanks);
-  EXPECT_EQ(why(Eligible(1024, 9)), Fallback::kRanks);
-  c = Eligible(1024);
+  EXPECT_EQ(why(EligibleAllReduce(1024, 1)), Fallback::kRanks);
+  EXPECT_EQ(why(EligibleAllReduce(1024, 9)), Fallback::kRanks);
+  c = EligibleAllReduce(1024);
   c.single_node = false;
   EXPECT_EQ(why(c), Fallback::kNotOneNode);
-  c = Eligible(1024);
+  c = EligibleAllReduce(1024);
   c.peers_reachable = false;
   EXPECT_EQ(why(c), Fallback::kNoPeerAccess);
-  c = Eligible(1024);
+  c = EligibleAllReduce(1024);
   c.gpu = GpuClass::kUnknown;
   EXPECT_EQ(why(c), Fallback::kGpu);
-  c = Eligible(1024);
+  c = EligibleAllReduce(1024);
   c.capturing = true;
   EXPECT_EQ(why(c), Fallback::kCapture);
-  EXPECT_EQ(why(Eligible(0)), Fallback::kEmpty);
-  EXPECT_EQ(why(Eligible(1001)), Fallback::kAlignment);  // 2002 bytes
-  c = Eligible(1u << 20);                                // 2 MiB
+  EXPECT_EQ(why(EligibleAllReduce(0)), Fallback::kEmpty);
+  EXPECT_EQ(why(EligibleAllReduce(1001)), Fallback::kAlignment);  // 2002 bytes
+  c = EligibleAllReduce(1u << 20);                                // 2 MiB
   c.buffer_bytes = 1u << 20;
   EXPECT_EQ(why(c), Fallback::kBuffer);
   c.buffer_bytes = 2u << 20;
   EXPECT_EQ(why(c), Fallback::kNone);
-  c = Eligible(1024);
+  c = EligibleAllReduce(1024);
   c.nccl_dtype = kNcclFp32;
   c.count = size_t{1001} * 4;  // 16016 bytes: whole packs
   EXPECT_EQ(why(c), Fallback::kNone);
-  EXPECT_EQ(Explain(Eligible(1024, 1)), "nccl: communicator of 1 rank or more than 8");
+  EXPECT_EQ(Explain(EligibleAllReduce(1024, 1)), "nccl: communicator of 1 rank or more than 8");
 }
 
 TEST(AllReducePlanner, CopyInUnlessTheInputIsRegisteredAndSafeToReadInPlace) {
-  AllReduceCall c = Eligible(1024);
+  AllReduceCall c = EligibleAllReduce(1024);
   EXPECT_TRUE(PlanAllReduce(c).copy_in);  // not registered
   c.input_registered = true;
   EXPECT_FALSE(PlanAllReduce(c).copy_in);
@@ -97,14 +98,14 @@ TEST(AllReducePlanner, CopyInUnlessTheInputIsRegisteredAndSafeToReadInPlace) {
 TEST(AllReducePlanner, BlackwellStopsWhereVllmsSm100CapsDo) {
   EXPECT_EQ(GpuClassOf(10), GpuClass::kBlackwell);
   EXPECT_EQ(GpuClassOf(12), GpuClass::kUnknown);  // sm_120: no NVLink between cards, no kernels
-  AllReduceCall c = Eligible(1u << 19);           // 1 MiB
+  AllReduceCall c = EligibleAllReduce(1u << 19);  // 1 MiB
   c.gpu = GpuClass::kBlackwell;
   EXPECT_EQ(PlanAllReduce(c).fallback, Fallback::kTooLarge);
   c.count = 1u << 18;  // 512 KiB
   EXPECT_EQ(PlanAllReduce(c).algorithm, Algorithm::kTwoShot);
   c.count = (1u << 17) - 8;  // just under 256 KiB: one-shot
   EXPECT_EQ(PlanAllReduce(c).algorithm, Algorithm::kOneShot);
-  c = Eligible(1u << 20, 2);  // 2 MiB on 2 ranks: at the cap, to NCCL; one-shot below it
+  c = EligibleAllReduce(1u << 20, 2);  // 2 MiB on 2 ranks: at the cap, to NCCL; one-shot below it
   c.gpu = GpuClass::kBlackwell;
   EXPECT_EQ(PlanAllReduce(c).fallback, Fallback::kTooLarge);
   c.count -= 8;
@@ -114,7 +115,7 @@ TEST(AllReducePlanner, BlackwellStopsWhereVllmsSm100CapsDo) {
 }
 
 TEST(AllReducePlanner, ExplanationNamesAlgorithmShapeAndTableRow) {
-  EXPECT_EQ(Explain(Eligible(1u << 20)),
+  EXPECT_EQ(Explain(EligibleAllReduce(1u << 20)),
             "two-shot (bf16, 2097152 bytes, 8 ranks, 36x512, copy-in; table row sm_90 5-8 ranks)");
 }
 

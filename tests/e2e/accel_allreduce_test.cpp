@@ -21,10 +21,10 @@
 namespace ncclscope::testing {
 namespace {
 
-constexpr int kRanks = 8;
+constexpr int kAllreduceRanks = 8;
 
 // Per iteration, world's AllReduces in order, then tp's; the comment is where each must go.
-constexpr const char* kScenario = R"({
+constexpr const char* kAllreduceScenario = R"({
   "name": "accel-allreduce",
   "seed": 3,
   "min_ranks": 4,
@@ -54,17 +54,17 @@ const std::vector<std::string> kWorldAlltoAllEngines = {"ncclscope", "nccl"};
 TEST(AccelAllReduce, EligibleCallsRunOnNcclscopesKernelsAndEveryResultIsRight) {
   ScratchDir scratch;
   const std::string scenario = scratch / "accel.json";
-  std::ofstream(scenario) << kScenario;
+  std::ofstream(scenario) << kAllreduceScenario;
   const std::string dir = scratch / "trace";
   const ProcessResult sim =
-      RunProcess({Cli(), "sim", "--ranks", std::to_string(kRanks), "--scenario", scenario, "--dir",
-                  dir, "--timeout", "60"},
+      RunProcess({Cli(), "sim", "--ranks", std::to_string(kAllreduceRanks), "--scenario", scenario,
+                  "--dir", dir, "--timeout", "60"},
                  {{"NCCLSCOPE_ACCEL", "1"}, {"NCCLSCOPE_ACCEL_BUFFER", "1m"}}, 120);
   // Exit 0: every rank checked every result against the reference.
   ASSERT_EQ(sim.exit_code, 0) << sim.out << sim.err;
   EXPECT_EQ(sim.err.find("ncclscope: warning:"), std::string::npos) << sim.err;
   const auto dump = DumpJson(dir);
-  ASSERT_EQ(static_cast<int>(dump.size()), kRanks);
+  ASSERT_EQ(static_cast<int>(dump.size()), kAllreduceRanks);
   for (const auto& [rank, d] : dump) {
     SCOPED_TRACE("rank " + std::to_string(rank));
     // Per communicator, the calls of one iteration in order: world 6 AllReduces then 2 AlltoAlls,

@@ -23,14 +23,14 @@
 namespace ncclscope::testing {
 namespace {
 
-constexpr int kRanks = 4;
+constexpr int kExchangeRanks = 4;
 
 // world: an AllReduce, then per iteration four grouped pipelines: 4 KiB forward (one chunk),
 // 1.2 MB backward (five 256 KiB chunks), 8200 bytes exchanged between pairs (not whole packs:
 // NCCL), 12 bytes forward (NCCL). pp, a copy of world split off, only ever carries a 4 KiB
 // pipeline: set up at its creation (as an expert-parallel communicator that only runs grouped
 // all-to-alls), its parts run on the exchange too.
-constexpr const char* kScenario = R"({
+constexpr const char* kExchangeScenario = R"({
   "name": "accel-exchange",
   "seed": 5,
   "min_ranks": 2,
@@ -83,16 +83,16 @@ int ExpectSendsAndReceives(const std::map<int, RankDump>& dump,
 TEST(AccelExchange, GroupedSendsAndReceivesRunOnTheExchangeAndEveryResultIsRight) {
   ScratchDir scratch;
   const std::string scenario = scratch / "exchange.json";
-  std::ofstream(scenario) << kScenario;
+  std::ofstream(scenario) << kExchangeScenario;
   const std::string dir = scratch / "trace";
   const ProcessResult sim =
-      RunProcess({Cli(), "sim", "--ranks", std::to_string(kRanks), "--scenario", scenario, "--dir",
-                  dir, "--timeout", "60"},
+      RunProcess({Cli(), "sim", "--ranks", std::to_string(kExchangeRanks), "--scenario", scenario,
+                  "--dir", dir, "--timeout", "60"},
                  {{"NCCLSCOPE_ACCEL", "1"}, {"NCCLSCOPE_ACCEL_BUFFER", "4m"}}, 120);
   ASSERT_EQ(sim.exit_code, 0) << sim.out << sim.err;  // every result checked
   EXPECT_EQ(sim.err.find("ncclscope: warning:"), std::string::npos) << sim.err;
   const auto dump = DumpJson(dir);
-  ASSERT_EQ(static_cast<int>(dump.size()), kRanks);
+  ASSERT_EQ(static_cast<int>(dump.size()), kExchangeRanks);
   // Both sides of every send/receive pair, numbered alike, ran on the same engine.
   const int routed = ExpectSendsAndReceives(dump, Engine);
   // world's forward and backward and pp's forward: 3 pairs each, 2 records a pair, 3 iterations.

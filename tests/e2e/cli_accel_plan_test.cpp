@@ -9,6 +9,7 @@
 
 #include "collectives/planner/planner.h"
 #include "collectives/planner/tuning_table.h"
+#include "tests/e2e/cli.h"
 #include "tests/e2e/e2e_env.h"
 #include "tests/e2e/subprocess.h"
 
@@ -17,7 +18,6 @@ namespace {
 
 namespace nc = collectives;
 
-constexpr int kUnusableInput = 3;
 constexpr int32_t kNcclInt32 = 2, kNcclFloat32 = 7, kNcclBfloat16 = 9, kNcclMax = 2;
 
 ProcessResult AccelPlan(const std::vector<std::string>& args) {
@@ -27,7 +27,7 @@ ProcessResult AccelPlan(const std::vector<std::string>& args) {
 }
 
 // The call as the command states it by default: one node, peers mapped, sm_90, a sum, 16 MiB.
-nc::AllReduceCall Call(int32_t dtype, size_t count, int nranks) {
+nc::AllReduceCall PlanCall(int32_t dtype, size_t count, int nranks) {
   nc::AllReduceCall c;
   c.nccl_dtype = dtype;
   c.count = count;
@@ -52,7 +52,7 @@ void ExpectLine(const std::vector<std::string>& args, const nc::AllReduceCall& c
 }
 
 TEST(CliAccelPlan, EveryOptionReachesThePlanner) {
-  nc::AllReduceCall c = Call(kNcclBfloat16, 1 << 20, 8);
+  nc::AllReduceCall c = PlanCall(kNcclBfloat16, 1 << 20, 8);
   ExpectLine({"--dtype", "bf16", "--count", "1048576", "--ranks", "8"}, c);
   // NCCL's own type name is the same type.
   ExpectLine({"--dtype", "bfloat16", "--count", "1048576", "--ranks", "8"}, c);
@@ -70,16 +70,17 @@ TEST(CliAccelPlan, EveryOptionReachesThePlanner) {
   small_buffer.buffer_bytes = size_t{1} << 20;
   ExpectLine({"--dtype", "bf16", "--count", "1048576", "--ranks", "8", "--buffer", "1m"},
              small_buffer);
-  nc::AllReduceCall registered = Call(kNcclFloat32, 4096, 4);
+  nc::AllReduceCall registered = PlanCall(kNcclFloat32, 4096, 4);
   registered.input_registered = true;
   ExpectLine({"--dtype", "fp32", "--count", "4096", "--ranks", "4", "--registered"}, registered);
   registered.in_place = true;
   ExpectLine({"--dtype", "fp32", "--count", "4096", "--ranks", "4", "--registered", "--in-place"},
              registered);
-  nc::AllReduceCall max = Call(kNcclBfloat16, 4096, 4);
+  nc::AllReduceCall max = PlanCall(kNcclBfloat16, 4096, 4);
   max.nccl_redop = kNcclMax;
   ExpectLine({"--dtype", "bf16", "--count", "4096", "--ranks", "4", "--redop", "max"}, max);
-  ExpectLine({"--dtype", "int32", "--count", "4096", "--ranks", "4"}, Call(kNcclInt32, 4096, 4));
+  ExpectLine({"--dtype", "int32", "--count", "4096", "--ranks", "4"},
+             PlanCall(kNcclInt32, 4096, 4));
 }
 
 TEST(CliAccelPlan, TheAnswersDifferAsTheRoutingWould) {

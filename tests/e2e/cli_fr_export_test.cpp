@@ -23,8 +23,6 @@
 namespace ncclscope::testing {
 namespace {
 
-constexpr int kUnusableInput = 3;
-
 ProcessResult FrExport(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {Cli(), "fr-export"};
   argv.insert(argv.end(), args.begin(), args.end());

@@ -34,7 +34,7 @@ ProcessResult RunCli(const std::vector<std::string>& args) {
   return RunProcess(argv, {}, 60);
 }
 
-nlohmann::json Analyze(const std::string& dir, int expect_exit) {
+nlohmann::json AnalyzeDumps(const std::string& dir, int expect_exit) {
   const ProcessResult r = RunCli({"analyze", dir, "--json"});
   EXPECT_EQ(r.exit_code, expect_exit) << r.out << r.err;
   return nlohmann::json::parse(r.out, nullptr, false);
@@ -45,7 +45,7 @@ TEST(CliFrImport, HealthyDumpsAreHealthy) {
   FrJob job(4, kT0);
   job.Collectives(1, 20, FrState::kCompleted, 0);
   ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
-  const nlohmann::json a = Analyze(dir.path(), 0);
+  const nlohmann::json a = AnalyzeDumps(dir.path(), 0);
   ASSERT_TRUE(a.is_object());
   EXPECT_EQ(a["stage"], "healthy");
   EXPECT_EQ(a["input"]["missing_rank_count"], 0);
@@ -59,7 +59,7 @@ TEST(CliFrImport, AnOnDemandDumpWithOperationsInFlightIsHealthy) {
   job.Collectives(1, 20, FrState::kCompleted, 0);
   job.Collectives(21, 21, FrState::kScheduled, 20);
   ASSERT_TRUE(job.Write(dir.path(), 20.02));
-  EXPECT_EQ(Analyze(dir.path(), 0)["stage"], "healthy");
+  EXPECT_EQ(AnalyzeDumps(dir.path(), 0)["stage"], "healthy");
 }
 
 TEST(CliFrImport, AnOnDemandDumpDuringACheckpointIsASuspectNotAHang) {
@@ -71,7 +71,7 @@ TEST(CliFrImport, AnOnDemandDumpDuringACheckpointIsASuspectNotAHang) {
   job.Collectives(1, 20, FrState::kCompleted, 0);
   job.Collectives(21, 21, FrState::kScheduled, 20, {1, 2, 3});
   ASSERT_TRUE(job.Write(dir.path(), 60));
-  const nlohmann::json a = Analyze(dir.path(), 4);
+  const nlohmann::json a = AnalyzeDumps(dir.path(), 4);
   EXPECT_EQ(a["stage"], "suspect");
   ASSERT_FALSE(a["verdicts"].empty());
   EXPECT_EQ(a["verdicts"][0]["confirmed"], false);
@@ -84,7 +84,7 @@ TEST(CliFrImport, ARankThatNeverJoinedIsTheCulprit) {
   job.Collectives(1, 20, FrState::kCompleted, 0);
   job.Collectives(21, 21, FrState::kScheduled, 20, {0, 1, 2});  // rank 3 never called #21
   ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
-  const nlohmann::json a = Analyze(dir.path(), 2);
+  const nlohmann::json a = AnalyzeDumps(dir.path(), 2);
   ASSERT_TRUE(a.is_object());
   ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
   const nlohmann::json& v = a["verdicts"][0];
@@ -110,7 +110,7 @@ TEST(CliFrImport, EvidenceNamesEntriesByTheirRecordIdWithTimingOn) {
   job.Collectives(1, 20, FrState::kCompleted, 0);             // record_ids 0-19
   job.Collectives(21, 21, FrState::kStarted, 20, {0, 1, 2});  // record_id 20
   ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
-  const nlohmann::json a = Analyze(dir.path(), 2);
+  const nlohmann::json a = AnalyzeDumps(dir.path(), 2);
   ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
   const nlohmann::json& v = a["verdicts"][0];
   EXPECT_EQ(v["culprits"], nlohmann::json::array({3})) << v.dump(2);
@@ -135,7 +135,7 @@ TEST(CliFrImport, EvidenceNamesEntriesByTheirRecordIdInAnOnlyActiveDump) {
                   [](const flight_recorder::FrEntry& e) { return e.state == FrState::kCompleted; });
   }
   ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
-  const nlohmann::json a = Analyze(dir.path(), 2);
+  const nlohmann::json a = AnalyzeDumps(dir.path(), 2);
   ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
   bool cited = false;
   for (const nlohmann::json& v : a["verdicts"]) {
@@ -156,7 +156,7 @@ TEST(CliFrImport, JsonAndPickleDumpsOfOneJobAreReadTogether) {
   job.Collectives(1, 20, FrState::kCompleted, 0);
   job.Collectives(21, 21, FrState::kScheduled, 20, {0, 2, 3});
   ASSERT_TRUE(job.Write(dir.path(), kDumpedAt, /*skip=*/{}, /*json=*/{0, 1}));
-  const nlohmann::json a = Analyze(dir.path(), 2);
+  const nlohmann::json a = AnalyzeDumps(dir.path(), 2);
   ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
   EXPECT_EQ(a["verdicts"][0]["class"], "missing");
   EXPECT_EQ(a["verdicts"][0]["culprits"], nlohmann::json::array({1}));
@@ -170,7 +170,7 @@ TEST(CliFrImport, ARankThatIssuedAnotherOperationIsADesync) {
   job.Collectives(21, 21, FrState::kScheduled, 20, {0, 1, 3});
   job.Add(2, "nccl:_all_gather_base", 21, 0, FrState::kScheduled, 20);
   ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
-  const nlohmann::json a = Analyze(dir.path(), 2);
+  const nlohmann::json a = AnalyzeDumps(dir.path(), 2);
   ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
   EXPECT_EQ(a["verdicts"][0]["class"], "desync");
   EXPECT_EQ(a["verdicts"][0]["culprits"], nlohmann::json::array({2}));
@@ -198,7 +198,7 @@ TEST(CliFrImport, AnUnreadableDumpIsSaidToBeUnreadableNotMissing) {
   job.Collectives(21, 21, FrState::kScheduled, 20, {0, 1, 2});
   ASSERT_TRUE(job.Write(dir.path(), kDumpedAt, /*skip=*/{3}));
   std::ofstream(dir / "nccl_trace_rank_3") << R"({"version": "2.10", "pg_config": )";  // cut off
-  const nlohmann::json a = Analyze(dir.path(), 2);
+  const nlohmann::json a = AnalyzeDumps(dir.path(), 2);
   EXPECT_EQ(a["input"]["missing_rank_count"], 0) << a["input"].dump(2);
   EXPECT_EQ(a["input"]["unreadable_ranks"], nlohmann::json::array({3})) << a["input"].dump(2);
   const ProcessResult r = RunCli({"analyze", dir.path()});
@@ -213,7 +213,7 @@ TEST(CliFrImport, AMissingDumpIsNamedAndTheOthersAreNotBlamed) {
   job.Collectives(1, 20, FrState::kCompleted, 0);
   job.Collectives(21, 21, FrState::kScheduled, 20, {0, 1, 2});
   ASSERT_TRUE(job.Write(dir.path(), kDumpedAt, /*skip=*/{3}));
-  const nlohmann::json a = Analyze(dir.path(), 2);
+  const nlohmann::json a = AnalyzeDumps(dir.path(), 2);
   EXPECT_EQ(a["input"]["missing_rank_count"], 1);
   ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
   for (const nlohmann::json& v : a["verdicts"]) {
@@ -234,7 +234,7 @@ TEST(CliFrImport, BuffersThatDroppedDifferentAmountsAndMixedVersionsStillMatch) 
   job.dump(2).version = "2.4";
   job.dump(2).comm_lib_version.clear();
   ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
-  const nlohmann::json a = Analyze(dir.path(), 2);
+  const nlohmann::json a = AnalyzeDumps(dir.path(), 2);
   ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
   EXPECT_EQ(a["verdicts"][0]["seq"], 31);
   EXPECT_EQ(a["verdicts"][0]["culprits"], nlohmann::json::array({1}));
@@ -252,7 +252,7 @@ TEST(CliFrImport, CoalescedPointToPointCompletesThroughItsClosingEntry) {
     job.Add(1, "nccl:coalesced", step, step, FrState::kCompleted, step).is_p2p = true;
   }
   ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
-  EXPECT_EQ(Analyze(dir.path(), 0)["stage"], "healthy");
+  EXPECT_EQ(AnalyzeDumps(dir.path(), 0)["stage"], "healthy");
 }
 
 TEST(CliFrImport, AReceiveWithoutItsSendNamesTheSender) {
@@ -262,7 +262,7 @@ TEST(CliFrImport, AReceiveWithoutItsSendNamesTheSender) {
   job.Add(1, "nccl:recv 1<-0", 0, 1, FrState::kCompleted, 1);
   job.Add(1, "nccl:recv 1<-0", 0, 2, FrState::kScheduled, 2);  // rank 0 never sent the second
   ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
-  const nlohmann::json a = Analyze(dir.path(), 2);
+  const nlohmann::json a = AnalyzeDumps(dir.path(), 2);
   ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
   EXPECT_EQ(a["verdicts"][0]["culprits"], nlohmann::json::array({0})) << a.dump(2);
 }
@@ -279,7 +279,7 @@ TEST(CliFrImport, AReceiveWithoutItsSendShowsTorchsP2pSeqIdToo) {
   job.Add(2, "nccl:recv 2<-1", 0, 1, FrState::kCompleted, 2);
   job.Add(1, "nccl:recv 1<-0", 0, 3, FrState::kScheduled, 3);  // rank 0 never sent it
   ASSERT_TRUE(job.Write(dir.path(), kDumpedAt));
-  const nlohmann::json a = Analyze(dir.path(), 2);
+  const nlohmann::json a = AnalyzeDumps(dir.path(), 2);
   ASSERT_FALSE(a["verdicts"].empty()) << a.dump(2);
   const nlohmann::json& v = a["verdicts"][0];
   EXPECT_EQ(v["op"], "recv") << v.dump(2);

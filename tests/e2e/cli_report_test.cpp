@@ -18,8 +18,6 @@
 namespace ncclscope::testing {
 namespace {
 
-constexpr int kUnusableInput = 3;
-
 std::string Chromium() {
   for (const char* path : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
     if (std::filesystem::exists(path)) return path;

@@ -21,8 +21,6 @@
 namespace ncclscope::testing {
 namespace {
 
-constexpr int kUnusableInput = 3;
-
 ProcessResult Stats(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {Cli(), "stats"};
   argv.insert(argv.end(), args.begin(), args.end());

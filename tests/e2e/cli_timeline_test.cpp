@@ -22,7 +22,6 @@ namespace ncclscope::testing {
 namespace {
 
 constexpr int kBadOptions = 2;
-constexpr int kUnusableInput = 3;
 
 ProcessResult Timeline(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {Cli(), "timeline"};

@@ -15,7 +15,6 @@
 namespace ncclscope::testing {
 namespace {
 
-constexpr int kUnusableInput = 3;
 constexpr const char* kCommands[] = {"run",      "dump",   "sim",       "analyze",
                                      "exporter", "digest", "accel-plan"};
 

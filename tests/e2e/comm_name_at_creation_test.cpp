@@ -17,11 +17,10 @@
 namespace ncclscope::testing {
 namespace {
 
-constexpr int kRanks = 8;
+constexpr int kCreationRanks = 8;
 // The creation blocks for good: the launcher ends the job after kKillAfterS, and a wait counts once
 // it lasted kStallAfterS, which leaves the ranks 4 s to start and reach the creation on a loaded
 // machine.
-constexpr double kKillAfterS = 5;
 constexpr const char* kStallAfterS = "1";
 
 // `ncclscope analyze DIR --job-ended --json`: the one verdict of a job that hung in a creation.
@@ -57,7 +56,7 @@ TEST(CommNameAtCreation, WorldThatNeverFormsIsNamedInTheVerdict) {
   ScratchDir scratch;
   const std::string dir = scratch / "trace";
   // The last rank never calls ncclCommInitRankConfig for world; the others wait inside it.
-  const ProcessResult sim = RunSim("never-join-world.json", kRanks, dir, kKillAfterS);
+  const ProcessResult sim = RunSim("never-join-world.json", kCreationRanks, dir, kKillAfterS);
   EXPECT_EQ(sim.exit_code, 1) << sim.out << sim.err;
 
   const nlohmann::json v = InitHangVerdict(dir);
@@ -67,7 +66,7 @@ TEST(CommNameAtCreation, WorldThatNeverFormsIsNamedInTheVerdict) {
 
   // Every rank blocked in the creation holds one entry for it, under the one id of the verdict.
   const auto world = EntriesNamed(DumpJson(dir), "world");
-  EXPECT_EQ(world.size(), static_cast<size_t>(kRanks - 1));
+  EXPECT_EQ(world.size(), static_cast<size_t>(kCreationRanks - 1));
   for (const auto& [rank, id] : world) {
     EXPECT_EQ(id, v.value("comm_id", "")) << "rank " << rank;
   }
@@ -77,7 +76,7 @@ TEST(CommNameAtCreation, SplitThatNeverFormsIsNamedInTheTrace) {
   ScratchDir scratch;
   const std::string dir = scratch / "trace";
   // Ranks 1 and 2 never call the split that creates dp; the others wait inside it.
-  const ProcessResult sim = RunSim("never-join.json", kRanks, dir, kKillAfterS);
+  const ProcessResult sim = RunSim("never-join.json", kCreationRanks, dir, kKillAfterS);
   EXPECT_EQ(sim.exit_code, 1) << sim.out << sim.err;
 
   const nlohmann::json v = InitHangVerdict(dir);

@@ -22,10 +22,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kRanks = 8;
-constexpr double kKillAfterS = 5;
+constexpr int kCatalogueRanks = 8;
 
-nlohmann::json Analyze(const std::vector<std::string>& args) {
+nlohmann::json AnalyzeFrArgs(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {Cli(), "analyze", "--json"};
   argv.insert(argv.end(), args.begin(), args.end());
   const ProcessResult r = RunProcess(argv, {}, 60);
@@ -52,8 +51,8 @@ TEST_P(FrCatalogue, DumpsGiveTheRingFilesVerdictWithinWhatFrRecords) {
   const Case& c = GetParam();
   ScratchDir scratch;
   const std::string rings = scratch / "rings";
-  const ProcessResult sim = RunSim(std::string(c.scenario) + ".json", kRanks, rings, kKillAfterS,
-                                   {{"NCCLSCOPE_RING_RECORDS", "4096"}});
+  const ProcessResult sim = RunSim(std::string(c.scenario) + ".json", kCatalogueRanks, rings,
+                                   kKillAfterS, {{"NCCLSCOPE_RING_RECORDS", "4096"}});
   ASSERT_NE(sim.exit_code, 127) << sim.err;
   const std::string dumps = scratch / "dumps";
   const ProcessResult exported =
@@ -62,8 +61,8 @@ TEST_P(FrCatalogue, DumpsGiveTheRingFilesVerdictWithinWhatFrRecords) {
   for (const int r : c.no_dump)
     fs::remove(fs::path(dumps) / ("nccl_trace_rank_" + std::to_string(r)));
 
-  const Headline ring = HeadlineOf(Analyze({"--job-ended", "--no-process-checks", rings}));
-  const Headline fr = HeadlineOf(Analyze({dumps}));
+  const Headline ring = HeadlineOf(AnalyzeFrArgs({"--job-ended", "--no-process-checks", rings}));
+  const Headline fr = HeadlineOf(AnalyzeFrArgs({dumps}));
   ASSERT_FALSE(ring.cls.empty());
   if (std::string(c.degraded).empty()) {
     EXPECT_EQ(fr, ring);

@@ -9,19 +9,13 @@
 
 #include "tests/e2e/cli.h"
 #include "tests/e2e/e2e_env.h"
+#include "tests/e2e/op_kinds.h"
 #include "tests/e2e/scratch_dir.h"
 #include "tests/e2e/sim_plan.h"
 #include "tests/e2e/trace_consistency.h"
 
 namespace ncclscope::testing {
 namespace {
-
-bool IsDeviceWork(const std::string& op) {
-  static const std::set<std::string> kOps = {"allreduce",     "broadcast", "reduce", "allgather",
-                                             "reducescatter", "alltoall",  "gather", "scatter",
-                                             "send",          "recv"};
-  return kOps.count(op) != 0;
-}
 
 class HealthyJob : public ::testing::TestWithParam<int> {};
 

@@ -28,7 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kRanks = 8;
+constexpr int kNoInitRanks = 8;
 // The hang lasts until the test ends it; the launcher's own timeout only guards against a test
 // that dies before it does.
 constexpr int kSimTimeoutS = 60;
@@ -40,7 +40,7 @@ constexpr double kPatienceS = 45;
 pid_t StartSim(const std::vector<std::string>& extra,
                const std::map<std::string, std::string>& env) {
   std::vector<std::string> argv = {Cli(),        "sim",
-                                   "--ranks",    std::to_string(kRanks),
+                                   "--ranks",    std::to_string(kNoInitRanks),
                                    "--scenario", ScenarioPath("never-join-world.json"),
                                    "--timeout",  std::to_string(kSimTimeoutS)};
   argv.insert(argv.end(), extra.begin(), extra.end());
@@ -96,7 +96,8 @@ void EndJob(pid_t sim, const std::vector<std::string>& dirs) {
   waitpid(sim, nullptr, 0);
 }
 
-nlohmann::json Analyze(const std::string& dir, const std::map<std::string, std::string>& env = {}) {
+nlohmann::json AnalyzeOrEmpty(const std::string& dir,
+                              const std::map<std::string, std::string>& env = {}) {
   const ProcessResult r = RunProcess({Cli(), "analyze", "--json", dir}, env, 60);
   try {
     return nlohmann::json::parse(r.out);
@@ -119,7 +120,7 @@ nlohmann::json AnalyzeUntilInitHang(const std::string& dir, size_t victims,
   nlohmann::json j;
   while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
          kPatienceS) {
-    j = Analyze(dir, env);
+    j = AnalyzeOrEmpty(dir, env);
     if (IsInitHang(j) && j["verdicts"][0].value("victims", std::vector<int>{}).size() == victims) {
       break;
     }
@@ -154,14 +155,14 @@ TEST(InitNeverCalled, TheAliveRankThatNeverCalledNcclIsTheCulprit) {
   ScratchDir scratch;
   const std::string dir = scratch / "trace";
   const pid_t sim = StartSim({"--dir", dir}, {});
-  const nlohmann::json j = AnalyzeUntilInitHang(dir, kRanks - 1);
+  const nlohmann::json j = AnalyzeUntilInitHang(dir, kNoInitRanks - 1);
   const int pid = PresencePid(dir);
   EndJob(sim, {dir});
   SCOPED_TRACE(j.dump(2));
   ASSERT_TRUE(IsInitHang(j));
   const auto& v = j["verdicts"][0];
   EXPECT_EQ(v["comm_name"], "world");
-  EXPECT_EQ(v["culprits"].get<std::vector<int>>(), std::vector<int>{kRanks - 1});
+  EXPECT_EQ(v["culprits"].get<std::vector<int>>(), std::vector<int>{kNoInitRanks - 1});
   EXPECT_EQ(v["victims"].get<std::vector<int>>(), (std::vector<int>{0, 1, 2, 3, 4, 5, 6}));
   EXPECT_TRUE(Unseen(v).empty());
   ASSERT_GT(pid, 0) << "no presence file in " << dir;
@@ -174,7 +175,7 @@ TEST(InitNeverCalled, TheAliveRankThatNeverCalledNcclIsTheCulprit) {
   EXPECT_NE(v.value("activity", "").find("rank 7: alive (pid " + std::to_string(pid)),
             std::string::npos);
   EXPECT_NE(v.value("activity", "").find("never called NCCL"), std::string::npos);
-  EXPECT_EQ(j["input"].value("ranks_seen", 0), kRanks);
+  EXPECT_EQ(j["input"].value("ranks_seen", 0), kNoInitRanks);
 }
 
 TEST(InitNeverCalled, OnTwoNodesOnlyTheNodeOfTheRankNamesIt) {

@@ -21,16 +21,14 @@
 
 #include "tests/e2e/cli.h"
 #include "tests/e2e/e2e_env.h"
+#include "tests/e2e/op_kinds.h"
 #include "tests/e2e/scratch_dir.h"
 #include "tests/e2e/trace_consistency.h"
 
 namespace ncclscope::testing {
 namespace {
 
-constexpr int kRanks = 8;
-
-const std::set<std::string> kCollectives = {"allreduce",     "broadcast", "reduce", "allgather",
-                                            "reducescatter", "alltoall",  "gather", "scatter"};
+constexpr int kLaunchRanks = 8;
 
 struct LaunchMode {
   bool plugin_only;
@@ -51,7 +49,7 @@ ProcessResult RunScenario(const std::string& scenario, const std::string& dir,
     env["LD_PRELOAD"] = "";
   }
   for (const std::string& a :
-       {std::string("--ranks"), std::to_string(kRanks), std::string("--scenario"),
+       {std::string("--ranks"), std::to_string(kLaunchRanks), std::string("--scenario"),
         ScenarioPath(scenario), std::string("--dir"), dir, std::string("--timeout"),
         std::string("30")}) {
     argv.push_back(a);
@@ -131,7 +129,7 @@ void ExpectEveryOperationStarted(const std::string& scenario, const LaunchMode& 
   ASSERT_EQ(sim.exit_code, 0) << sim.out << sim.err;
   EXPECT_EQ(sim.err.find("ncclscope: warning:"), std::string::npos) << sim.err;
   const auto dump = DumpJson(dir);
-  ASSERT_EQ(static_cast<int>(dump.size()), kRanks);
+  ASSERT_EQ(static_cast<int>(dump.size()), kLaunchRanks);
   for (const auto& [rank, d] : dump) {
     SCOPED_TRACE("rank " + std::to_string(rank));
     EXPECT_EQ(ExpectDeviceProgressRecorded(d, mode) > 0, with_p2p);

@@ -28,10 +28,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kRanks = 8;
-constexpr double kKillAfterS = 5;
+constexpr int kMultinodeRanks = 8;
 
-nlohmann::json Analyze(const std::vector<std::string>& args) {
+nlohmann::json AnalyzeEndedJob(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {Cli(), "analyze", "--json", "--job-ended"};
   argv.insert(argv.end(), args.begin(), args.end());
   const ProcessResult r = RunProcess(argv, {}, 60);
@@ -69,18 +68,19 @@ class MultiNodeCatalogue : public ::testing::TestWithParam<const char*> {};
 TEST_P(MultiNodeCatalogue, EverySplitGivesTheGatheredHeadlineAndNoNodeBlamesAnUnseenRank) {
   ScratchDir scratch;
   const std::string base = scratch / "trace";
-  const ProcessResult sim = RunProcess(
-      {Cli(), "sim", "--ranks", std::to_string(kRanks), "--nodes", std::to_string(kRanks),
-       "--scenario", ScenarioPath(std::string(GetParam()) + ".json"), "--dir", base, "--timeout",
-       std::to_string(kKillAfterS)},
-      Env(GetParam()), 120);
+  const ProcessResult sim = RunProcess({Cli(), "sim", "--ranks", std::to_string(kMultinodeRanks),
+                                        "--nodes", std::to_string(kMultinodeRanks), "--scenario",
+                                        ScenarioPath(std::string(GetParam()) + ".json"), "--dir",
+                                        base, "--timeout", std::to_string(kKillAfterS)},
+                                       Env(GetParam()), 120);
   std::smatch m;
   ASSERT_TRUE(std::regex_search(sim.out, m, std::regex("job (sim-[0-9a-f]+)"))) << sim.out;
   const fs::path job_dir = fs::path(base) / m[1].str();
 
   const fs::path gathered = scratch / "gathered";
-  for (int n = 0; n < kRanks; ++n) CopyRings(job_dir / ("node" + std::to_string(n)), gathered);
-  const nlohmann::json gathered_analysis = Analyze({gathered});
+  for (int n = 0; n < kMultinodeRanks; ++n)
+    CopyRings(job_dir / ("node" + std::to_string(n)), gathered);
+  const nlohmann::json gathered_analysis = AnalyzeEndedJob({gathered});
   const Headline whole = HeadlineOf(gathered_analysis);
   // A rank that never called NCCL (never-join-world) made no ring file, only the presence file
   // of its start: seen in the gathered files and through its node's digest alike.
@@ -93,7 +93,7 @@ TEST_P(MultiNodeCatalogue, EverySplitGivesTheGatheredHeadlineAndNoNodeBlamesAnUn
   }
   if (std::string(GetParam()) == "never-join-world") {
     ASSERT_EQ(whole.cls, "init-hang");
-    ASSERT_EQ(whole.culprits, std::vector<int>{kRanks - 1});
+    ASSERT_EQ(whole.culprits, std::vector<int>{kMultinodeRanks - 1});
   }
   if (std::string(GetParam()) == "numerics-nan") {
     ASSERT_EQ(whole, (Headline{"nan-origin", "world", 10, {5}}));
@@ -103,7 +103,7 @@ TEST_P(MultiNodeCatalogue, EverySplitGivesTheGatheredHeadlineAndNoNodeBlamesAnUn
 
   for (int nodes : {2, 4, 8}) {
     SCOPED_TRACE(std::to_string(nodes) + " nodes");
-    const int per_node = kRanks / nodes;
+    const int per_node = kMultinodeRanks / nodes;
     const fs::path digests = scratch / ("digests-" + std::to_string(nodes));
     fs::create_directories(digests);
     for (int g = 0; g < nodes; ++g) {
@@ -118,7 +118,7 @@ TEST_P(MultiNodeCatalogue, EverySplitGivesTheGatheredHeadlineAndNoNodeBlamesAnUn
 
       // This node alone: whatever it says, it blames only ranks it holds.
       if (fs::is_empty(group)) continue;  // its one rank left no file
-      const nlohmann::json alone = Analyze({group});
+      const nlohmann::json alone = AnalyzeEndedJob({group});
       for (const auto& v : alone["verdicts"]) {
         for (int r : v["culprits"].get<std::vector<int>>()) {
           EXPECT_TRUE(r >= g * per_node && r < (g + 1) * per_node)
@@ -126,7 +126,7 @@ TEST_P(MultiNodeCatalogue, EverySplitGivesTheGatheredHeadlineAndNoNodeBlamesAnUn
         }
       }
     }
-    const nlohmann::json from = Analyze({"--from", digests.string()});
+    const nlohmann::json from = AnalyzeEndedJob({"--from", digests.string()});
     EXPECT_EQ(HeadlineOf(from), whole) << from["verdicts"][0].value("summary", "");
     EXPECT_EQ(from["input"].value("ranks_seen", 0), ranks_seen);
   }

@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 // 4 ranks on 2 nodes (0-1 on node0, 2-3 on node1); dp pairs ranks 0 with 2 and 1 with 3, one rank
 // per node. Rank 0's host thread blocks before the dp allreduce of the third step: rank 2 waits
 // in it; ranks 1 and 3 finish.
-constexpr char kScenario[] = R"({
+constexpr char kPostMortemScenario[] = R"({
   "name": "cross-node-missing",
   "description": "Rank 0 never issues dp allreduce #3, which rank 2, on the other node, waits in.",
   "repeat": 3,
@@ -37,7 +37,7 @@ constexpr char kScenario[] = R"({
   "faults": [{"kind": "stuck_before", "ranks": [0], "step": 2, "op": 0}]
 })";
 
-struct Analysis {
+struct PostMortemAnalysis {
   int exit_code = -1;
   nlohmann::json json;
   std::string err;
@@ -45,11 +45,11 @@ struct Analysis {
 
 // `ncclscope analyze --json --job-ended ARGS`: the launcher ended the job, so each analysis is a
 // post-mortem as of its last heartbeat and does not depend on when it is taken.
-Analysis Analyze(const std::vector<std::string>& args) {
+PostMortemAnalysis PostMortem(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {Cli(), "analyze", "--json", "--job-ended"};
   argv.insert(argv.end(), args.begin(), args.end());
   const ProcessResult r = RunProcess(argv, {}, 60);
-  Analysis a{r.exit_code, {}, r.err};
+  PostMortemAnalysis a{r.exit_code, {}, r.err};
   try {
     a.json = nlohmann::json::parse(r.out);
   } catch (const std::exception& e) {
@@ -77,7 +77,7 @@ bool HasNote(const nlohmann::json& analysis, const std::string& text) {
 TEST(NodeDirsPostMortem, BothNodeDirectoriesTogetherNameTheCulpritNeitherNamesAlone) {
   ScratchDir scratch;
   const std::string scenario = scratch / "cross-node-missing.json";
-  std::ofstream(scenario) << kScenario;
+  std::ofstream(scenario) << kPostMortemScenario;
   const std::string base = scratch / "traces";
   const ProcessResult sim =
       RunProcess({Cli(), "sim", "--ranks", "4", "--nodes", "2", "--scenario", scenario, "--dir",
@@ -97,26 +97,26 @@ TEST(NodeDirsPostMortem, BothNodeDirectoriesTogetherNameTheCulpritNeitherNamesAl
   // Each node alone: node0 holds the culprit but nothing of it waits; node1 sees rank 2 wait on
   // a member it does not hold, and blames nobody.
   for (const std::string& dir : {node0, node1}) {
-    const Analysis alone = Analyze({dir});
+    const PostMortemAnalysis alone = PostMortem({dir});
     EXPECT_NE(alone.exit_code, 3) << alone.err;
     EXPECT_FALSE(Blames(alone.json, 0)) << dir << ": " << alone.json["verdicts"].dump();
   }
 
   // Together, as one job: rank 0 never issued dp allreduce #3.
   const Headline culprit{"missing", "dp", 3, {0}};
-  const Analysis both = Analyze({node0, node1});
+  const PostMortemAnalysis both = PostMortem({node0, node1});
   EXPECT_EQ(both.exit_code, 2) << both.err;
   EXPECT_EQ(HeadlineOf(both.json), culprit) << both.json["verdicts"].dump();
   EXPECT_EQ(both.json["input"].value("ranks_seen", 0), 4);
   // The job is chosen among every directory's files, as within one.
-  EXPECT_EQ(HeadlineOf(Analyze({"--job", "job42", node0, node1}).json), culprit);
+  EXPECT_EQ(HeadlineOf(PostMortem({"--job", "job42", node0, node1}).json), culprit);
 
   // Node directories given as --from (no digest in them) are read as directories, with a note.
-  const Analysis from = Analyze({"--from", node0, "--from", node1});
+  const PostMortemAnalysis from = PostMortem({"--from", node0, "--from", node1});
   EXPECT_EQ(HeadlineOf(from.json), culprit) << from.err;
   EXPECT_NE(from.err.find("--from " + node0 + ": a trace directory"), std::string::npos)
       << from.err;
-  EXPECT_EQ(HeadlineOf(Analyze({"--from", node0, node1}).json), culprit);
+  EXPECT_EQ(HeadlineOf(PostMortem({"--from", node0, node1}).json), culprit);
 
   // A copy of node1's files beside the originals: two files claim ranks 2 and 3, both are read
   // and the input report says so, as for two files of one rank in one directory.
@@ -125,7 +125,7 @@ TEST(NodeDirsPostMortem, BothNodeDirectoriesTogetherNameTheCulpritNeitherNamesAl
   for (const auto& e : fs::directory_iterator(node1)) {
     if (e.path().extension() == ".ring") fs::copy_file(e.path(), copy / e.path().filename());
   }
-  const Analysis twice = Analyze({node0, node1, copy.string()});
+  const PostMortemAnalysis twice = PostMortem({node0, node1, copy.string()});
   EXPECT_EQ(HeadlineOf(twice.json), culprit);
   EXPECT_EQ(twice.json["input"].value("ranks_seen", 0), 4);
   EXPECT_TRUE(HasNote(twice.json, "several files claim the same rank"))
@@ -167,13 +167,13 @@ TEST(NodeDirsPostMortem, BothNodeDirectoriesTogetherNameTheCulpritNeitherNamesAl
     const std::string name = "nccl_trace_rank_" + std::to_string(rank);
     fs::copy_file(dumps / name, (rank < 2 ? fr0 : fr1) / name);
   }
-  const Headline from_dumps = HeadlineOf(Analyze({dumps.string()}).json);
+  const Headline from_dumps = HeadlineOf(PostMortem({dumps.string()}).json);
   ASSERT_EQ(from_dumps.culprits, std::vector<int>{0}) << from_dumps;
-  EXPECT_EQ(HeadlineOf(Analyze({fr0.string(), fr1.string()}).json), from_dumps);
+  EXPECT_EQ(HeadlineOf(PostMortem({fr0.string(), fr1.string()}).json), from_dumps);
   fs::copy_file(dumps / "nccl_trace_rank_2", fr0 / "nccl_trace_rank_2");
   fs::last_write_time(fr0 / "nccl_trace_rank_2",
                       fs::last_write_time(fr1 / "nccl_trace_rank_2") - std::chrono::hours(1));
-  const Analysis second = Analyze({fr0.string(), fr1.string()});
+  const PostMortemAnalysis second = PostMortem({fr0.string(), fr1.string()});
   EXPECT_EQ(HeadlineOf(second.json), from_dumps);
   EXPECT_TRUE(HasNote(second.json, (fr0 / "nccl_trace_rank_2").string() +
                                        ": a second dump of rank 2; the newer one is read"))

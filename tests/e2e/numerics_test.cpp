@@ -70,17 +70,17 @@ bool FinishedCorrectly(const Job& job, int ranks) {
          job.sim.out.find("all " + std::to_string(ranks) + " ranks finished") != std::string::npos;
 }
 
-struct Case {
+struct NumericsCase {
   int ranks;
   int every;
 };
 
-std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
+std::string CaseName(const ::testing::TestParamInfo<NumericsCase>& info) {
   return std::to_string(info.param.ranks) + "ranks_every" + std::to_string(info.param.every);
 }
 
 // Periods 1 and 3 sample seq 10, where only rank 5's input holds the NaN.
-class NanOriginSampled : public ::testing::TestWithParam<Case> {};
+class NanOriginSampled : public ::testing::TestWithParam<NumericsCase> {};
 
 TEST_P(NanOriginSampled, NamesTheRankThatFedTheNanNotTheRanksItSpreadTo) {
   const Job job = RunChecked("numerics-nan", GetParam().ranks, "nan", GetParam().every);
@@ -96,11 +96,13 @@ TEST_P(NanOriginSampled, NamesTheRankThatFedTheNanNotTheRanksItSpreadTo) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Periods, NanOriginSampled,
-                         ::testing::Values(Case{8, 1}, Case{8, 3}, Case{32, 3}), CaseName);
+                         ::testing::Values(NumericsCase{8, 1}, NumericsCase{8, 3},
+                                           NumericsCase{32, 3}),
+                         CaseName);
 
 // Periods 2 (seq 9 clean, 11 poisoned everywhere) and 4 (9 clean, 13 poisoned everywhere) miss
 // seq 10: nobody may be blamed.
-class NanOriginMissed : public ::testing::TestWithParam<Case> {};
+class NanOriginMissed : public ::testing::TestWithParam<NumericsCase> {};
 
 TEST_P(NanOriginMissed, SaysTheOriginWasNotSampledAndBlamesNobody) {
   const Job job = RunChecked("numerics-nan", GetParam().ranks, "nan", GetParam().every);
@@ -114,10 +116,12 @@ TEST_P(NanOriginMissed, SaysTheOriginWasNotSampledAndBlamesNobody) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Periods, NanOriginMissed,
-                         ::testing::Values(Case{8, 2}, Case{8, 4}, Case{32, 2}), CaseName);
+                         ::testing::Values(NumericsCase{8, 2}, NumericsCase{8, 4},
+                                           NumericsCase{32, 2}),
+                         CaseName);
 
 // Periods 1 and 2 sample seq 7, rank 2's flipped allreduce.
-class CorruptOutputSampled : public ::testing::TestWithParam<Case> {};
+class CorruptOutputSampled : public ::testing::TestWithParam<NumericsCase> {};
 
 TEST_P(CorruptOutputSampled, NamesTheRankWhoseOutputDiffers) {
   const Job job = RunChecked("numerics-flip", GetParam().ranks, "checksum", GetParam().every);
@@ -130,8 +134,8 @@ TEST_P(CorruptOutputSampled, NamesTheRankWhoseOutputDiffers) {
   EXPECT_FALSE(v[0].value("tie", false));
 }
 
-INSTANTIATE_TEST_SUITE_P(Periods, CorruptOutputSampled, ::testing::Values(Case{8, 1}, Case{32, 2}),
-                         CaseName);
+INSTANTIATE_TEST_SUITE_P(Periods, CorruptOutputSampled,
+                         ::testing::Values(NumericsCase{8, 1}, NumericsCase{32, 2}), CaseName);
 
 TEST(CorruptOutput, AFlipNoSampleSawGivesNoVerdict) {
   const Job job = RunChecked("numerics-flip", 8, "checksum", 4);  // 1, 5, 9, 13: not 7
@@ -140,7 +144,7 @@ TEST(CorruptOutput, AFlipNoSampleSawGivesNoVerdict) {
   EXPECT_EQ(job.analysis["verdicts"][0].value("class", ""), "healthy") << job.analysis.dump(2);
 }
 
-class SustainedCorrupter : public ::testing::TestWithParam<Case> {};
+class SustainedCorrupter : public ::testing::TestWithParam<NumericsCase> {};
 
 TEST_P(SustainedCorrupter, IsNamedOnceWithEveryIncident) {
   const Job job = RunChecked("numerics-corrupter", GetParam().ranks, "all", GetParam().every);
@@ -154,8 +158,8 @@ TEST_P(SustainedCorrupter, IsNamedOnceWithEveryIncident) {
   EXPECT_TRUE(VerdictsOf(job, "nan-origin").empty()) << job.analysis.dump(2);
 }
 
-INSTANTIATE_TEST_SUITE_P(Periods, SustainedCorrupter, ::testing::Values(Case{8, 1}, Case{32, 1}),
-                         CaseName);
+INSTANTIATE_TEST_SUITE_P(Periods, SustainedCorrupter,
+                         ::testing::Values(NumericsCase{8, 1}, NumericsCase{32, 1}), CaseName);
 
 // What a user reads in `ncclscope dump`: every rank samples the same collectives (1, 1 + N, ...
 // of each communicator, counting every collective), and the outputs NCCL makes identical hash

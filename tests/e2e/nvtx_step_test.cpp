@@ -9,17 +9,11 @@
 #include <string>
 
 #include "tests/e2e/cli.h"
+#include "tests/e2e/op_kinds.h"
 #include "tests/e2e/scratch_dir.h"
 
 namespace ncclscope::testing {
 namespace {
-
-bool IsDeviceWork(const std::string& op) {
-  static const std::set<std::string> kOps = {"allreduce",     "broadcast", "reduce", "allgather",
-                                             "reducescatter", "alltoall",  "gather", "scatter",
-                                             "send",          "recv"};
-  return kOps.count(op) != 0;
-}
 
 const std::set<std::string> kPhases = {"forward", "backward", "optimizer"};
 

@@ -20,9 +20,6 @@
 namespace ncclscope::testing {
 namespace {
 
-// The launcher kills the hung job after this long, past analyze's 2 s stall threshold.
-constexpr double kKillAfterS = 5;
-
 const nlohmann::json* PlaceOf(const nlohmann::json& v, const std::string& role) {
   if (!v.contains("where")) return nullptr;
   for (const auto& p : v["where"]) {

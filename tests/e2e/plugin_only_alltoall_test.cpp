@@ -24,6 +24,7 @@
 
 #include "tests/e2e/cli.h"
 #include "tests/e2e/e2e_env.h"
+#include "tests/e2e/op_kinds.h"
 #include "tests/e2e/scratch_dir.h"
 #include "tests/e2e/subprocess.h"
 #include "tests/e2e/trace_consistency.h"
@@ -31,10 +32,7 @@
 namespace ncclscope::testing {
 namespace {
 
-constexpr int kRanks = 4;
-// A faulty job hangs; the launcher ends it this long after its start, past analyze's 2 s stall
-// threshold.
-constexpr double kKillAfterS = 5;
+constexpr int kAlltoallRanks = 4;
 
 // Two repetitions of: an AlltoAll on world and on pairs, an AllReduce between (numbered with them
 // on world), a Gather rooted at 1, a Scatter rooted at 2. World collectives per repetition:
@@ -79,22 +77,20 @@ ProcessResult RunJob(const std::string& scenario, const std::string& dir, bool p
     env["LD_PRELOAD"] = "";
   }
   for (const std::string& a :
-       {std::string("--ranks"), std::to_string(kRanks), std::string("--scenario"), scenario,
+       {std::string("--ranks"), std::to_string(kAlltoallRanks), std::string("--scenario"), scenario,
         std::string("--dir"), dir, std::string("--timeout"), std::to_string(kKillAfterS)}) {
     argv.push_back(a);
   }
   return RunProcess(argv, env, kKillAfterS + 60);
 }
 
-nlohmann::json Analyze(const std::string& dir) {
+nlohmann::json AnalyzePluginOnly(const std::string& dir) {
   const ProcessResult a = RunProcess({Cli(), "analyze", dir, "--json"}, {}, 120);
   nlohmann::json j = nlohmann::json::parse(a.out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << a.out << a.err;
   return j;
 }
 
-const std::set<std::string> kCollectives = {"allreduce",     "broadcast", "reduce", "allgather",
-                                            "reducescatter", "alltoall",  "gather", "scatter"};
 const std::set<std::string> kParts = {"alltoall", "gather", "scatter"};
 
 // What identifies a call across the two runs: communicator ids differ (the interposer derives
@@ -129,9 +125,9 @@ TEST(PluginOnlyAlltoAll, OneRecordPerCallAsTheInterposerRecordsIt) {
 
   const auto want = DumpJson(scratch / "interposed");
   const auto got = DumpJson(scratch / "plugin");
-  ASSERT_EQ(static_cast<int>(want.size()), kRanks);
-  ASSERT_EQ(static_cast<int>(got.size()), kRanks);
-  for (int r = 0; r < kRanks; ++r) {
+  ASSERT_EQ(static_cast<int>(want.size()), kAlltoallRanks);
+  ASSERT_EQ(static_cast<int>(got.size()), kAlltoallRanks);
+  for (int r = 0; r < kAlltoallRanks; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
     const RankDump& d = got.at(r);
     const std::vector<Signature> calls = CollectivesOf(d);
@@ -162,7 +158,7 @@ TEST(PluginOnlyAlltoAll, OneRecordPerCallAsTheInterposerRecordsIt) {
   }
   // Consecutive sequence numbers per communicator, the same call at each on every member.
   ExpectCollectivesAgree(got);
-  const nlohmann::json j = Analyze(scratch / "plugin");
+  const nlohmann::json j = AnalyzePluginOnly(scratch / "plugin");
   SCOPED_TRACE(j.dump(2));
   ASSERT_TRUE(j.is_object());
   for (const auto& v : j["verdicts"]) {
@@ -189,8 +185,8 @@ TEST_P(PluginOnlyAlltoAllFault, VerdictNamesTheCallAndCulpritAsTheInterposers) {
   EXPECT_NE(interposed.exit_code, 0) << "a hung job cannot finish\n" << interposed.err;
   const ProcessResult plugin = RunJob(scenario, scratch / "plugin", true);
   EXPECT_NE(plugin.exit_code, 0) << "a hung job cannot finish\n" << plugin.err;
-  const nlohmann::json want = Analyze(scratch / "interposed");
-  const nlohmann::json got = Analyze(scratch / "plugin");
+  const nlohmann::json want = AnalyzePluginOnly(scratch / "interposed");
+  const nlohmann::json got = AnalyzePluginOnly(scratch / "plugin");
   SCOPED_TRACE("interposed: " + want.dump(2));
   SCOPED_TRACE("plugin-only: " + got.dump(2));
   ASSERT_TRUE(want.is_object() && got.is_object());

@@ -26,12 +26,12 @@
 namespace ncclscope::testing {
 namespace {
 
-constexpr int kRanks = 4;
+constexpr int kInPlaceRanks = 4;
 constexpr double kTimeoutS = 30;
 
 // Per repetition, on world: an in-place AlltoAll, an out-of-place one, an in-place Gather rooted
 // at 1 and an in-place Scatter rooted at 2; on pairs an in-place AlltoAll.
-constexpr const char* kScenario = R"({
+constexpr const char* kInPlaceScenario = R"({
   "name": "plugin-only-in-place",
   "seed": 7,
   "min_ranks": 4,
@@ -50,23 +50,23 @@ constexpr const char* kScenario = R"({
 TEST(PluginOnlyInPlace, EveryInPlaceCallCompletesOnTheDevice) {
   ScratchDir scratch;
   const std::string scenario = scratch / "scenario.json";
-  std::ofstream(scenario) << kScenario;
+  std::ofstream(scenario) << kInPlaceScenario;
   const std::string dir = scratch / "plugin";
   const std::map<std::string, std::string> env = {{"NCCLSCOPE_RING_RECORDS", "4096"},
                                                   {"NCCL_PROFILER_PLUGIN", ProbeLibrary()},
                                                   {"NVTX_INJECTION64_PATH", ProbeLibrary()},
                                                   {"LD_PRELOAD", ""}};
   const ProcessResult job =
-      RunProcess({Cli(), "sim", "--no-probe", "--ranks", std::to_string(kRanks), "--scenario",
-                  scenario, "--dir", dir, "--timeout", std::to_string(kTimeoutS)},
+      RunProcess({Cli(), "sim", "--no-probe", "--ranks", std::to_string(kInPlaceRanks),
+                  "--scenario", scenario, "--dir", dir, "--timeout", std::to_string(kTimeoutS)},
                  env, kTimeoutS + 60);
   // Exit 0: every rank checked every in-place result where NCCL leaves it.
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
 
   const auto dumps = DumpJson(dir);
-  ASSERT_EQ(static_cast<int>(dumps.size()), kRanks);
+  ASSERT_EQ(static_cast<int>(dumps.size()), kInPlaceRanks);
   const std::set<std::string> parts = {"alltoall", "gather", "scatter"};
-  for (int r = 0; r < kRanks; ++r) {
+  for (int r = 0; r < kInPlaceRanks; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
     size_t calls = 0;
     for (const auto& rec : dumps.at(r).records) {

@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "tests/e2e/cli.h"
 #include "tests/e2e/e2e_env.h"
 #include "tests/e2e/scratch_dir.h"
 #include "tests/e2e/subprocess.h"
@@ -20,9 +21,8 @@
 namespace ncclscope::testing {
 namespace {
 
-// Rank 3's dp allreduce #2 uses max where the others sum; the launcher ends the hung job this
-// long after its start, past analyze's 2 s stall threshold.
-constexpr double kKillAfterS = 5;
+// Rank 3's dp allreduce #2 uses max where the others sum; the launcher ends the hung job after
+// kKillAfterS.
 
 nlohmann::json PluginOnlyVerdicts(const std::string& dir,
                                   const std::map<std::string, std::string>& more_env) {

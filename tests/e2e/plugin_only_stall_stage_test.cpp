@@ -13,17 +13,16 @@
 #include <map>
 #include <string>
 
+#include "tests/e2e/cli.h"
 #include "tests/e2e/e2e_env.h"
 #include "tests/e2e/scratch_dir.h"
+#include "tests/e2e/stall_stage_verdicts.h"
 #include "tests/e2e/subprocess.h"
 
 namespace ncclscope::testing {
 namespace {
 
-// The fault strikes at step 2; the launcher ends the hung job this long after its start, past
-// analyze's 2 s stall threshold.
-constexpr double kKillAfterS = 5;
-constexpr int kChannels = 2;  // NCCLSIM_NCHANNELS' default
+// The fault strikes at step 2; the launcher ends the hung job after kKillAfterS.
 
 struct JobResult {  // NOLINT(bugprone-exception-escape): a false positive on nlohmann::json members
   int sim_exit = -1;
@@ -51,14 +50,6 @@ JobResult PluginOnly(const std::string& scenario, const std::string& dir, double
   r.json = nlohmann::json::parse(a.out, nullptr, false);
   EXPECT_FALSE(r.json.is_discarded()) << a.out << a.err;
   return r;
-}
-
-const nlohmann::json* VerdictOf(const nlohmann::json& j, const std::string& comm,
-                                const std::string& op, uint64_t seq) {
-  for (const auto& v : j["verdicts"]) {
-    if (v["comm_name"] == comm && v["op"] == op && v["seq"] == seq) return &v;
-  }
-  return nullptr;
 }
 
 TEST(PluginOnlyStallStage, HungLinkIsTheNetworkBetweenItsRankAndPeerAsWhenInterposed) {

@@ -20,25 +20,24 @@
 #include "tests/e2e/cli.h"
 #include "tests/e2e/e2e_env.h"
 #include "tests/e2e/scratch_dir.h"
+#include "tests/e2e/stall_stage_verdicts.h"
 
 namespace ncclscope::testing {
 namespace {
 
 const std::map<std::string, std::string> kProxyAlways = {{"NCCLSCOPE_PROFILER_PROXY", "always"}};
-// The faults strike at step 2; the launcher kills the hung job after this long, past analyze's
-// 2 s stall threshold (as tests/hang_detector/analyze_scenarios_test.cpp).
-constexpr double kKillAfterS = 5;
-constexpr int kChannels = 2;  // NCCLSIM_NCHANNELS' default
+// The faults strike at step 2; the launcher kills the hung job after kKillAfterS.
 
-struct Analysis {  // NOLINT(bugprone-exception-escape): a false positive on nlohmann::json members
+struct JsonAndText {  // NOLINT(bugprone-exception-escape): a false positive on nlohmann::json
+                      // members
   nlohmann::json json;
   std::string text;
   int json_exit = -1;
   int text_exit = -1;
 };
 
-Analysis AnalyzeBoth(const std::string& dir) {
-  Analysis a;
+JsonAndText AnalyzeBoth(const std::string& dir) {
+  JsonAndText a;
   const ProcessResult j = RunProcess({Cli(), "analyze", dir, "--json"}, {}, 120);
   a.json_exit = j.exit_code;
   a.json = nlohmann::json::parse(j.out, nullptr, false);
@@ -49,17 +48,8 @@ Analysis AnalyzeBoth(const std::string& dir) {
   return a;
 }
 
-// The verdict about `op` #seq of `comm`, or null.
-const nlohmann::json* VerdictOf(const nlohmann::json& j, const std::string& comm,
-                                const std::string& op, uint64_t seq) {
-  for (const auto& v : j["verdicts"]) {
-    if (v["comm_name"] == comm && v["op"] == op && v["seq"] == seq) return &v;
-  }
-  return nullptr;
-}
-
 // The text's headline of a verdict is its JSON headline, printed first.
-void ExpectTextShowsHeadline(const Analysis& a, const nlohmann::json& v) {
+void ExpectTextShowsHeadline(const JsonAndText& a, const nlohmann::json& v) {
   EXPECT_NE(a.text.find(v["headline"].get<std::string>()), std::string::npos) << a.text;
 }
 
@@ -68,7 +58,7 @@ TEST(StallStage, HungLinkIsTheNetworkBetweenItsRankAndPeer) {
   const ProcessResult sim = RunSim("hung-link.json", 8, dir / "trace", kKillAfterS, kProxyAlways);
   EXPECT_NE(sim.exit_code, 0) << "a job whose link hung cannot finish";
   EXPECT_NE(sim.err.find("injecting hung_link at step 2"), std::string::npos) << sim.err;
-  const Analysis a = AnalyzeBoth(dir / "trace");
+  const JsonAndText a = AnalyzeBoth(dir / "trace");
   SCOPED_TRACE(a.json.dump(2));
   EXPECT_EQ(a.json_exit, 2);
   EXPECT_EQ(a.text_exit, 2);
@@ -151,7 +141,7 @@ TEST(StallStage, BlockedStreamIsNotStartedThoughItsProxyPostedSteps) {
   ScratchDir dir;
   const ProcessResult sim = RunSim("hang.json", 8, dir / "trace", kKillAfterS, kProxyAlways);
   EXPECT_NE(sim.exit_code, 0);
-  const Analysis a = AnalyzeBoth(dir / "trace");
+  const JsonAndText a = AnalyzeBoth(dir / "trace");
   SCOPED_TRACE(a.json.dump(2));
   EXPECT_EQ(a.json_exit, 2);
   ASSERT_FALSE(a.json["verdicts"].empty());

@@ -1,17 +1,14 @@
 #include "tests/e2e/trace_consistency.h"
+#include "tests/e2e/op_kinds.h"
 
 #include <gtest/gtest.h>
 
-#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
 namespace ncclscope::testing {
 namespace {
-
-const std::set<std::string> kCollectives = {"allreduce",     "broadcast", "reduce", "allgather",
-                                            "reducescatter", "alltoall",  "gather", "scatter"};
 
 // The fields every member must agree on at one sequence number. Per-rank fields (buffers, stream,
 // times) are left out on purpose.

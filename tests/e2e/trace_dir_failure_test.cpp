@@ -12,7 +12,7 @@
 namespace ncclscope::testing {
 namespace {
 
-constexpr int kRanks = 4;
+constexpr int kBadDirRanks = 4;
 constexpr int kMountFailed = 97;
 
 // Mounts a tmpfs with `options` over `dir` in a private mount namespace (invisible to the rest of
@@ -21,12 +21,12 @@ ProcessResult SimOverTmpfs(const std::string& dir, const std::string& options) {
   const std::string script = "mount -t tmpfs -o " + options + " ncclscope-e2e \"$0\" || exit " +
                              std::to_string(kMountFailed) + "; exec \"$@\"";
   return RunProcess({"unshare", "-m", "--propagation", "private", "sh", "-c", script, dir, Cli(),
-                     "sim", "--ranks", std::to_string(kRanks), "--scenario",
+                     "sim", "--ranks", std::to_string(kBadDirRanks), "--scenario",
                      ScenarioPath("healthy.json"), "--dir", dir, "--timeout", "30"},
                     {}, 60);
 }
 
-int Count(const std::string& text, const std::string& what) {
+int Occurrences(const std::string& text, const std::string& what) {
   int n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
   return n;
@@ -45,9 +45,10 @@ TEST_P(BadTraceDir, JobCompletesAndEachRankWarnsOnce) {
   }
   ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
   EXPECT_NE(p.out.find("all 4 ranks finished with correct results"), std::string::npos) << p.out;
-  EXPECT_EQ(Count(p.err, "ncclscope: warning:"), kRanks) << p.err;
-  for (int r = 0; r < kRanks; ++r) {
-    EXPECT_EQ(Count(p.err, "[rank " + std::to_string(r) + "] ncclscope: warning:"), 1) << p.err;
+  EXPECT_EQ(Occurrences(p.err, "ncclscope: warning:"), kBadDirRanks) << p.err;
+  for (int r = 0; r < kBadDirRanks; ++r) {
+    EXPECT_EQ(Occurrences(p.err, "[rank " + std::to_string(r) + "] ncclscope: warning:"), 1)
+        << p.err;
   }
   EXPECT_NE(p.err.find(dir), std::string::npos) << "the warning names the directory\n" << p.err;
 }

@@ -24,8 +24,8 @@ std::string JobOf(const ProcessResult& sim) {
   return found ? m[1].str() : "";
 }
 
-nlohmann::json AnalyzeJson(const std::string& dir, const std::vector<std::string>& extra,
-                           int* exit_code) {
+nlohmann::json AnalyzeWithExit(const std::string& dir, const std::vector<std::string>& extra,
+                               int* exit_code) {
   std::vector<std::string> argv = {Cli(), "analyze", dir, "--json"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   const ProcessResult p = RunProcess(argv);
@@ -60,7 +60,7 @@ TEST(TwoJobsInOneDirectory, AnalyzeKeepsTheNewestJobAndSaysWhatItIgnored) {
   ASSERT_NE(job_a, job_b);
 
   int rc = -1;
-  const nlohmann::json b = AnalyzeJson(dir, {}, &rc);
+  const nlohmann::json b = AnalyzeWithExit(dir, {}, &rc);
   EXPECT_EQ(rc, 0) << b.dump(2);
   EXPECT_FALSE(HasClass(b, "dead")) << "job A's ranks blamed in job B: " << b.dump(2);
   EXPECT_EQ(b.at("input").at("files"), 4) << b.dump(2);
@@ -75,7 +75,7 @@ TEST(TwoJobsInOneDirectory, AnalyzeKeepsTheNewestJobAndSaysWhatItIgnored) {
       << text.out;
 
   // Asked for, the crashed job is analysed alone: rank 1 is dead, job B's files are left out.
-  const nlohmann::json a = AnalyzeJson(dir, {"--job", job_a, "--job-ended"}, &rc);
+  const nlohmann::json a = AnalyzeWithExit(dir, {"--job", job_a, "--job-ended"}, &rc);
   EXPECT_EQ(rc, 2) << a.dump(2);
   EXPECT_TRUE(HasClass(a, "dead")) << a.dump(2);
   EXPECT_NE(Notes(a).find("ignored 4 ring file(s) of job " + job_b + " (kept job " + job_a +

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/e2e/cli.h"
 #include "tests/e2e/e2e_env.h"
 #include "tests/e2e/scratch_dir.h"
 #include "tests/e2e/subprocess.h"
@@ -17,8 +18,6 @@
 
 namespace ncclscope::testing {
 namespace {
-
-constexpr int kUnusableInput = 3;
 
 struct Mode {
   const char* name;
@@ -30,7 +29,7 @@ const Mode kModes[] = {{"text", {}},
                        {"watch", {"--watch"}},
                        {"watch json", {"--watch", "--json"}}};
 
-ProcessResult Analyze(const std::string& dir, const Mode& mode) {
+ProcessResult RunAnalyze(const std::string& dir, const Mode& mode) {
   std::vector<std::string> argv = {Cli(), "analyze", dir};
   argv.insert(argv.end(), mode.flags.begin(), mode.flags.end());
   return RunProcess(argv, {}, 30);
@@ -58,7 +57,7 @@ TEST(AnalyzeUnusableInput, EmptyDirectory) {
   for (const Mode& mode : kModes) {
     const bool watch = !mode.flags.empty() && mode.flags.front() == "--watch";
     if (watch) continue;  // --watch waits: see the test below
-    const ProcessResult p = Analyze(scratch.path(), mode);
+    const ProcessResult p = RunAnalyze(scratch.path(), mode);
     ExpectUnusable(p, mode, scratch.path(), "no ring file (*.ring) in it");
     if (mode.flags.empty()) {
       EXPECT_NE(p.out.find("UNUSABLE"), std::string::npos) << p.out;
@@ -83,13 +82,13 @@ TEST(AnalyzeUnusableInput, OnlyDamagedRingFiles) {
   ASSERT_FALSE(truncated.empty());
   std::filesystem::resize_file(truncated, 6000);
   for (const Mode& mode : kModes) {
-    const ProcessResult p = Analyze(dir, mode);
+    const ProcessResult p = RunAnalyze(dir, mode);
     ExpectUnusable(p, mode, dir, "2 *.ring file(s), none readable");
     EXPECT_NE(p.err.find(garbage + ": not an ncclscope ring file (bad magic)"), std::string::npos)
         << p.err;
   }
   // The text report lists every unreadable file.
-  const ProcessResult text = Analyze(dir, kModes[0]);
+  const ProcessResult text = RunAnalyze(dir, kModes[0]);
   EXPECT_NE(text.out.find("input: unreadable " + truncated + ": truncated"), std::string::npos)
       << text.out;
 }
@@ -99,7 +98,7 @@ TEST(AnalyzeUnusableInput, NotADirectory) {
   const std::string file = scratch / "not-a-dir";
   std::ofstream(file) << "x";
   for (const Mode& mode : kModes) {
-    ExpectUnusable(Analyze(file, mode), mode, file, "Not a directory");
+    ExpectUnusable(RunAnalyze(file, mode), mode, file, "Not a directory");
   }
 }
 
@@ -110,7 +109,7 @@ TEST(AnalyzeUnusableInput, UnreadableDirectory) {
   std::filesystem::create_directory(dir);
   std::filesystem::permissions(dir, std::filesystem::perms::none);
   for (const Mode& mode : kModes) {
-    ExpectUnusable(Analyze(dir, mode), mode, dir, "Permission denied");
+    ExpectUnusable(RunAnalyze(dir, mode), mode, dir, "Permission denied");
   }
   std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
 }

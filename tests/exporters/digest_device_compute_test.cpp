@@ -10,6 +10,7 @@
 #include "exporters/multinode/digest.pb.h"
 #include "exporters/multinode/digest_codec.h"
 #include "hang_detector/ingest/rank_digest.h"
+#include "tests/exporters/node_digest_bytes.h"
 #include "tests/hang_detector/device_compute_job.h"
 
 namespace ncclscope::testing {
@@ -37,24 +38,13 @@ std::vector<hd::RankFile> CutsOfASlowComputeRank(Job* j) {
   return cuts;
 }
 
-std::string Encode(const std::vector<hd::RankFile>& files, int64_t produced) {
-  std::vector<exporters::DigestRank> ranks;
-  for (const hd::RankFile& f : files) ranks.push_back({&f, hd::ProcessState::kRunning, 0});
-  exporters::DigestHeader h;
-  h.host = kHost;
-  h.job_id = "job-1";
-  h.built_at_ns = produced;
-  h.produced_at_ns = produced;
-  return exporters::EncodeNodeDigest(h, ranks);
-}
-
 TEST(DigestDeviceCompute, EntriesTravelWholeAndTheVerdictStaysAComputeStraggler) {
   Job j;
   const std::vector<hd::RankFile> cuts = CutsOfASlowComputeRank(&j);
   const int64_t produced = JobBuilder::Wall(j.model.Now());
   exporters::DecodedDigest d;
   std::string error;
-  ASSERT_TRUE(exporters::DecodeNodeDigest(Encode(cuts, produced), "http://node-a:9478/digest",
+  ASSERT_TRUE(exporters::DecodeNodeDigest(EncodeDigest(cuts, produced), "http://node-a:9478/digest",
                                           produced, &d, &error))
       << error;
   ASSERT_EQ(d.files.size(), cuts.size());
@@ -86,7 +76,7 @@ TEST(DigestDeviceCompute, EntriesThatDoNotFitTheRecordsAreRefused) {
   Job j;
   const std::vector<hd::RankFile> cuts = CutsOfASlowComputeRank(&j);
   ncclscope::digest::NodeDigest good;
-  ASSERT_TRUE(good.ParseFromString(Encode(cuts, JobBuilder::Wall(1))));
+  ASSERT_TRUE(good.ParseFromString(EncodeDigest(cuts, JobBuilder::Wall(1))));
   ASSERT_GT(good.ranks(0).device_compute_size(), 1);
   auto refusal = [&](auto mutate) {
     ncclscope::digest::NodeDigest bad = good;

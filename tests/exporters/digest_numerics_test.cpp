@@ -22,17 +22,17 @@ namespace {
 namespace hd = hang_detector;
 using trace::OpType;
 
-constexpr int kRanks = 8;          // node A: ranks 0-3 (ring files); node B: ranks 4-7 (digest)
+constexpr int kTwoNodeRanks = 8;   // node A: ranks 0-3 (ring files); node B: ranks 4-7 (digest)
 constexpr int kCollectives = 200;  // far more than a digest keeps per communicator
 constexpr double kNow = 30;
 
 // Rank 5 (node B) feeds a NaN into allreduce #12, which spreads from #13; rank 6's output of #196
 // differs from everyone else's. Every 4th allreduce is sampled, input scanned and output hashed.
-trace::TraceSet Job() {
-  JobBuilder job(kRanks);
+trace::TraceSet NumericsJob() {
+  JobBuilder job(kTwoNodeRanks);
   const uint64_t world = job.Comm("world", {0, 1, 2, 3, 4, 5, 6, 7});
   for (int k = 1; k <= kCollectives; ++k) {
-    for (int r = 0; r < kRanks; ++r) {
+    for (int r = 0; r < kTwoNodeRanks; ++r) {
       job.Coll(r, world, OpType::kAllReduce, 0.1 * k, Done::kCompleted);
       if (k % 4 != 0) continue;
       Held h;
@@ -48,7 +48,7 @@ trace::TraceSet Job() {
 
 std::string DigestOfNodeB(const std::vector<hd::RankFile>& files) {
   std::vector<hd::RankFile> cuts;
-  for (int r = 4; r < kRanks; ++r) cuts.push_back(hd::CutForDigest(files[r], {}).file);
+  for (int r = 4; r < kTwoNodeRanks; ++r) cuts.push_back(hd::CutForDigest(files[r], {}).file);
   std::vector<exporters::DigestRank> ranks;
   for (const hd::RankFile& f : cuts) ranks.push_back({&f, hd::ProcessState::kRunning, 0});
   exporters::DigestHeader h;
@@ -60,7 +60,7 @@ std::string DigestOfNodeB(const std::vector<hd::RankFile>& files) {
 
 // Node A's ring files and node B's digest, as the correlating exporter assembles them.
 hd::Analysis AnalyzeAcrossNodes(const std::string& digest) {
-  std::vector<hd::RankFile> files = CompactFiles(Job());
+  std::vector<hd::RankFile> files = CompactFiles(NumericsJob());
   exporters::DecodedDigest d;
   std::string error;
   EXPECT_TRUE(exporters::DecodeNodeDigest(digest, "http://node-b:9478/digest",
@@ -81,7 +81,7 @@ const hd::Verdict* Find(const hd::Analysis& a, hd::VerdictClass c) {
 }
 
 TEST(DigestNumerics, VerdictsHoldAcrossNodes) {
-  const std::vector<hd::RankFile> files = CompactFiles(Job());
+  const std::vector<hd::RankFile> files = CompactFiles(NumericsJob());
   const hd::DigestCut cut = hd::CutForDigest(files[5], {});
   EXPECT_GT(cut.omitted, 150u);  // of 250 records: a frontier, not the ring
   const hd::Analysis a = AnalyzeAcrossNodes(DigestOfNodeB(files));
@@ -98,7 +98,7 @@ TEST(DigestNumerics, VerdictsHoldAcrossNodes) {
 }
 
 TEST(DigestNumerics, ADigestWithoutNumericsStillDecodesAndBlamesNobody) {
-  const std::vector<hd::RankFile> files = CompactFiles(Job());
+  const std::vector<hd::RankFile> files = CompactFiles(NumericsJob());
   digest::NodeDigest old;
   ASSERT_TRUE(old.ParseFromString(DigestOfNodeB(files)));
   for (auto& r : *old.mutable_ranks()) r.clear_numerics();  // as an older producer writes it
@@ -113,7 +113,7 @@ TEST(DigestNumerics, ADigestWithoutNumericsStillDecodesAndBlamesNobody) {
 }
 
 TEST(DigestNumerics, AnEntryAtAnotherRecordIsRefused) {
-  const std::vector<hd::RankFile> files = CompactFiles(Job());
+  const std::vector<hd::RankFile> files = CompactFiles(NumericsJob());
   digest::NodeDigest d;
   ASSERT_TRUE(d.ParseFromString(DigestOfNodeB(files)));
   auto* entry = d.mutable_ranks(0)->mutable_numerics(0);

@@ -11,6 +11,7 @@
 #include "exporters/multinode/digest_codec.h"
 #include "hang_detector/decision/correlator.h"
 #include "hang_detector/ingest/rank_digest.h"
+#include "tests/exporters/node_digest_bytes.h"
 #include "tests/hang_detector/job_builder.h"
 #include "tests/hang_detector/nvtx_records.h"
 
@@ -20,23 +21,9 @@ namespace {
 namespace hd = hang_detector;
 using exporters::DecodedDigest;
 using exporters::DecodeNodeDigest;
-using exporters::DigestRank;
-using exporters::EncodeNodeDigest;
 using trace::OpType;
 
 constexpr int64_t kSecond = 1000000000;
-
-std::string Encode(const std::vector<hd::RankFile>& files, int64_t produced,
-                   hd::ProcessState process = hd::ProcessState::kRunning) {
-  std::vector<DigestRank> ranks;
-  for (const hd::RankFile& f : files) ranks.push_back({&f, process, 0});
-  exporters::DigestHeader h;
-  h.host = kHost;
-  h.job_id = "job-1";
-  h.built_at_ns = produced;
-  h.produced_at_ns = produced;
-  return EncodeNodeDigest(h, ranks);
-}
 
 DecodedDigest Decode(const std::string& bytes, int64_t received) {
   DecodedDigest d;
@@ -96,7 +83,8 @@ TEST(DigestCodec, RoundTripKeepsEveryRecordAndShiftsTimesOntoTheReceiversClock) 
   const std::vector<hd::RankFile> files = CompactFiles(RichJob().Build());
   const int64_t produced = JobBuilder::Wall(1.5);
   const int64_t received = produced + 7 * kSecond + 123;  // another host's clock: 7 s ahead
-  const DecodedDigest d = Decode(Encode(files, produced, hd::ProcessState::kStopped), received);
+  const DecodedDigest d =
+      Decode(EncodeDigest(files, produced, hd::ProcessState::kStopped), received);
   EXPECT_EQ(d.header.host, kHost);
   EXPECT_EQ(d.header.job_id, "job-1");
   ASSERT_EQ(d.files.size(), files.size());
@@ -133,7 +121,7 @@ TEST(DigestCodec, RoundTripKeepsEveryRecordAndShiftsTimesOntoTheReceiversClock) 
 
 TEST(DigestCodec, AStampAppendedToCachedBytesIsTheProductionTimeReadBack) {
   const std::vector<hd::RankFile> files = CompactFiles(RichJob().Build());
-  std::string bytes = Encode(files, JobBuilder::Wall(1.5));
+  std::string bytes = EncodeDigest(files, JobBuilder::Wall(1.5));
   const int64_t served = JobBuilder::Wall(2.2);
   exporters::StampProducedAt(&bytes, served);
   const int64_t received = served + 3 * kSecond;
@@ -249,7 +237,7 @@ TEST(DigestCodec, ALongestPauseOlderThanTheKeptRecordsTravelsWithTheDigest) {
     cuts.push_back(std::move(cut.file));
   }
   const int64_t produced = JobBuilder::Wall(50);
-  const DecodedDigest d = Decode(Encode(cuts, produced), produced + 3 * kSecond);
+  const DecodedDigest d = Decode(EncodeDigest(cuts, produced), produced + 3 * kSecond);
   ASSERT_EQ(d.files.size(), cuts.size());
   for (size_t i = 0; i < cuts.size(); ++i) {
     EXPECT_EQ(d.files[i].pause_before_ns, cuts[i].pause_before_ns);
@@ -293,7 +281,7 @@ TEST(DigestCut, AFileWithinTheLimitsIsKeptWhole) {
 // --- hostile bytes ---
 
 std::string ValidBytes() {
-  return Encode(CompactFiles(RichJob().Build()), JobBuilder::Wall(1.5));
+  return EncodeDigest(CompactFiles(RichJob().Build()), JobBuilder::Wall(1.5));
 }
 
 TEST(DigestDecode, TruncatedBytesAreRefusedNamingTheSource) {
@@ -396,7 +384,7 @@ TEST(DigestCodec, NvtxStepsAndPhasesOfTheKeptRecordsTravelWithTheDigest) {
   std::vector<hd::RankFile> cuts;
   for (const hd::RankFile& f : files) cuts.push_back(hd::CutForDigest(f, {}).file);
   ASSERT_LT(cuts[0].size(), files[0].size()) << "the cut leaves records out";
-  const DecodedDigest d = Decode(Encode(cuts, JobBuilder::Wall(1.5)), JobBuilder::Wall(1.5));
+  const DecodedDigest d = Decode(EncodeDigest(cuts, JobBuilder::Wall(1.5)), JobBuilder::Wall(1.5));
   ASSERT_EQ(d.files.size(), 2u);
   for (size_t i = 0; i < cuts.size(); ++i) {
     EXPECT_EQ(d.files[i].nvtx_runs, cuts[i].nvtx_runs);
@@ -414,7 +402,7 @@ TEST(DigestCodec, NvtxStepsAndPhasesOfTheKeptRecordsTravelWithTheDigest) {
   EXPECT_EQ(rank0.NvtxAt(rank0.size() - 2).range, "layer3");
   // Only the names the kept records use travel: context 3 (eval) was never used.
   digest::NodeDigest pb;
-  ASSERT_TRUE(pb.ParseFromString(Encode(cuts, JobBuilder::Wall(1.5))));
+  ASSERT_TRUE(pb.ParseFromString(EncodeDigest(cuts, JobBuilder::Wall(1.5))));
   EXPECT_EQ(pb.ranks(0).nvtx_contexts_size(), 2);
   EXPECT_EQ(pb.ranks(1).nvtx_contexts_size(), 1);
 }
@@ -422,7 +410,7 @@ TEST(DigestCodec, NvtxStepsAndPhasesOfTheKeptRecordsTravelWithTheDigest) {
 TEST(DigestDecode, InconsistentNvtxContextsAreRefused) {
   const std::vector<hd::RankFile> files = NvtxFiles();
   digest::NodeDigest good;
-  ASSERT_TRUE(good.ParseFromString(Encode(files, JobBuilder::Wall(1.5))));
+  ASSERT_TRUE(good.ParseFromString(EncodeDigest(files, JobBuilder::Wall(1.5))));
   ASSERT_GT(good.ranks(0).nvtx_run_pos_size(), 0);
   auto refusal = [&](auto&& mutate) {
     digest::NodeDigest d = good;
@@ -465,7 +453,8 @@ TEST(DigestDecode, SequenceSpansThatWouldNeedHugeLanesAreRefused) {
   }
   f.index_runs.emplace_back(f.size() - 1, uint64_t{1} << 25);
   hd::DeriveFrontier(&f);
-  EXPECT_NE(Refusal(Encode(files, JobBuilder::Wall(1))).find("lane entries"), std::string::npos);
+  EXPECT_NE(Refusal(EncodeDigest(files, JobBuilder::Wall(1))).find("lane entries"),
+            std::string::npos);
 }
 
 TEST(DigestDecode, ANegativeOrYearLongPauseIsRefused) {

@@ -45,7 +45,7 @@ struct Expected {
   std::vector<int> unseen = {};
 };
 
-struct Case {
+struct ScenarioCase {
   Expected e;
   int ranks;
 };
@@ -90,7 +90,7 @@ nlohmann::json Analyze(const std::string& dir, int* exit_code) {
   return nlohmann::json::parse(out);
 }
 
-class AnalyzeScenario : public ::testing::TestWithParam<Case> {};
+class AnalyzeScenario : public ::testing::TestWithParam<ScenarioCase> {};
 
 TEST_P(AnalyzeScenario, NamesClassCommunicatorSequenceAndCulprits) {
   const Expected& e = GetParam().e;
@@ -201,7 +201,7 @@ INSTANTIATE_TEST_SUITE_P(Shipped, AnalyzeWithoutProfiler, ::testing::Values("han
 // first is a matter of microseconds, so only its class and culprit are asserted. The world
 // communicator's name is only recorded once its creation returns, so a rank that never joins it
 // leaves it nameless. stuck-before is a hang inside a split (dp) while world stays healthy.
-std::vector<Case> Catalogue(int ranks) {
+std::vector<ScenarioCase> Catalogue(int ranks) {
   const std::vector<Expected> expected = {
       {"healthy", "healthy", "", 0, {}},
       {"stuck-before", "missing", "dp", 2, {2}},
@@ -237,12 +237,12 @@ std::vector<Case> Catalogue(int ranks) {
       // Ranks waiting in a receive from a stuck stage never send on: only the stuck stage.
       {"pipeline-chain", "p2p-deadlock", "pp", 2, {1}},
   };
-  std::vector<Case> cases;
+  std::vector<ScenarioCase> cases;
   for (const Expected& e : expected) cases.push_back({e, ranks});
   return cases;
 }
 
-std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
+std::string CaseName(const ::testing::TestParamInfo<ScenarioCase>& info) {
   std::string name = info.param.e.scenario;
   for (char& c : name) {
     if (c == '-') c = '_';

@@ -9,17 +9,17 @@
 namespace ncclscope::testing {
 namespace {
 
-constexpr int kRanks = 8;
+constexpr int kTwoNodeRanks = 8;
 
 // Two nodes of four ranks; rank 5 never issues allreduce #3 on world, the others wait in it.
 JobBuilder MissingOnNodeB(uint64_t* world) {
-  JobBuilder job(kRanks);
+  JobBuilder job(kTwoNodeRanks);
   *world = job.Comm("world", {0, 1, 2, 3, 4, 5, 6, 7});
   for (int i = 0; i < 2; ++i) {
-    for (int r = 0; r < kRanks; ++r)
+    for (int r = 0; r < kTwoNodeRanks; ++r)
       job.Coll(r, *world, OpType::kAllReduce, 0.1 * i, Done::kCompleted);
   }
-  for (int r = 0; r < kRanks; ++r) {
+  for (int r = 0; r < kTwoNodeRanks; ++r) {
     if (r != 5) job.Coll(r, *world, OpType::kAllReduce, 1.0, Done::kPending);
   }
   job.HeartbeatAll(8);
@@ -27,7 +27,7 @@ JobBuilder MissingOnNodeB(uint64_t* world) {
 }
 
 void KeepOnly(JobBuilder* job, int first, int last) {
-  for (int r = 0; r < kRanks; ++r) {
+  for (int r = 0; r < kTwoNodeRanks; ++r) {
     if (r < first || r > last) job->RemoveFile(r);
   }
 }
@@ -74,13 +74,13 @@ TEST(NodeView, WholeJobGivesTheSameCulpritWithNothingUnseen) {
   EXPECT_EQ(v.culprits, std::vector<int>{5});
   EXPECT_TRUE(v.unseen.empty());
   EXPECT_EQ(v.unseen_count, 0);
-  EXPECT_EQ(a.input.ranks_seen, kRanks);
+  EXPECT_EQ(a.input.ranks_seen, kTwoNodeRanks);
 }
 
 // Once a member completed #N every member issued it: ranks of another node are then no suspects
 // for not issuing, and the device stall on the ranks seen stands.
 TEST(NodeView, CompletedSomewhereMeansIssuedEverywhere) {
-  JobBuilder job(kRanks);
+  JobBuilder job(kTwoNodeRanks);
   const uint64_t world = job.Comm("world", {0, 1, 2, 3, 4, 5, 6, 7});
   job.Coll(0, world, OpType::kAllReduce, 1.0, Done::kPending);
   for (int r = 1; r < 4; ++r) job.Coll(r, world, OpType::kAllReduce, 1.0, Done::kCompleted);
@@ -98,7 +98,7 @@ TEST(NodeView, CompletedSomewhereMeansIssuedEverywhere) {
 // waiting root is no device-stall culprit (seen: node0 of a 2-node job blamed rank 0 for
 // broadcast #2 that rank 5 never issued).
 TEST(NodeView, ABroadcastCompletedOnReceiversDoesNotProveTheUnseenIssuedIt) {
-  JobBuilder job(kRanks);
+  JobBuilder job(kTwoNodeRanks);
   const uint64_t world = job.Comm("world", {0, 1, 2, 3, 4, 5, 6, 7});
   job.Coll(0, world, OpType::kBroadcast, 1.0, Done::kPending);
   for (int r = 1; r < 4; ++r) job.Coll(r, world, OpType::kBroadcast, 1.0, Done::kCompleted);

@@ -26,7 +26,7 @@ namespace {
 // As the interposer's catalogue test: faults strike in the first steps; the launcher kills the
 // job this long after its start, past analyze's 2 s stall threshold even on a loaded machine.
 constexpr double kJobSeconds = 5;
-constexpr int kRanks = 8;
+constexpr int kPluginOnlyRanks = 8;
 
 struct PluginOnlyCase {
   const char* scenario;
@@ -46,7 +46,7 @@ class PluginOnlyJob {
     const std::string bin = std::string(NCCLSCOPE_TEST_BIN_DIR) + "/ncclscope";
     const std::string file =
         std::string(NCCLSCOPE_TEST_SOURCE_DIR) + "/sim/scenarios/" + scenario + ".json";
-    const std::string ranks = std::to_string(kRanks), kill = std::to_string(kill_after_s);
+    const std::string ranks = std::to_string(kPluginOnlyRanks), kill = std::to_string(kill_after_s);
     const std::string dir = Dir();
     pid_ = fork();
     if (pid_ == 0) {

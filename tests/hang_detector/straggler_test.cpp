@@ -11,8 +11,6 @@
 namespace ncclscope::testing {
 namespace {
 
-using Job = StragglerJob;
-
 std::vector<int> AllBut(int n, std::vector<int> except) {
   std::vector<int> out;
   for (int r = 0; r < n; ++r) {
@@ -36,7 +34,7 @@ class Sizes : public ::testing::TestWithParam<int> {};
 
 TEST_P(Sizes, HealthyJitterHasNoVerdict) {
   for (uint32_t seed = 1; seed <= 20; ++seed) {
-    Job j(GetParam(), seed);
+    StragglerJob j(GetParam(), seed);
     j.model.jitter_s = 0.005;  // a quarter of the compute time
     j.Run(40);
     const Analysis a = j.Analyze();
@@ -47,7 +45,7 @@ TEST_P(Sizes, HealthyJitterHasNoVerdict) {
 
 TEST_P(Sizes, ComputeStragglerTwiceSlowerIsNamedWithItsVictims) {
   const int n = GetParam();
-  Job j(n);
+  StragglerJob j(n);
   j.model.jitter_s = 0.003;
   j.model.compute_slow = {{n - 1, 2.0, 10}};
   j.Run(10);
@@ -82,7 +80,7 @@ TEST_P(Sizes, ComputeStragglerTwiceSlowerIsNamedWithItsVictims) {
 // ring files could name different communicators.
 TEST_P(Sizes, StragglerHeadlineIsTheCommunicatorWithTheMostVictimsWhateverItsOnset) {
   const int n = GetParam();
-  Job j(n);
+  StragglerJob j(n);
   j.model.jitter_s = 0.003;
   j.model.compute_slow = {{n - 1, 2.0, 0}};
   std::vector<int> all;
@@ -111,7 +109,7 @@ TEST_P(Sizes, StragglerHeadlineIsTheCommunicatorWithTheMostVictimsWhateverItsOns
 
 TEST_P(Sizes, ComputeStragglerTwentyPercentSlowerIsNamed) {
   const int n = GetParam();
-  Job j(n);
+  StragglerJob j(n);
   j.model.jitter_s = 0.002;
   j.model.compute_slow = {{3, 1.2, 5}};
   j.Run(40);
@@ -123,7 +121,7 @@ TEST_P(Sizes, ComputeStragglerTwentyPercentSlowerIsNamed) {
 
 TEST_P(Sizes, TwoComputeStragglersAreNamedApart) {
   const int n = GetParam();
-  Job j(n);
+  StragglerJob j(n);
   j.model.jitter_s = 0.002;
   j.model.compute_slow = {{1, 2.0, 5}, {4, 1.3, 5}};
   j.Run(40);
@@ -138,7 +136,7 @@ TEST_P(Sizes, TwoComputeStragglersAreNamedApart) {
 
 TEST_P(Sizes, SlowLinkIsLocalizedByItsGroups) {
   const int n = GetParam();
-  Job j(n);
+  StragglerJob j(n);
   j.model.jitter_s = 0.003;
   j.model.link_slow = {{2, 3.0, 10}};
   j.Run(10, 0.006);
@@ -160,7 +158,7 @@ TEST_P(Sizes, SlowLinkIsLocalizedByItsGroups) {
 
 TEST_P(Sizes, SlowLinkFromTheStartIsFoundAgainstSiblingGroups) {
   const int n = GetParam();
-  Job j(n);
+  StragglerJob j(n);
   j.model.jitter_s = 0.003;
   j.model.link_slow = {{5, 3.0, 0}};
   j.Run(30, 0.006);
@@ -171,7 +169,7 @@ TEST_P(Sizes, SlowLinkFromTheStartIsFoundAgainstSiblingGroups) {
 }
 
 TEST_P(Sizes, SlowLargeOperationThatNeverChangedIsHealthy) {
-  Job j(GetParam());
+  StragglerJob j(GetParam());
   j.model.jitter_s = 0.003;
   j.Run(30, 0.200, 1 << 28);  // the world allreduce takes ten compute times, every step
   EXPECT_EQ(First(j.Analyze()).cls, VerdictClass::kHealthy);
@@ -197,7 +195,7 @@ TEST(Straggler, SlowLinkWithoutGroupsToNarrowItIsATie) {
 }
 
 TEST(Straggler, RecoveredStragglerIsHealthy) {
-  Job j(8);
+  StragglerJob j(8);
   j.model.jitter_s = 0.002;
   j.model.compute_slow = {{6, 2.0, 2}, {6, 0.5, 12}};  // 2x from step 2, back to 1x from 12
   j.Run(90);  // the window (64 collectives per group) holds only healthy steps
@@ -207,7 +205,7 @@ TEST(Straggler, RecoveredStragglerIsHealthy) {
 // A host that runs ahead of a stuck stream leaves more incomplete collectives than the span the
 // detector keeps (128 per group): the straggler is still judged on the complete ones before them.
 TEST(Straggler, StragglerIsNamedBehindAHundredsLongTailOfIncompleteCollectives) {
-  Job j(8);
+  StragglerJob j(8);
   j.model.jitter_s = 0.002;
   j.model.compute_slow = {{5, 2.0, 5}};
   j.Run(70);
@@ -226,7 +224,7 @@ TEST(Straggler, StragglerIsNamedBehindAHundredsLongTailOfIncompleteCollectives) 
 }
 
 TEST(Straggler, TooFewCollectivesSayNothing) {
-  Job j(8);
+  StragglerJob j(8);
   j.model.compute_slow = {{6, 3.0, 0}};
   j.Run(5);
   EXPECT_EQ(First(j.Analyze()).cls, VerdictClass::kHealthy);

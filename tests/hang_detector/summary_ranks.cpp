@@ -53,7 +53,7 @@ bool ReadItem(const std::string& s, size_t* i, std::vector<int>* out) {
   return true;
 }
 
-std::vector<Mention> Mentions(const std::string& s) {
+std::vector<Mention> RankMentions(const std::string& s) {
   std::vector<Mention> out;
   for (size_t at = s.find("rank"); at != std::string::npos; at = s.find("rank", at + 4)) {
     if (at > 0 && std::isalnum(static_cast<unsigned char>(s[at - 1])) != 0) continue;
@@ -115,7 +115,8 @@ bool NamedAsCulprit(const std::string& s, const Mention& m) {
 
 std::vector<int> RanksNamed(const std::string& summary) {
   std::vector<int> out;
-  for (const Mention& m : Mentions(summary)) out.insert(out.end(), m.ranks.begin(), m.ranks.end());
+  for (const Mention& m : RankMentions(summary))
+    out.insert(out.end(), m.ranks.begin(), m.ranks.end());
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -123,7 +124,7 @@ std::vector<int> RanksNamed(const std::string& summary) {
 
 std::vector<int> RanksNamedAsCulprits(const std::string& summary) {
   std::vector<int> out;
-  for (const Mention& m : Mentions(summary)) {
+  for (const Mention& m : RankMentions(summary)) {
     if (NamedAsCulprit(summary, m)) out.insert(out.end(), m.ranks.begin(), m.ranks.end());
   }
   std::sort(out.begin(), out.end());

@@ -12,7 +12,7 @@ namespace ncclscope::testing {
 namespace {
 
 // Two ranks that each did one allreduce at time t, of job `job`.
-trace::TraceSet Job(const std::string& job, double t) {
+trace::TraceSet JobTraces(const std::string& job, double t) {
   JobBuilder b(2);
   const uint64_t world = b.Comm("world", {0, 1});
   for (int r = 0; r < 2; ++r) b.Coll(r, world, trace::OpType::kAllReduce, t, Done::kCompleted);
@@ -23,8 +23,8 @@ trace::TraceSet Job(const std::string& job, double t) {
 }
 
 trace::TraceSet Both() {
-  trace::TraceSet set = Job("old", 1.0);
-  trace::TraceSet now = Job("new", 50.0);
+  trace::TraceSet set = JobTraces("old", 1.0);
+  trace::TraceSet now = JobTraces("new", 50.0);
   for (trace::RingSnapshot& f : now.files) set.files.push_back(std::move(f));
   return set;
 }

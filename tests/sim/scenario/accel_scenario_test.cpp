@@ -20,11 +20,13 @@
 #include "sim/scenario/launcher.h"
 #include "sim/scenario/launcher_env.h"
 #include "sim/scenario/rank_faults.h"
+#include "tests/sim/scenario/env_lookup.h"
 #include "tests/sim/scenario/test_scenario_text.h"
 
 namespace ncclscope::sim {
 namespace {
 
+using testing::lookup;
 using testing::parse;
 using testing::parseError;
 
@@ -160,13 +162,6 @@ TEST(AccelKey, RangesAreTheProbesOwn) {
   ASSERT_FALSE(timeout.first.empty());
   EXPECT_EQ(std::stoll(timeout.first), kAccelTimeoutMsMin);
   EXPECT_EQ(std::stoll(timeout.second), kAccelTimeoutMsMax);
-}
-
-std::string lookup(const std::vector<std::string>& env, const std::string& name) {
-  for (const std::string& kv : env) {
-    if (kv.rfind(name + "=", 0) == 0) return kv.substr(name.size() + 1);
-  }
-  return "<unset>";
 }
 
 TEST(AccelEnvironment, TheRanksGetTheKeysVariablesUnlessTheEnvironmentSetsThem) {

@@ -67,7 +67,7 @@ TEST(CoalescedParse, WorldByDefaultOneCollectiveAndEveryCollectiveKind) {
   EXPECT_EQ(parse(withOps(many + "]}]")).steps[0].ops[0].ops.size(), 64u);
 }
 
-struct BadCase {
+struct BadCoalescedStep {
   std::string json;
   const char* want;  // expected substring of "test.json: PATH: MESSAGE"
 };
@@ -77,7 +77,7 @@ TEST(CoalescedParse, EveryErrorNamesTheStepOpAndProblem) {
   for (int i = 0; i < 65; ++i) {
     too_many += std::string(i ? "," : "") + R"({"op": "allreduce", "count": 1})";
   }
-  const std::vector<BadCase> cases = {
+  const std::vector<BadCoalescedStep> cases = {
       {withOps(R"([{"op": "coalesced", "ops": []}])"),
        "steps[0].ops[0].ops: a coalesced op holds 1 to 64 collectives, got 0"},
       {withOps(too_many + "]}]"),
@@ -113,7 +113,7 @@ TEST(CoalescedParse, EveryErrorNamesTheStepOpAndProblem) {
       {withOps(R"([{"op": "coalesced", "comm": "ep", "ops": [{"op": "allreduce", "count": 8}]}])"),
        "steps[0].ops[0].comm: unknown communicator 'ep'"},
   };
-  for (const BadCase& c : cases) {
+  for (const BadCoalescedStep& c : cases) {
     const std::string err = parseError(c.json);
     EXPECT_NE(err.find(c.want), std::string::npos) << "want: " << c.want << "\ngot: " << err;
     EXPECT_EQ(err.rfind("test.json: ", 0), 0u) << err;

@@ -14,9 +14,12 @@
 #include "sim/scenario/line_prefixer.h"
 #include "sim/scenario/rank_bootstrap.h"
 #include "sim/scenario/rank_processes.h"
+#include "tests/sim/scenario/env_lookup.h"
 
 namespace ncclscope::sim {
 namespace {
+
+using testing::lookup;
 
 TEST(LinePrefixer, PrefixesWholeLinesAcrossChunks) {
   std::ostringstream out;
@@ -27,13 +30,6 @@ TEST(LinePrefixer, PrefixesWholeLinesAcrossChunks) {
   p.feed("ld\n\nlast");
   p.finish();
   EXPECT_EQ(out.str(), "[rank 3] hello\n[rank 3] world\n[rank 3] \n[rank 3] last\n");
-}
-
-std::string lookup(const std::vector<std::string>& env, const std::string& name) {
-  for (const std::string& kv : env) {
-    if (kv.rfind(name + "=", 0) == 0) return kv.substr(name.size() + 1);
-  }
-  return "<unset>";
 }
 
 TEST(LauncherEnv, SetsJobVariablesAndPrependsTheProbe) {

@@ -47,12 +47,12 @@ TEST(NumericsFaults, FlipOutputDefaultsAndOptions) {
   EXPECT_EQ(s.faults[1].every, 3);
 }
 
-struct BadCase {
+struct BadFaults {
   const char* faults;
   const char* want;
 };
 
-class NumericsFaultErrors : public ::testing::TestWithParam<BadCase> {};
+class NumericsFaultErrors : public ::testing::TestWithParam<BadFaults> {};
 
 TEST_P(NumericsFaultErrors, NameFileFaultAndProblem) {
   // Op 3 of this scenario is an int32 allreduce.
@@ -71,40 +71,40 @@ TEST_P(NumericsFaultErrors, NameFileFaultAndProblem) {
 INSTANTIATE_TEST_SUITE_P(
     Bad, NumericsFaultErrors,
     ::testing::Values(
-        BadCase{R"([{"kind": "nan_input", "ranks": [0], "step": 0, "op": 3}])",
-                "faults[0].op: nan_input needs a floating-point dtype, this allreduce is "
-                "ncclInt32 (no NaN or Inf)"},
-        BadCase{R"([{"kind": "nan_input", "ranks": [0], "step": 0, "op": 0, "value": "NaN!"}])",
-                "faults[0].value: unknown value 'NaN!' (expected one of: nan, inf, -inf)"},
-        BadCase{R"([{"kind": "nan_input", "ranks": [0], "step": 0, "op": 0, "value": 1}])",
-                "faults[0].value: "},
-        BadCase{R"([{"kind": "nan_input", "ranks": [0], "step": 0, "op": 0, "index": 8}])",
-                "faults[0].index: the op's input has 8 elements"},
-        BadCase{R"([{"kind": "nan_input", "ranks": [0], "step": 0, "op": 0, "index": -1}])",
-                "faults[0].index: "},
-        BadCase{R"([{"kind": "nan_input", "ranks": [0], "step": 0, "op": 0, "spread": "yes"}])",
-                "faults[0].spread: "},
-        BadCase{R"([{"kind": "nan_input", "ranks": [0], "step": 0}])",
-                "faults[0].op: required key is missing"},
-        BadCase{R"([{"kind": "nan_input", "ranks": [0], "step": 0, "op": 2}])",
-                "faults[0].op: nan_input applies to collectives, pipeline is sends and receives"},
-        BadCase{R"([{"kind": "nan_input", "ranks": [0], "step": 0, "op": 0, "bit": 1}])",
-                "faults[0].bit: unknown key for a nan_input fault (allowed: kind, ranks, step, "
-                "op, value, index, spread)"},
-        BadCase{R"([{"kind": "flip_output", "ranks": [0], "step": 0, "op": 0, "bit": 256}])",
-                "faults[0].bit: the op's output holds 256 bits (8 x ncclFloat32)"},
-        BadCase{R"([{"kind": "flip_output", "ranks": [0], "step": 0, "op": 0, "bit": -3}])",
-                "faults[0].bit: "},
-        BadCase{R"([{"kind": "flip_output", "ranks": [0], "step": 0, "op": 0, "every": 0}])",
-                "faults[0].every: 0 is out of range"},
-        BadCase{R"([{"kind": "flip_output", "ranks": [0], "step": 0, "op": 2}])",
-                "faults[0].op: flip_output applies to collectives, pipeline is sends and "
-                "receives"},
-        BadCase{R"([{"kind": "flip_output", "ranks": [0], "step": 1, "op": 0}])",
-                "faults[0].step: step 1 does not exist"},
-        BadCase{R"([{"kind": "flip_output", "ranks": [0], "step": 0, "op": 0, "value": "nan"}])",
-                "faults[0].value: unknown key for a flip_output fault (allowed: kind, ranks, "
-                "step, op, bit, every)"}));
+        BadFaults{R"([{"kind": "nan_input", "ranks": [0], "step": 0, "op": 3}])",
+                  "faults[0].op: nan_input needs a floating-point dtype, this allreduce is "
+                  "ncclInt32 (no NaN or Inf)"},
+        BadFaults{R"([{"kind": "nan_input", "ranks": [0], "step": 0, "op": 0, "value": "NaN!"}])",
+                  "faults[0].value: unknown value 'NaN!' (expected one of: nan, inf, -inf)"},
+        BadFaults{R"([{"kind": "nan_input", "ranks": [0], "step": 0, "op": 0, "value": 1}])",
+                  "faults[0].value: "},
+        BadFaults{R"([{"kind": "nan_input", "ranks": [0], "step": 0, "op": 0, "index": 8}])",
+                  "faults[0].index: the op's input has 8 elements"},
+        BadFaults{R"([{"kind": "nan_input", "ranks": [0], "step": 0, "op": 0, "index": -1}])",
+                  "faults[0].index: "},
+        BadFaults{R"([{"kind": "nan_input", "ranks": [0], "step": 0, "op": 0, "spread": "yes"}])",
+                  "faults[0].spread: "},
+        BadFaults{R"([{"kind": "nan_input", "ranks": [0], "step": 0}])",
+                  "faults[0].op: required key is missing"},
+        BadFaults{R"([{"kind": "nan_input", "ranks": [0], "step": 0, "op": 2}])",
+                  "faults[0].op: nan_input applies to collectives, pipeline is sends and receives"},
+        BadFaults{R"([{"kind": "nan_input", "ranks": [0], "step": 0, "op": 0, "bit": 1}])",
+                  "faults[0].bit: unknown key for a nan_input fault (allowed: kind, ranks, step, "
+                  "op, value, index, spread)"},
+        BadFaults{R"([{"kind": "flip_output", "ranks": [0], "step": 0, "op": 0, "bit": 256}])",
+                  "faults[0].bit: the op's output holds 256 bits (8 x ncclFloat32)"},
+        BadFaults{R"([{"kind": "flip_output", "ranks": [0], "step": 0, "op": 0, "bit": -3}])",
+                  "faults[0].bit: "},
+        BadFaults{R"([{"kind": "flip_output", "ranks": [0], "step": 0, "op": 0, "every": 0}])",
+                  "faults[0].every: 0 is out of range"},
+        BadFaults{R"([{"kind": "flip_output", "ranks": [0], "step": 0, "op": 2}])",
+                  "faults[0].op: flip_output applies to collectives, pipeline is sends and "
+                  "receives"},
+        BadFaults{R"([{"kind": "flip_output", "ranks": [0], "step": 1, "op": 0}])",
+                  "faults[0].step: step 1 does not exist"},
+        BadFaults{R"([{"kind": "flip_output", "ranks": [0], "step": 0, "op": 0, "value": "nan"}])",
+                  "faults[0].value: unknown key for a flip_output fault (allowed: kind, ranks, "
+                  "step, op, bit, every)"}));
 
 // Numerics faults change data, not calls: the rest of the group stays checked (unlike skip or
 // wrong_count, after which a group's data is undefined).

@@ -52,7 +52,7 @@ INSTANTIATE_TEST_SUITE_P(Versions, FrDumpVersionTest,
                          });
 
 // Replaces (or adds) `key` in the dict `d` points to.
-void Set(PickleValue* d, const std::string& key, PickleValue value) {
+void SetField(PickleValue* d, const std::string& key, PickleValue value) {
   for (auto& [k, v] : d->AsDict()->items) {
     if (std::get<std::string>(k) == key) {
       v = std::move(value);
@@ -65,13 +65,13 @@ void Erase(PickleValue* d, const std::string& key) {
   auto& items = d->AsDict()->items;
   std::erase_if(items, [&](const auto& kv) { return std::get<std::string>(kv.first) == key; });
 }
-PickleValue* Entry(PickleValue* dump, size_t i) {
+PickleValue* EntryAt(PickleValue* dump, size_t i) {
   for (auto& [k, v] : dump->AsDict()->items) {
     if (std::get<std::string>(k) == "entries") return &v.AsList()->items[i];
   }
   return nullptr;
 }
-PickleValue* Key(PickleValue* d, const std::string& key) {
+PickleValue* Field(PickleValue* d, const std::string& key) {
   for (auto& [k, v] : d->AsDict()->items) {
     if (std::get<std::string>(k) == key) return &v;
   }
@@ -89,16 +89,16 @@ TEST(FrDumpTest, AcceptsTheJsonTypingOfEveryField) {
   // _dump_nccl_trace_json: process_group a list, pg_status values strings, absent discovery times
   // 0; and a rank list as a list, a whole duration as an int.
   PickleValue tree = SampleDumpTree("2.10");
-  Set(Entry(&tree, 0), "process_group", PickleList{{"0", "default_pg"}});
-  Set(Entry(&tree, 0), "duration_ms", 2);
-  Set(Entry(&tree, 1), "time_discovered_started_ns", 0);
-  Set(Entry(&tree, 1), "time_discovered_completed_ns", 0);
-  Set(Key(&tree, "pg_status"), "0",
-      D({{"last_enqueued_collective", "12"},
-         {"last_started_collective", "-1"},
-         {"last_completed_collective", "12"}}));
-  Set(Key(&tree, "pg_config"), "1",
-      D({{"name", "1"}, {"desc", "pp"}, {"ranks", PickleList{{0, 1}}}}));
+  SetField(EntryAt(&tree, 0), "process_group", PickleList{{"0", "default_pg"}});
+  SetField(EntryAt(&tree, 0), "duration_ms", 2);
+  SetField(EntryAt(&tree, 1), "time_discovered_started_ns", 0);
+  SetField(EntryAt(&tree, 1), "time_discovered_completed_ns", 0);
+  SetField(Field(&tree, "pg_status"), "0",
+           D({{"last_enqueued_collective", "12"},
+              {"last_started_collective", "-1"},
+              {"last_completed_collective", "12"}}));
+  SetField(Field(&tree, "pg_config"), "1",
+           D({{"name", "1"}, {"desc", "pp"}, {"ranks", PickleList{{0, 1}}}}));
   std::string error;
   auto dump = DecodeFrDump(tree, &error);
   ASSERT_TRUE(dump.has_value()) << error;
@@ -109,9 +109,9 @@ TEST(FrDumpTest, AcceptsTheJsonTypingOfEveryField) {
 
 TEST(FrDumpTest, IgnoresKeysItDoesNotKnowAndReadsLaterMinorVersions) {
   PickleValue tree = SampleDumpTree("2.10");
-  Set(&tree, "nccl_comm_state", D({{"0x1234", D({{"nranks", "4"}})}}));
-  Set(Entry(&tree, 0), "stack_id", 7);
-  Set(&tree, "version", "2.11");
+  SetField(&tree, "nccl_comm_state", D({{"0x1234", D({{"nranks", "4"}})}}));
+  SetField(EntryAt(&tree, 0), "stack_id", 7);
+  SetField(&tree, "version", "2.11");
   std::string error;
   auto dump = DecodeFrDump(tree, &error);
   ASSERT_TRUE(dump.has_value()) << error;
@@ -130,49 +130,49 @@ TEST(FrDumpTest, EmptyDumpWithoutEntriesDecodes) {
 
 TEST(FrDumpTest, ErrorsNameTheEntryIndexAndTheKey) {
   PickleValue tree = SampleDumpTree("2.10");
-  Erase(Entry(&tree, 1), "op_id");
+  Erase(EntryAt(&tree, 1), "op_id");
   EXPECT_EQ(DecodeError(tree), "entries[1]: missing key 'op_id'");
 
   tree = SampleDumpTree("2.10");
-  Set(Entry(&tree, 0), "op_id", "12");
+  SetField(EntryAt(&tree, 0), "op_id", "12");
   EXPECT_EQ(DecodeError(tree), "entries[0].op_id: expected int, got str '12'");
 
   tree = SampleDumpTree("2.10");
-  Set(Entry(&tree, 1), "state", "running");
+  SetField(EntryAt(&tree, 1), "state", "running");
   EXPECT_EQ(DecodeError(tree),
             "entries[1].state: expected scheduled, started or completed, got 'running'");
 
   tree = SampleDumpTree("2.10");
-  Set(Entry(&tree, 0), "input_sizes", PickleList{{PickleList{{3, 2.5}}}});
+  SetField(EntryAt(&tree, 0), "input_sizes", PickleList{{PickleList{{3, 2.5}}}});
   EXPECT_EQ(DecodeError(tree), "entries[0].input_sizes[0][1]: expected int, got float 2.5");
 
   tree = SampleDumpTree("2.10");
-  Set(Entry(&tree, 0), "frames",
-      PickleList{{D({{"name", "f"}, {"filename", "x.py"}, {"line", "9"}})}});
+  SetField(EntryAt(&tree, 0), "frames",
+           PickleList{{D({{"name", "f"}, {"filename", "x.py"}, {"line", "9"}})}});
   EXPECT_EQ(DecodeError(tree), "entries[0].frames[0].line: expected int, got str '9'");
 
   tree = SampleDumpTree("2.10");
-  Set(Entry(&tree, 0), "process_group", PickleTuple{{"0"}});
+  SetField(EntryAt(&tree, 0), "process_group", PickleTuple{{"0"}});
   EXPECT_EQ(DecodeError(tree),
             "entries[0].process_group: expected (name: str, desc: str), got tuple ('0',)");
 
   tree = SampleDumpTree("2.10");
-  Set(Entry(&tree, 1), "time_discovered_started_ns", "soon");
+  SetField(EntryAt(&tree, 1), "time_discovered_started_ns", "soon");
   EXPECT_EQ(DecodeError(tree),
             "entries[1].time_discovered_started_ns: expected int or None, got str 'soon'");
 
   tree = SampleDumpTree("2.10");
-  Set(Key(&tree, "pg_config"), "1", D({{"name", "1"}, {"desc", "pp"}, {"ranks", "[0, x]"}}));
+  SetField(Field(&tree, "pg_config"), "1", D({{"name", "1"}, {"desc", "pp"}, {"ranks", "[0, x]"}}));
   EXPECT_EQ(DecodeError(tree),
             "pg_config['1'].ranks: expected a rank list such as \"[0, 1]\", got str '[0, x]'");
 
   tree = SampleDumpTree("2.10");
-  Set(Key(&tree, "pg_status"), "0", D({{"last_enqueued_collective", "12x"}}));
+  SetField(Field(&tree, "pg_status"), "0", D({{"last_enqueued_collective", "12x"}}));
   EXPECT_EQ(DecodeError(tree),
             "pg_status['0'].last_enqueued_collective: expected int or decimal str, got str '12x'");
 
   tree = SampleDumpTree("2.10");
-  Set(&tree, "entries", PickleList{{7}});
+  SetField(&tree, "entries", PickleList{{7}});
   EXPECT_EQ(DecodeError(tree), "entries[0]: expected dict, got int");
 
   EXPECT_EQ(DecodeError(PickleList{}), "dump: expected dict, got list");
@@ -181,7 +181,7 @@ TEST(FrDumpTest, ErrorsNameTheEntryIndexAndTheKey) {
 TEST(FrDumpTest, VersionDecidesWhichKeysAreRequired) {
   for (const char* bad : {"3.0", "2.1", "2", "two", "1.9"}) {
     PickleValue tree = SampleDumpTree("2.10");
-    Set(&tree, "version", bad);
+    SetField(&tree, "version", bad);
     EXPECT_EQ(DecodeError(tree), "version: unsupported dump version '" + std::string(bad) +
                                      "' (read: 2.2 and later 2.x)");
   }
@@ -194,7 +194,7 @@ TEST(FrDumpTest, VersionDecidesWhichKeysAreRequired) {
   Erase(&tree, "pg_status");
   EXPECT_EQ(DecodeError(tree), "dump: missing key 'pg_status'");
   tree = SampleDumpTree("2.4");
-  Set(&tree, "version", "2.2");
+  SetField(&tree, "version", "2.2");
   Erase(&tree, "pg_status");
   std::string error;
   EXPECT_TRUE(DecodeFrDump(tree, &error).has_value()) << error;
@@ -202,13 +202,13 @@ TEST(FrDumpTest, VersionDecidesWhichKeysAreRequired) {
   // version_val "2.2", NCCLTraceBuffer::getCollectiveTrace and getCollectiveTraceJson).
   for (const char* version : {"2.2", "2.4"}) {
     tree = SampleDumpTree(version);
-    Erase(Entry(&tree, 1), "is_p2p");
+    Erase(EntryAt(&tree, 1), "is_p2p");
     EXPECT_EQ(DecodeError(tree), "entries[1]: missing key 'is_p2p'") << version;
     tree = SampleDumpTree(version);
-    Erase(Entry(&tree, 0), "input_dtypes");
+    Erase(EntryAt(&tree, 0), "input_dtypes");
     EXPECT_EQ(DecodeError(tree), "entries[0]: missing key 'input_dtypes'") << version;
     tree = SampleDumpTree(version);
-    Erase(Entry(&tree, 0), "timeout_ms");
+    Erase(EntryAt(&tree, 0), "timeout_ms");
     EXPECT_EQ(DecodeError(tree), "entries[0]: missing key 'timeout_ms'") << version;
   }
 }
@@ -262,7 +262,7 @@ TEST(FrDumpTest, RanksTextVariants) {
   for (const auto& [text, expected] : std::vector<std::pair<std::string, std::vector<int>>>{
            {"[]", {}}, {"[5]", {5}}, {"[0,1,2]", {0, 1, 2}}, {" [ 3 , 4 ] ", {3, 4}}}) {
     PickleValue tree = SampleDumpTree("2.10");
-    Set(Key(&tree, "pg_config"), "1", D({{"name", "1"}, {"desc", "pp"}, {"ranks", text}}));
+    SetField(Field(&tree, "pg_config"), "1", D({{"name", "1"}, {"desc", "pp"}, {"ranks", text}}));
     std::string error;
     auto dump = DecodeFrDump(tree, &error);
     ASSERT_TRUE(dump.has_value()) << text << ": " << error;
@@ -270,7 +270,7 @@ TEST(FrDumpTest, RanksTextVariants) {
   }
   for (const char* bad : {"[0, ]", "[-1]", "0, 1", "[1 2]", "[99999999999]", ""}) {
     PickleValue tree = SampleDumpTree("2.10");
-    Set(Key(&tree, "pg_config"), "1", D({{"name", "1"}, {"desc", "pp"}, {"ranks", bad}}));
+    SetField(Field(&tree, "pg_config"), "1", D({{"name", "1"}, {"desc", "pp"}, {"ranks", bad}}));
     EXPECT_NE(DecodeError(tree).find("pg_config['1'].ranks"), std::string::npos) << bad;
   }
 }

@@ -8,7 +8,6 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
 
 #include "tests/trace/flight_recorder/fr_sample_dumps.h"
 #include "tests/trace/flight_recorder/memo_layout_pickle.h"
@@ -21,6 +20,7 @@ namespace {
 
 using testing::D;
 using testing::MemoLayout;
+using testing::ReadFile;
 using testing::SampleDump;
 using testing::SampleDumpTree;
 using testing::WriteMemoLayoutPickle;
@@ -278,11 +278,6 @@ TEST(FrPickleDecodeTest, MarkWhoseValuesWereTakenIsRefused) {
   EXPECT_EQ(error,
             "pickle: APPENDS after values below its MARK were taken (MARK at stack depth 2, stack "
             "now 1) at offset 7");
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 TEST(FrPickleDecodeTest, CPythonPicklesOfADumpMatch) {

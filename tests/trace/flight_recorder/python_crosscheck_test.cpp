@@ -5,7 +5,6 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
 #include <limits>
 
 #include "tests/trace/flight_recorder/fr_sample_dumps.h"
@@ -16,14 +15,12 @@
 namespace ncclscope::flight_recorder {
 namespace {
 
+using testing::ReadFile;
+
 bool HavePython() {
   return std::system("command -v python3 >/dev/null 2>&1") == 0;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 void WriteFile(const std::string& path, const std::string& data) {
   std::ofstream(path, std::ios::binary) << data;
 }
