@@ -3,7 +3,7 @@
 // parameter being NAME_host_param_bytes long (docs/emulator.md, host twins). Apart from the
 // collectives' (twins/host_twin_exports.h) so that a program which samples numerics defines these
 // without linking the collectives' twins. One definition for every program that launches the
-// numerics kernels on the emulator: libncclscope.so (plugin/accel/accel_host_twins.cpp) and
+// numerics kernels on the emulator: libncclscope.so (plugin/numerics/numerics_host_twins.cpp) and
 // ncclscope-gpu-check (collectives/gpu_check/host_twins.cpp), each exporting them with its own
 // attribute. On a real GPU nothing calls them.
 #pragma once
