@@ -30,9 +30,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// As the catalogue's tests (tests/hang_detector/analyze_scenarios_test.cpp): the launcher kills
-// the hung job this long after its start, and the waits outlast analyze's stall threshold.
-constexpr double kKillAfterS = 5;
 constexpr int kRanks = 8;
 
 class RankOf final : public trace::RingVisitor {
